@@ -1,0 +1,37 @@
+# seer: `make run` and `make test` do all the set-up on a fresh machine (a virtual env in .venv).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test fit evaluate collect bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev,plot]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install          ## fit and evaluate on the built-in data
+	$(PY) -m seer
+
+test: install         ## the whole test suite (no GPU needed)
+	$(PY) -m pytest -q
+
+fit: install          ## fit per-variant models: python -m seer.fit --help
+	$(PY) -m seer.fit $(ARGS)
+
+evaluate: install     ## Test-set-I and II: python -m seer.evaluate --help
+	$(PY) -m seer.evaluate $(ARGS)
+
+bench: install        ## speed of prediction and fitting
+	$(PY) -m seer.bench $(ARGS)
+
+collect: install      ## measure on this machine's GPU: python -m cudnn_bench collect --help
+	$(PY) -m cudnn_bench collect $(ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
