@@ -597,6 +597,28 @@ def seer_split(n: int) -> np.ndarray:
     return np.where(np.arange(n) % 10 < 7, "train", "test")
 
 
+def split_rows(df: pd.DataFrame, by: list[str], order: list[str] | None = None) -> np.ndarray:
+    """SEER's split within each group of `by` (a variant): after a stable sort of the group's
+    rows by `order` (default: every configuration field present), row index mod 10 < 7 is
+    "train", the rest "test". The same rows always land on the same side."""
+    if order is None:
+        order = [c for c in ("op", *_CONV, "m", "n", "k", "rows", "cols", "fn", "num_embeddings",
+                             "num_tables", "bag_size", "emb_dim", "algo", "time_ms") if c in df]
+    keys = df[order].copy()
+    for c in keys.columns:  # a sortable key for mixed/NA columns
+        if keys[c].dtype == object:
+            keys[c] = keys[c].astype(str)
+        else:
+            keys[c] = keys[c].astype("float64")
+    sorted_idx = keys.sort_values(order, kind="stable").index
+    pos = pd.Series(np.arange(len(df)), index=df.index)[sorted_idx]
+    grp = df.loc[sorted_idx, by].astype(str).agg("|".join, axis=1) if by else pd.Series("", index=sorted_idx)
+    rank = grp.groupby(grp, sort=False).cumcount().to_numpy()
+    out = np.empty(len(df), dtype=object)
+    out[pos.to_numpy()] = np.where(rank % 10 < 7, "train", "test")
+    return out
+
+
 def write_seer_excel(df: pd.DataFrame, path: str | Path) -> Path:
     """Write convolution records of one variant as a SEER workbook (sheets train, test).
 

@@ -231,3 +231,15 @@ def test_load_dispatch(tmp_path, neusight_path):
     assert records.load(neusight_path / "bmm" / "Tesla_T4.csv")["op"].eq("bmm").all()
     with pytest.raises(DataError, match="existing file"):
         records.load(tmp_path / "nope.csv")
+
+
+def test_split_rows_is_seer_rule_within_groups():
+    df = pd.DataFrame({"v": ["a"] * 10 + ["b"] * 5, "m": list(range(10, 0, -1)) + list(range(5)),
+                       "time_ms": 1.0})
+    s = records.split_rows(df, ["v"], ["m"])
+    a = df[df.v == "a"].assign(s=s[:10]).sort_values("m")
+    assert list(a["s"]) == ["train"] * 7 + ["test"] * 3
+    assert list(s[10:]) == ["train"] * 5
+    shuffled = df.sample(frac=1, random_state=1)
+    s2 = pd.Series(records.split_rows(shuffled, ["v"], ["m"]), index=shuffled.index)
+    assert (s2.sort_index().to_numpy() == s).all()  # order of the input does not matter
