@@ -606,7 +606,7 @@ def split_rows(df: pd.DataFrame, by: list[str], order: list[str] | None = None) 
                              "num_tables", "bag_size", "emb_dim", "algo", "time_ms") if c in df]
     keys = df[order].copy()
     for c in keys.columns:  # a sortable key for mixed/NA columns
-        if keys[c].dtype == object:
+        if not pd.api.types.is_numeric_dtype(keys[c]):
             keys[c] = keys[c].astype(str)
         else:
             keys[c] = keys[c].astype("float64")
