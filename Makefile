@@ -30,8 +30,12 @@ evaluate: install     ## Test-set-I and II: python -m seer.evaluate --help
 bench: install        ## speed of prediction and fitting
 	$(PY) -m seer.bench $(ARGS)
 
-collect: install      ## measure on this machine's GPU: python -m cudnn_bench collect --help
-	$(PY) -m cudnn_bench collect $(ARGS)
+# The GPU libraries (cuDNN, cuBLAS wheels, CuPy/pycuda) live in the system Python of a GPU
+# machine, which may have no internet for a venv: use it when it has seer's dependencies.
+collect:              ## measure on this machine's GPU: python -m cudnn_bench collect --help
+	@if $(PYTHON) -c "import numpy, pandas, scipy, statsmodels" 2>/dev/null; then \
+		$(PYTHON) -m cudnn_bench collect $(ARGS); \
+	else $(MAKE) --no-print-directory install && $(PY) -m cudnn_bench collect $(ARGS); fi
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

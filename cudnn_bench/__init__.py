@@ -1,5 +1,15 @@
-"""cudnn_bench: the GPU-side collection harness (pycuda, cuDNN, cuBLASLt, ncu).
+"""cudnn_bench: the GPU-side collection harness (pycuda, cuDNN, cuBLASLt, CUPTI, ncu).
 
-Nothing here is imported by `seer`; GPU modules are imported lazily inside the functions that
-need them, so that `python -m cudnn_bench` on a machine without a GPU ends with one sentence.
+Measures cuDNN convolution-forward algorithms and cuBLASLt GEMM algorithms over configuration
+suites and writes seer's measurement records (`seer.records`) to data/<gpu-slug>/. Nothing in
+`seer` imports this package; GPU libraries and Python GPU modules are imported lazily inside
+the functions that need them, so that `python -m cudnn_bench ...` on a machine without a GPU
+ends with one sentence and exit code 2. See cudnn_bench/GPU_RUN.md for a GPU session's steps.
+
+Modules: suites (grids as data, cost model, budget), cudnn and cublaslt (ctypes bindings),
+runtime (pycuda / driver / CuPy backends, buffers, NVML), timing (warm-up, L2 flush, events),
+cupti (kernel activity records), counters and ncu_pass (Nsight Compute), store (resumable
+files), collect (the run), export (SEER Excel), nvtx.
 """
+__all__ = ["__version__"]
+__version__ = "0.1.0"

@@ -1,5 +1,276 @@
-"""python -m cudnn_bench collect ...: placeholder until the harness lands."""
-import sys
+"""python -m cudnn_bench: collect GPU kernel measurements for seer.
 
-print("cudnn_bench: collection is not implemented yet (see the harness issue).", file=sys.stderr)
-sys.exit(2)
+  collect       measure the suites on this machine's GPU (resumable), then ncu counters
+  plan          print what `collect` would measure and its estimated GPU minutes (no GPU needed)
+  counters      the ncu counter pass alone, over records already collected
+  export-excel  SEER-format workbooks (sheets train/test, one per kernel variant) from records
+  info          the GPU, the libraries and the tools that would be used
+  report        what a data folder holds: statuses, kernels, counters, estimate vs wall time
+  ncu-worker    (internal) the process ncu profiles
+
+Every failure the user can act on ends with one sentence on stderr and exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from seer.errors import SeerError
+
+from . import suites as S
+
+EXAMPLES = """
+examples:
+  python -m cudnn_bench plan                                   # what the default run measures
+  python -m cudnn_bench collect --out data                     # ~14 GPU-min timing + ~3 min counters
+  python -m cudnn_bench collect --suite test_set_ii --budget 2m --counters none
+  python -m cudnn_bench collect --suite seer_grid --math fma,tf32 --budget 500
+  python -m cudnn_bench counters --data data/h100-sxm --counters sample --counters-budget 5m
+  python -m cudnn_bench export-excel data/h100-sxm --out data/h100-sxm/seer
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports a bad argument in one line and exits with 2."""
+
+    def error(self, message: str):  # noqa: D401
+        sys.stderr.write(f"cudnn_bench: {message} (see --help)\n")
+        raise SystemExit(2)
+
+
+def size_bytes(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*", str(text).lower())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GiB, 512MiB, 1000000)")
+    mult = {None: 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+            "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+            "tib": 1 << 40}[m.group(2)]
+    return int(float(m.group(1)) * mult)
+
+
+def budget(text: str) -> S.Budget:
+    try:
+        return S.Budget.parse(text)
+    except SeerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def maths(text: str) -> list[str]:
+    names = S.MATHS if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
+    bad = [m for m in names if m not in S.MATHS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"math must be one or more of {', '.join(S.MATHS)} (or all)")
+    return list(names)
+
+
+def suites(text: str) -> list[str]:
+    try:
+        return S.parse_suites(text)
+    except SeerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def algos(text: str) -> tuple[int, ...]:
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        if re.fullmatch(r"\d+-\d+", part):
+            a, b = map(int, part.split("-"))
+            out += range(a, b + 1)
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(f"{text!r}: algorithms are numbers 0-7, e.g. 0-7 or 0,1,2")
+    if not out or any(a < 0 or a > 7 for a in out):
+        raise argparse.ArgumentTypeError("algorithms are numbers 0-7")
+    return tuple(dict.fromkeys(out))
+
+
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("what to measure")
+    g.add_argument("--suite", type=suites, default=list(S.RUN_ORDER), metavar="NAMES",
+                   help=f"comma-separated suites: {', '.join(S.SUITES)}, or all (default: all)")
+    g.add_argument("--math", type=maths, default=["fma"], metavar="MODES",
+                   help="math families: fma (FP32, no TF32; SEER's setting), tf32, fp16, bf16, or all; "
+                        "each is recorded as its own variant family (default: fma)")
+    g.add_argument("--budget", type=budget, default=S.Budget(seconds=14 * 60), metavar="B",
+                   help="time limit of the timing pass (20m, 900s, 1h), or a count of configurations (500), "
+                        "or none; the suites are subsampled deterministically to fit (default: 14m)")
+    g.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="at most N configurations per suite before the budget (for smoke runs)")
+    g.add_argument("--max-call-ms", type=float, default=250.0, metavar="MS",
+                   help="leave out configurations whose fastest call is estimated above MS (default: 250)")
+    g.add_argument("--max-bytes", type=size_bytes, default=16 << 30, metavar="SIZE",
+                   help="leave out configurations whose tensors need more than SIZE (default: 16GiB)")
+    g.add_argument("--gemm-algos", type=int, default=8, metavar="N",
+                   help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)")
+    t = p.add_argument_group("timing")
+    t.add_argument("--reps", type=int, default=10, help="timed repetitions at most (default: 10)")
+    t.add_argument("--min-reps", type=int, default=3, help="timed repetitions at least (default: 3)")
+    t.add_argument("--warmup", type=int, default=2, help="warm-up calls (default: 2)")
+    t.add_argument("--target-ms", type=float, default=200.0,
+                   help="timed work per call; long calls get fewer repetitions (default: 200)")
+
+
+def build_parser() -> Parser:
+    p = Parser(prog="python -m cudnn_bench", description=__doc__.split("\n\n")[0],
+               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+
+    c = sub.add_parser("collect", help="measure on this machine's GPU", epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Measure cuDNN convolution-forward algorithms and cuBLASLt GEMM algorithms "
+                                   "over the suites, appending records to OUT/<gpu-slug>/<suite>.csv; a rerun "
+                                   "skips what is there. Then (unless --counters none) profile a sample of the "
+                                   "calls under Nsight Compute and merge the counters into the records.")
+    _plan_args(c)
+    c.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data)")
+    r = c.add_argument_group("GPU")
+    r.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto",
+                   help="GPU runtime for memory, streams and events: pycuda (primary), the CUDA driver "
+                        "API through ctypes, or CuPy; auto = the first that works in that order")
+    r.add_argument("--device", type=int, default=0, help="CUDA device number (default: 0)")
+    r.add_argument("--workspace-limit", type=size_bytes, default=8 << 30, metavar="SIZE",
+                   help="largest workspace an algorithm may use; larger is recorded as "
+                        "workspace_too_large (default: 8GiB)")
+    r.add_argument("--algos", type=algos, default=tuple(range(8)), metavar="LIST",
+                   help="cuDNN forward algorithms to run, e.g. 0-7 (default) or 0,1,2,5-7")
+    r.add_argument("--launch-meta", choices=("cupti", "none"), default="cupti",
+                   help="per-kernel names, launch geometry, registers, shared memory and durations "
+                        "from CUPTI activity records (default), or none (the ncu pass can add them)")
+    k = c.add_argument_group("counters")
+    k.add_argument("--counters", choices=("all", "sample", "none"), default="sample",
+                   help="ncu counter pass over all measured calls, a stratified sample, or none "
+                        "(default: sample)")
+    k.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B",
+                   help="time limit of the counter pass, or a count of calls (default: 3m)")
+    c.add_argument("--stop-after", type=budget, default=S.Budget(), metavar="TIME",
+                   help="stop this invocation after TIME (e.g. 9m) of measuring, whatever the plan; "
+                        "the same command later resumes (for machines with a per-command time limit)")
+    c.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    pl = sub.add_parser("plan", help="print the collection plan and its GPU minutes (no GPU needed)")
+    _plan_args(pl)
+    pl.add_argument("--gpu", default="h100-sxm", help="GPU to estimate for (a seer.gpus name; default: h100-sxm)")
+    pl.add_argument("--list", action="store_true", help="list every planned configuration")
+
+    k2 = sub.add_parser("counters", help="the ncu counter pass over collected records")
+    k2.add_argument("--data", type=Path, required=True, help="the data/<gpu-slug> folder")
+    k2.add_argument("--counters", choices=("all", "sample"), default="sample")
+    k2.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B")
+    k2.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto")
+    k2.add_argument("--device", type=int, default=0)
+
+    e = sub.add_parser("export-excel", help="SEER-format workbooks from records")
+    e.add_argument("data", type=Path, help="a record CSV or a data/<gpu-slug> folder")
+    e.add_argument("--out", type=Path, required=True, help="folder for the .xlsx files")
+    e.add_argument("--math", choices=S.MATHS, default="fma")
+
+    sub.add_parser("info", help="the GPU, libraries and tools that would be used")
+
+    rp = sub.add_parser("report", help="summarize collected records (coverage, statuses, estimate vs wall time)")
+    rp.add_argument("data", type=Path, help="a data/<gpu-slug> folder or a record CSV")
+
+    w = sub.add_parser("ncu-worker")  # internal: no help line
+    w.add_argument("--calls", required=True)
+    w.add_argument("--backend", default="auto")
+    w.add_argument("--device", type=int, default=0)
+    return p
+
+
+def _options(a: argparse.Namespace):
+    from .collect import Options
+    from .timing import TimingOptions
+
+    return Options(out=getattr(a, "out", Path("data")), suites=a.suite, maths=a.math, budget=a.budget,
+                   timing=TimingOptions(warmup=a.warmup, reps=max(1, a.reps), min_reps=max(1, min(a.min_reps, a.reps)),
+                                        target_ms=a.target_ms),
+                   backend=getattr(a, "backend", "auto"), device=getattr(a, "device", 0),
+                   launch_meta=getattr(a, "launch_meta", "cupti"), algos=getattr(a, "algos", tuple(range(8))), counters=getattr(a, "counters", "none"),
+                   counters_budget=getattr(a, "counters_budget", S.Budget(seconds=180)),
+                   workspace_limit=getattr(a, "workspace_limit", 8 << 30), gemm_algos=a.gemm_algos,
+                   max_call_ms=a.max_call_ms, max_bytes=a.max_bytes, limit=a.limit,
+                   stop_after=getattr(a, "stop_after", S.Budget()).seconds,
+                   gpu_for_plan=getattr(a, "gpu", "h100-sxm"), progress=not getattr(a, "no_progress", False))
+
+
+def cmd_plan(a) -> int:
+    from .collect import plan_for
+
+    opts = _options(a)
+    plan = plan_for(opts)
+    print(f"plan for {opts.gpu_for_plan} (estimated from datasheet peaks; see cudnn_bench/suites.py CostModel)")
+    print(plan.summary())
+    if a.list:
+        for it in plan.items:
+            print(f"{it.suite}\t{it.math}\t{it.est_s:.3f}s\t{it.config.key()}\t{it.config.name}")
+    return 0
+
+
+def cmd_info() -> int:
+    from . import libs
+
+    for k, v in libs.describe().items():
+        print(f"{k}: {v}")
+    from .runtime import _init_driver, read_device_info
+
+    drv, dev = _init_driver(0)  # NoGPUError here on a machine without a GPU
+    info = read_device_info(drv, dev, 0)
+    for k, v in info.to_dict().items():
+        print(f"{k}: {v}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    if a.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if a.command == "plan":
+            return cmd_plan(a)
+        if a.command == "collect":
+            from .collect import collect
+
+            res = collect(_options(a))
+            return 130 if res.interrupted else 0
+        if a.command == "counters":
+            from .collect import Options
+            from .ncu_pass import counters_pass
+
+            opts = Options(backend=a.backend, device=a.device, counters=a.counters,
+                           counters_budget=a.counters_budget)
+            counters_pass(a.data, opts)
+            return 0
+        if a.command == "export-excel":
+            from .export import export_seer_excel
+
+            files = export_seer_excel(a.data, a.out, a.math)
+            print(f"wrote {len(files)} workbooks to {a.out}")
+            return 0
+        if a.command == "info":
+            return cmd_info()
+        if a.command == "report":
+            from .export import report
+
+            print(report(a.data))
+            return 0
+        if a.command == "ncu-worker":
+            from .ncu_pass import ncu_worker
+
+            ncu_worker(a.calls, a.backend, a.device)
+            return 0
+    except SeerError as exc:
+        sys.stderr.write(f"cudnn_bench: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("cudnn_bench: interrupted; finished configurations are saved, rerun to resume\n")
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""Finding and loading the GPU shared libraries: cuDNN 9, cuBLASLt, CUPTI, the driver, NVML.
+
+Order of search, so that the pip wheels that PyTorch and friends install are used first:
+1. an explicit path in an environment variable (SEER_CUDNN_LIB, SEER_CUBLASLT_LIB, SEER_CUPTI_LIB);
+2. the NVIDIA pip wheels: `nvidia.cudnn` (a namespace package, so
+   `importlib.util.find_spec("nvidia.cudnn").submodule_search_locations[0]`) + lib/libcudnn.so.9;
+   cuBLAS for CUDA 13 in nvidia/cu13/lib/libcublasLt.so.13, for CUDA 12 in
+   nvidia/cublas/lib/libcublasLt.so.12; CUPTI in nvidia/cu13/lib/libcupti.so.13 or
+   nvidia/cuda_cupti/lib/libcupti.so.12 (layouts read from the wheels nvidia-cudnn-cu13 9.28.0.42,
+   nvidia-cublas 13.10.0.20 and nvidia-cuda-cupti 13.5.25);
+3. the system: LD_LIBRARY_PATH, CUDA_HOME/CUDA_PATH, /usr/local/cuda, then ctypes.util.find_library.
+
+libcudnn.so.9 is a shim that dlopens libcudnn_graph/ops/cnn.so.9 on first use and *aborts the
+process* when one is missing (seen on CPU with the shim alone: "Invalid handle. Cannot load
+symbol cudnnGetVersion", then SIGABRT). So the sub-libraries are checked, and loaded first,
+before the shim is touched: a missing one is a one-sentence error, not a core dump.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import LibraryNotFound, NoGPUError
+
+CUDNN_SUBLIBS = ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9")
+
+
+def _wheel_dirs(package: str) -> list[Path]:
+    """Folders of an installed (namespace) package such as nvidia.cudnn; [] if absent."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) for p in spec.submodule_search_locations]
+
+
+def _system_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDNN_PATH"):
+        if os.environ.get(var):
+            root = Path(os.environ[var])
+            dirs += [root / "lib64", root / "lib", root / "extras" / "CUPTI" / "lib64"]
+    dirs += [Path("/usr/local/cuda/lib64"), Path("/usr/local/cuda/extras/CUPTI/lib64"),
+             Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"), Path("/usr/lib")]
+    return dirs
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One place a library may be: a full path, or a bare soname for the dynamic loader."""
+
+    path: str
+    origin: str  # "env", "wheel", "system", "loader"
+
+
+def candidates(kind: str) -> list[Candidate]:
+    """Where to look for a library kind: cudnn, cublaslt, cupti, nvtx, in search order."""
+    out: list[Candidate] = []
+    env = {"cudnn": "SEER_CUDNN_LIB", "cublaslt": "SEER_CUBLASLT_LIB", "cupti": "SEER_CUPTI_LIB"}.get(kind)
+    if env and os.environ.get(env):
+        out.append(Candidate(os.environ[env], "env"))
+    wheel: list[tuple[str, str]] = {
+        "cudnn": [("nvidia.cudnn", "lib/libcudnn.so.9")],
+        "cublaslt": [("nvidia.cu13", "lib/libcublasLt.so.13"), ("nvidia.cublas", "lib/libcublasLt.so.12")],
+        "cupti": [("nvidia.cu13", "lib/libcupti.so.13"), ("nvidia.cuda_cupti", "lib/libcupti.so.12")],
+        "nvtx": [("nvidia.nvtx", "lib/libnvToolsExt.so.1"), ("nvidia.cu13", "lib/libnvToolsExt.so.1")],
+    }[kind]
+    for pkg, rel in wheel:
+        for d in _wheel_dirs(pkg):
+            out.append(Candidate(str(d / rel), "wheel"))
+    names = {"cudnn": ["libcudnn.so.9"], "cublaslt": ["libcublasLt.so.13", "libcublasLt.so.12"],
+             "cupti": ["libcupti.so.13", "libcupti.so.12", "libcupti.so"],
+             "nvtx": ["libnvToolsExt.so.1"]}[kind]
+    for d in _system_dirs():
+        for n in names:
+            out.append(Candidate(str(d / n), "system"))
+    for n in names:
+        out.append(Candidate(n, "loader"))
+    short = {"cudnn": "cudnn", "cublaslt": "cublasLt", "cupti": "cupti", "nvtx": "nvToolsExt"}[kind]
+    found = ctypes.util.find_library(short)
+    if found:
+        out.append(Candidate(found, "loader"))
+    seen, uniq = set(), []
+    for c in out:
+        if c.path not in seen:
+            seen.add(c.path)
+            uniq.append(c)
+    return uniq
+
+
+def _is_path(p: str) -> bool:
+    return "/" in p
+
+
+def _load(path: str, mode: int = ctypes.RTLD_GLOBAL) -> ctypes.CDLL:
+    return ctypes.CDLL(path, mode=mode)
+
+
+def find(kind: str) -> Candidate | None:
+    """The first candidate that exists on disk (full paths) or that the loader can open."""
+    for c in candidates(kind):
+        if _is_path(c.path):
+            if Path(c.path).is_file():
+                return c
+            continue
+        try:
+            _load(c.path)
+            return c
+        except OSError:
+            continue
+    return None
+
+
+_LOADED: dict[str, tuple[ctypes.CDLL, str]] = {}
+
+
+def load_cudnn() -> tuple[ctypes.CDLL, str]:
+    """Load libcudnn.so.9 after its sub-libraries; returns (library, where it came from)."""
+    if "cudnn" in _LOADED:
+        return _LOADED["cudnn"]
+    errors = []
+    for c in candidates("cudnn"):
+        if _is_path(c.path):
+            p = Path(c.path)
+            if not p.is_file():
+                continue
+            missing = [s for s in CUDNN_SUBLIBS if not (p.parent / s).is_file()]
+            if missing:
+                errors.append(f"{p.parent} lacks {', '.join(missing)}")
+                continue
+            subs = [str(p.parent / s) for s in CUDNN_SUBLIBS]
+        else:
+            subs = list(CUDNN_SUBLIBS)
+        try:
+            for s in subs:  # graph first: ops and cnn need it
+                _load(s)
+            lib = _load(c.path)
+        except OSError as exc:
+            errors.append(str(exc))
+            continue
+        _LOADED["cudnn"] = (lib, c.path)
+        return _LOADED["cudnn"]
+    why = f" ({'; '.join(errors[:2])})" if errors else ""
+    raise LibraryNotFound(
+        "cuDNN 9 was not found: install the wheel nvidia-cudnn-cu12 or nvidia-cudnn-cu13 "
+        f"(pip), or point SEER_CUDNN_LIB at libcudnn.so.9{why}")
+
+
+def _load_kind(kind: str, what: str, hint: str) -> tuple[ctypes.CDLL, str]:
+    if kind in _LOADED:
+        return _LOADED[kind]
+    errors = []
+    for c in candidates(kind):
+        if _is_path(c.path) and not Path(c.path).is_file():
+            continue
+        try:
+            _LOADED[kind] = (_load(c.path), c.path)
+            return _LOADED[kind]
+        except OSError as exc:
+            errors.append(str(exc))
+    why = f" ({errors[0]})" if errors else ""
+    raise LibraryNotFound(f"{what} was not found: {hint}{why}")
+
+
+def load_cublaslt() -> tuple[ctypes.CDLL, str]:
+    return _load_kind("cublaslt", "cuBLASLt", "install the wheel nvidia-cublas (CUDA 13) or "
+                      "nvidia-cublas-cu12, or point SEER_CUBLASLT_LIB at libcublasLt.so.*")
+
+
+def load_cupti() -> tuple[ctypes.CDLL, str]:
+    return _load_kind("cupti", "CUPTI", "install the wheel nvidia-cuda-cupti (CUDA 13) or "
+                      "nvidia-cuda-cupti-cu12, or point SEER_CUPTI_LIB at libcupti.so.*")
+
+
+def load_driver() -> ctypes.CDLL:
+    """The CUDA driver library; its absence means there is no NVIDIA GPU driver here."""
+    if "cuda" in _LOADED:
+        return _LOADED["cuda"][0]
+    try:
+        lib = _load("libcuda.so.1")
+    except OSError:
+        raise NoGPUError("no NVIDIA GPU driver on this machine (libcuda.so.1 cannot be loaded), "
+                         "so there is nothing to measure; run the collection on a machine "
+                         "with a CUDA GPU") from None
+    _LOADED["cuda"] = (lib, "libcuda.so.1")
+    return lib
+
+
+def load_nvml() -> ctypes.CDLL | None:
+    """NVML (ships with the driver) for the SM clock and the driver version; None if absent."""
+    try:
+        return _load("libnvidia-ml.so.1")
+    except OSError:
+        return None
+
+
+def ncu_path() -> str | None:
+    """The Nsight Compute CLI: $NCU, PATH, then the usual install folders."""
+    import shutil
+
+    if os.environ.get("NCU") and Path(os.environ["NCU"]).is_file():
+        return os.environ["NCU"]
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
+                    "/usr/local/cuda*/nsight-compute*/ncu"):
+        hits = sorted(glob.glob(pattern))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def describe() -> dict[str, str]:
+    """Where each library would come from (for `python -m cudnn_bench info`); loads nothing."""
+    out = {}
+    for kind in ("cudnn", "cublaslt", "cupti", "nvtx"):
+        c = find(kind) if kind != "cudnn" else next(
+            (c for c in candidates("cudnn") if _is_path(c.path) and Path(c.path).is_file()), None)
+        out[kind] = f"{c.path} ({c.origin})" if c else "not found"
+    out["ncu"] = ncu_path() or "not found"
+    return out

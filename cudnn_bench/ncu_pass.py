@@ -1,0 +1,286 @@
+"""The counter pass: choose calls from the records, profile them under ncu in chunks, merge.
+
+`counters_pass` reads data/<gpu>/<suite>.csv, picks calls (all, or a stratified sample that
+covers every algorithm x main-kernel variant within --counters-budget), writes each chunk's
+calls to JSON, runs `ncu ... python -m cudnn_bench ncu-worker --calls chunk.json` and merges
+the counters into the record files (atomic rewrite) after every chunk, so an interrupted pass
+keeps what it finished and a rerun profiles only calls without counters. The reports and both
+CSV exports of every chunk are kept under data/<gpu>/ncu/ (they are the real fixtures the
+parser tests want).
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from seer.variants import CONV_ALGO_ID, classify
+
+from . import counters as C
+from . import suites as S
+from .errors import BenchError, FatalGPUError
+from .store import read_frame, rewrite, store_files
+
+CHUNK = 40
+
+
+@dataclass
+class CallRef:
+    """One call of the records, enough to make it again in the worker."""
+
+    suite: str
+    call_id: int
+    config_key: str
+    math: str
+    op: str
+    algo: str
+    signature: list | None  # cuBLASLt config (id, tile, splitk, ...) for GEMM calls
+    kernels: int  # kernels the timing pass saw (0 if unknown)
+    variant: str
+    est_s: float
+
+
+def _int(v) -> int | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if math.isfinite(f) else None
+
+
+def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -> list[CallRef]:
+    """Calls that ran (status ok) and have no counters yet."""
+    out = []
+    for suite, df in frames.items():
+        if df.empty:
+            continue
+        ok = df[df["status"].astype(str).isin(["ok", ""])]
+        for cid, g in ok.groupby("call_id", sort=False):
+            if pd.to_numeric(g["fp32_inst"], errors="coerce").notna().any():
+                continue
+            r = g.iloc[0]
+            op = str(r["op"])
+            sig = None
+            if op == "gemm":
+                sig = [_int(str(r["algo"]).split(":")[-1])] + [_int(r.get(f"lt_{k}")) for k in
+                                                              ("tile", "splitk", "reduction", "swizzle", "custom",
+                                                               "stages", "inner_shape", "cluster_shape")]
+            named = g[g["kernel"].astype(str).str.strip() != ""]
+            main = named[named["role"] == "main"]["kernel"]
+            variant = classify(str(main.iloc[0])).label if len(main) else ""
+            est = 1.5
+            if cost is not None:
+                try:
+                    est = cost.ncu_s(S.config_from_key(str(r["config_key"])), str(r["math"]), max(1, len(named)))
+                except (BenchError, KeyError, ValueError):
+                    pass
+            out.append(CallRef(suite, int(cid), str(r["config_key"]), str(r["math"]), op, str(r["algo"]),
+                               sig, len(named), variant, est))
+    return out
+
+
+def choose(calls: list[CallRef], mode: str, budget: S.Budget) -> list[CallRef]:
+    """`all`: every call (within the budget); `sample`: round-robin over (op, algorithm,
+    main-kernel variant, math) groups so that every variant gets counters first."""
+    if mode == "none" or not calls:
+        return []
+    if mode == "all":
+        ordered = sorted(calls, key=lambda c: S.stable_hash(str(c.call_id)))
+    else:
+        groups: dict[tuple, list[CallRef]] = {}
+        for c in sorted(calls, key=lambda c: S.stable_hash(str(c.call_id))):
+            groups.setdefault((c.op, c.algo if c.op == "conv_fwd" else "lt", c.variant, c.math), []).append(c)
+        keys = sorted(groups, key=lambda k: S.stable_hash(repr(k)))
+        ordered = []
+        i = 0
+        while True:
+            row = [groups[k][i] for k in keys if i < len(groups[k])]
+            if not row:
+                break
+            ordered += row
+            i += 1
+    if budget.count is not None:
+        return ordered[: budget.count]
+    if budget.seconds is None:
+        return ordered
+    out, spent = [], 0.0
+    for c in ordered:
+        if spent + c.est_s <= budget.seconds:
+            out.append(c)
+            spent += c.est_s
+    return out
+
+
+def _device(folder: Path) -> tuple[str, int]:
+    try:
+        d = json.loads((folder / "device.json").read_text())["device"]
+        return str(d["cc"]), int(d["sms"])
+    except (OSError, KeyError, ValueError):
+        return "9.0", 132
+
+
+Runner = Callable[..., subprocess.CompletedProcess]
+
+
+def counters_pass(folder: Path, opts, log: Callable[[str], None] | None = None, ncu: str | None = None,
+                  runner: Runner = subprocess.run) -> int:
+    """Profile chosen calls under ncu and merge their counters; returns calls merged."""
+    from .libs import ncu_path
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    folder = Path(folder)
+    ncu = ncu or ncu_path()
+    if not ncu:
+        log("ncu (Nsight Compute) was not found, so no counters were collected; set NCU or PATH")
+        return 0
+    frames = {p.stem: read_frame(p) for p in store_files(folder)}
+    cc, sms = _device(folder)
+    from seer import gpus
+
+    try:
+        spec = gpus.lookup(json.loads((folder / "device.json").read_text())["device"]["name"])
+    except Exception:  # noqa: BLE001
+        spec = gpus.lookup("h100-sxm")
+    cost = S.CostModel.for_gpu(spec)
+    chosen = choose(calls_of(frames, cost), opts.counters, opts.counters_budget)
+    if not chosen:
+        log("counters: nothing to profile (every measured call has counters, or none ran)")
+        return 0
+    log(f"counters: profiling {len(chosen)} calls under ncu, about "
+        f"{sum(c.est_s for c in chosen) / 60:.1f} minutes")
+    ncu_dir = folder / "ncu"
+    ncu_dir.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    t_end = (time.monotonic() + opts.counters_budget.seconds * 1.5) if opts.counters_budget.seconds else None
+    merged_total = 0
+    for ci in range(0, len(chosen), CHUNK):
+        if t_end is not None and time.monotonic() > t_end:
+            log("counters: the budget is spent; a rerun profiles the calls still without counters")
+            break
+        chunk = chosen[ci:ci + CHUNK]
+        base = ncu_dir / f"{stamp}-{ci // CHUNK:03d}"
+        calls_json = base.with_suffix(".calls.json")
+        calls_json.write_text(json.dumps([asdict(c) for c in chunk], indent=1))
+        worker = [sys.executable, "-m", "cudnn_bench", "ncu-worker", "--calls", str(calls_json),
+                  "--backend", str(opts.backend), "--device", str(opts.device)]
+        cmd = C.profile_command(ncu, str(base), worker, C.metric_list())
+        timeout = max(60.0, (t_end - time.monotonic()) if t_end else 3600.0)
+        try:
+            proc = runner(cmd, capture_output=True, text=True, timeout=timeout)
+            Path(f"{base}.log").write_text((proc.stdout or "") + (proc.stderr or ""))
+        except subprocess.TimeoutExpired:
+            log(f"counters: ncu ran past its time on chunk {ci // CHUNK}; its calls stay without counters")
+            break
+        report = Path(f"{base}.ncu-rep")
+        if not report.exists():
+            tail = ((proc.stderr or "") + (proc.stdout or "")).strip().splitlines()[-3:]
+            log(f"counters: ncu wrote no report for chunk {ci // CHUNK} ({' | '.join(tail)})")
+            continue
+        try:  # the calls the worker made (a failed one launched nothing)
+            made = set(json.loads(Path(f"{calls_json}.ran.json").read_text()))
+            chunk = [c for c in chunk if c.call_id in made]
+        except (OSError, ValueError):
+            pass
+        raw = runner(C.import_command(ncu, str(report)), capture_output=True, text=True).stdout
+        ren = runner(C.import_command(ncu, str(report), rename=True), capture_output=True, text=True).stdout
+        Path(f"{base}.raw.csv").write_text(raw)
+        Path(f"{base}.nvtx.csv").write_text(ren)
+        n = merge_exports(raw, ren, chunk, frames, folder, cc, sms, log)
+        merged_total += n
+        log(f"counters: chunk {ci // CHUNK + 1} of {math.ceil(len(chosen) / CHUNK)}: {n} calls merged")
+    return merged_total
+
+
+def merge_exports(raw: str, renamed: str, chunk: list[CallRef], frames: dict[str, pd.DataFrame],
+                  folder: Path, cc: str, sms: int, log: Callable[[str], None]) -> int:
+    """Parse both exports of one report, attribute kernels to calls, merge and rewrite files."""
+    try:
+        kernels = C.parse_raw_csv(raw)
+    except BenchError as exc:
+        log(f"counters: {exc}")
+        return 0
+    try:
+        C.attach_ranges(kernels, C.parse_raw_csv(renamed))
+    except BenchError:
+        pass
+    if not any(k.range for k in kernels):
+        try:
+            C.attach_by_sequence(kernels, [(c.call_id, c.kernels) for c in chunk])
+        except BenchError as exc:
+            log(f"counters: no NVTX ranges in the report and {exc}")
+            return 0
+    grouped = C.by_call(kernels)
+    total = 0
+    for suite, df in frames.items():
+        merged, n = C.merge(df, grouped, cc, sms)
+        if n:
+            rewrite(folder / f"{suite}.csv", merged)
+            frames[suite] = read_frame(folder / f"{suite}.csv")
+            total += n
+    return total
+
+
+# ====================================================================== the worker (under ncu)
+def ncu_worker(calls_json: str, backend: str = "auto", device: int = 0,
+               log: Callable[[str], None] | None = None) -> int:
+    """Make each listed call once, profiled, inside NVTX range seer:<call_id>; returns calls made."""
+    from .collect import ConvRunner, GemmRunner, Options, open_env
+    from .nvtx import open_nvtx
+    from .runtime import Driver
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    calls = [CallRef(**c) for c in json.loads(Path(calls_json).read_text())]
+    opts = Options(backend=backend, device=device, launch_meta="none", counters="none")
+    env = open_env(opts, any(c.op == "conv_fwd" for c in calls), any(c.op == "gemm" for c in calls), trace=False)
+    nvtx = open_nvtx()
+    if nvtx is None:
+        log("ncu-worker: no NVTX provider; kernels will be attributed by launch order")
+    drv = Driver()
+    ran = []
+    try:
+        for c in calls:
+            cfg = S.config_from_key(c.config_key)
+            runner = None
+            try:
+                if c.op == "conv_fwd":
+                    runner = ConvRunner(env, cfg, c.math)
+                    algo = CONV_ALGO_ID[c.algo]
+                    ws = runner.workspace(algo)
+                    fn = runner.fn(algo, env.pool.get("ws", ws) if ws else 0, ws)
+                else:
+                    runner = GemmRunner(env, cfg, c.math, opts.workspace_limit)
+                    found = [a for a in runner.heuristics(32) if list(a.signature()) == list(c.signature or [])]
+                    if not found:
+                        log(f"ncu-worker: cuBLASLt no longer offers {c.algo} {c.signature} for {c.config_key}")
+                        continue
+                    a = found[0]
+                    fn = runner.fn(a, env.pool.get("ws", a.workspace) if a.workspace else 0)
+                fn()  # warm-up, not profiled
+                env.backend.synchronize()
+                drv("cuProfilerStart")
+                if nvtx:
+                    nvtx.push(f"{C.RANGE_PREFIX}{c.call_id}")
+                fn()
+                env.backend.synchronize()
+                if nvtx:
+                    nvtx.pop()
+                drv("cuProfilerStop")
+                ran.append(c.call_id)
+            except FatalGPUError:
+                raise
+            except BenchError as exc:
+                log(f"ncu-worker: {c.config_key} {c.algo}: {exc}")
+            finally:
+                if runner is not None:
+                    runner.close()
+    finally:
+        Path(calls_json + ".ran.json").write_text(json.dumps(ran))
+        env.close()
+    return len(ran)

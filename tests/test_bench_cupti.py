@@ -1,0 +1,140 @@
+"""cudnn_bench.cupti: the activity record layout, demangling, the buffer callbacks, and
+splitting a stream of kernel records into repeated calls."""
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from cudnn_bench import cupti as U
+from cudnn_bench.cupti import KernelRecord
+
+REC_BYTES = 248  # sizeof(CUpti_ActivityKernel13) in the CUPTI 13.5 header
+
+
+def test_prefix_layout_matches_the_header():
+    # offsetof printed by a C probe compiled against cupti_activity.h (CUPTI 13.5): identical in
+    # CUpti_ActivityKernel4 ... CUpti_ActivityKernel13
+    p = U.ActivityKernelPrefix
+    want = {"kind": 0, "registersPerThread": 6, "start": 16, "end": 24, "completed": 32, "deviceId": 40,
+            "streamId": 48, "gridX": 52, "gridY": 56, "gridZ": 60, "blockX": 64, "blockY": 68,
+            "blockZ": 72, "staticSharedMemory": 76, "dynamicSharedMemory": 80, "correlationId": 92,
+            "gridId": 96, "name": 104}
+    assert {k: getattr(p, k).offset for k in want} == want
+    assert ctypes.sizeof(p) == 112
+    assert (U.CUPTI_ACTIVITY_KIND_KERNEL, U.CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == (3, 10)
+
+
+def test_demangle():
+    assert U.demangle("_Z3fooPfi") == "foo(float*, int)"
+    name = U.demangle("_Z23implicit_convolve_sgemmIffLi128ELi5ELi5ELi3ELi3ELi3ELi1ELb0ELb0ELb1EEviiiPKT_iPT0_")
+    assert name.startswith("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(")
+    assert U.demangle("sm90_xmma_fprop_implicit_gemm_f32f32") == "sm90_xmma_fprop_implicit_gemm_f32f32"
+    assert U.demangle("_Znot-a-name") == "_Znot-a-name"
+
+
+def _write_record(buf_addr: int, names: list, kind: int = 10, start: int = 1000, end: int = 3000,
+                  name: bytes = b"_Z3fooPf", grid=(4, 2, 1), block=(128, 1, 1), regs=40, ss=1024, sd=2048):
+    ctypes.memset(buf_addr, 0, REC_BYTES)
+    r = U.ActivityKernelPrefix.from_address(buf_addr)
+    s = ctypes.create_string_buffer(name)
+    names.append(s)  # keep the string alive as CUPTI does
+    r.kind, r.start, r.end, r.registersPerThread = kind, start, end, regs
+    r.gridX, r.gridY, r.gridZ = grid
+    r.blockX, r.blockY, r.blockZ = block
+    r.staticSharedMemory, r.dynamicSharedMemory, r.correlationId = ss, sd, 77
+    ctypes.c_void_p.from_address(buf_addr + 104).value = ctypes.addressof(s)
+
+
+def test_kernel_from_address():
+    buf = ctypes.create_string_buffer(REC_BYTES)
+    keep: list = []
+    _write_record(ctypes.addressof(buf), keep)
+    k = U.kernel_from_address(ctypes.addressof(buf))
+    assert k == KernelRecord("foo(float*)", 1000, 3000, (4, 2, 1), (128, 1, 1), 40, 1024, 2048, 0, 77)
+    assert k.duration_ms == pytest.approx(0.002) and k.blocks == 8 and k.threads == 128
+
+
+class FakeCupti:
+    """Calls the tracer's ctypes callbacks the way CUPTI does, with a buffer of real records."""
+
+    def __init__(self, records: list[dict]):
+        self.records, self.keep, self.enabled = records, [], []
+        lib = self
+
+        def register(req, done):
+            lib.req, lib.done = req, done
+            return 0
+
+        def get_next(buf, valid, rec):
+            base = ctypes.addressof(buf.contents)
+            cur = rec.contents.value
+            nxt = base if cur is None else cur + REC_BYTES
+            if nxt + REC_BYTES > base + valid:
+                return U.CUPTI_ERROR_MAX_LIMIT_REACHED
+            rec.contents.value = nxt
+            return 0
+
+        def flush(flag):
+            bufp, size, maxr = ctypes.POINTER(ctypes.c_uint8)(), ctypes.c_size_t(), ctypes.c_size_t()
+            lib.req(ctypes.byref(bufp), ctypes.byref(size), ctypes.byref(maxr))
+            assert size.value >= REC_BYTES * len(lib.records)
+            addr = ctypes.addressof(bufp.contents)
+            for i, r in enumerate(lib.records):
+                _write_record(addr + i * REC_BYTES, lib.keep, **r)
+            lib.done(None, 0, bufp, size.value, REC_BYTES * len(lib.records))
+            lib.records = []
+            return 0
+
+        def result_string(status, out):
+            return 0
+
+        self.cuptiActivityRegisterCallbacks = register
+        self.cuptiActivityGetNextRecord = get_next
+        self.cuptiActivityFlushAll = flush
+        self.cuptiGetResultString = result_string
+        self.cuptiActivityEnable = lambda kind: self.enabled.append(kind) or 0
+        self.cuptiActivityDisable = lambda kind: 0
+
+
+def test_tracer_reads_kernel_records_through_the_callbacks():
+    lib = FakeCupti([{"start": 50, "end": 90, "name": b"_Z1bv"},
+                     {"kind": 2},  # a memset record: not a kernel
+                     {"start": 10, "end": 40, "name": b"sm90_xmma_gemm", "regs": 168}])
+    tr = U.CuptiTracer(lib)
+    assert lib.enabled == [U.CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]
+    got = tr.take()
+    assert [k.name for k in got] == ["sm90_xmma_gemm", "b()"]  # sorted by start time
+    assert got[0].regs == 168 and got[1].duration_ms == pytest.approx(40e-6)
+    assert tr.take() == [] and tr._buffers == {}  # buffers are handed back
+
+
+def _recs(names: list[str], t0: int = 0) -> list[KernelRecord]:
+    out, t = [], t0
+    for n in names:
+        out.append(KernelRecord(n, t, t + 100, (1, 1, 1), (32, 1, 1), 32, 0, 0))
+        t += 200
+    return out
+
+
+def test_split_calls_exact_and_with_setup_kernels():
+    recs = _recs(["A", "B"] * 3)
+    calls = U.split_calls(recs, 3)
+    assert [[k.name for k in c] for c in calls] == [["A", "B"]] * 3
+    recs = _recs(["init", "A", "B", "A", "B", "A", "B"])  # a one-off set-up kernel on the first call
+    calls = U.split_calls(recs, 3)
+    assert [[k.name for k in c] for c in calls] == [["A", "B"]] * 3
+    # a call that launches the same kernel twice is not mistaken for two calls
+    assert [len(c) for c in U.split_calls(_recs(["A", "A"] * 4), 4)] == [2] * 4
+    assert U.split_calls(_recs(["A", "B", "C"]), 2) is None
+    assert U.split_calls([], 3) is None
+
+
+def test_summarize_uses_the_timed_calls():
+    recs = []
+    t = 0
+    for i, dur in enumerate([900, 100, 110, 120, 130]):  # the first (warm-up) is slow
+        recs.append(KernelRecord("A", t, t + dur, (i + 1, 1, 1), (64, 1, 1), 32, 0, 0))
+        t += 1000
+    s = U.summarize(U.split_calls(recs, 5), timed=4)
+    assert len(s) == 1 and s[0].median_ms == pytest.approx(115e-6) and s[0].record.grid == (5, 1, 1)
