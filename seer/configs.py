@@ -1,0 +1,134 @@
+"""Quantities derived from a configuration alone: shapes, GEMM-equivalent sizes, FLOPs, bytes.
+
+Prediction needs nothing but the configuration, so every feature of the models is computed
+here from the record's configuration columns (vectorized over a DataFrame).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import SeerError
+from .records import OPS, conv_output_hw
+
+GEMM_OPS = ("gemm", "bmm", "linear")
+FLOAT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "": 4}
+
+
+def col(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A record column as float64 (NaN where missing)."""
+    if name not in df:
+        return np.full(len(df), np.nan)
+    return df[name].to_numpy(dtype="float64", na_value=np.nan)
+
+
+def check_configs(df: pd.DataFrame, op: str) -> None:
+    """Every dimension `op` needs is present and positive (padding may be 0): one clear error."""
+    if op not in OPS:
+        raise SeerError(f"unknown op {op!r}; seer knows {', '.join(OPS)}")
+    for c in OPS[op]:
+        if c == "fn":
+            continue
+        if c not in df:
+            raise SeerError(f"configs for op {op} need a column '{c}'")
+        v = col(df, c)
+        low = 0 if c.startswith("pad") else 1
+        bad = ~(np.isfinite(v) & (v >= low))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise SeerError(f"config row {i}: '{c}' must be a number >= {low} for op {op}, got {df[c].iloc[i]!r}")
+
+
+def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Named size arrays for every row; the vocabulary of geometry rules and features.
+
+    GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S and the
+    GEMM sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles).
+    """
+    n = len(df)
+    one = np.ones(n)
+    s = {"one": one, "batch": col(df, "batch")}
+    op = df["op"].to_numpy(dtype=object) if "op" in df else np.full(n, "", dtype=object)
+    if np.isin(op, GEMM_OPS).any():
+        s.update(m=col(df, "m"), n=col(df, "n"), k=col(df, "k"))
+    if (op == "conv_fwd").any():
+        P, Q = conv_output_hw(df)
+        N, C, K = col(df, "batch"), col(df, "c_in"), col(df, "c_out")
+        R, S = col(df, "kh"), col(df, "kw")
+        G = np.nan_to_num(col(df, "groups"), nan=1.0)
+        s.update(N=N, C=C, K=K, H=col(df, "h_in"), W=col(df, "w_in"), P=P, Q=Q, R=R, S=S,
+                 NPQ=N * P * Q, PQ=P * Q, NK=N * K, CRS=C * R * S / G,
+                 T4=N * np.ceil(P / 4) * np.ceil(Q / 4), T2=N * np.ceil(P / 2) * np.ceil(Q / 2))
+    return s
+
+
+def gemm_view(df: pd.DataFrame, algo: np.ndarray | None = None,
+              s: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Each row as a GEMM: gm x gn outputs, reduction gk, gbatch independent products.
+
+    For convolutions the view depends on the algorithm: implicit/explicit GEMM multiply
+    (N*P*Q) x c_out over C*R*S; Winograd non-fused runs 36 GEMMs of c_out x tiles over C;
+    FFT runs one complex GEMM per frequency bin over C.
+    """
+    s = shapes(df) if s is None else s
+    n = len(df)
+    op = df["op"].to_numpy(dtype=object)
+    gm, gn, gk, gb = (np.full(n, np.nan) for _ in range(4))
+    g = np.isin(op, GEMM_OPS)
+    if g.any():
+        gm[g], gn[g], gk[g], gb[g] = s["m"][g], s["n"][g], s["k"][g], s["batch"][g]
+    c = op == "conv_fwd"
+    if c.any():
+        algo = df["algo"].to_numpy(dtype=object) if algo is None else algo
+        gm[c], gn[c], gk[c], gb[c] = s["NPQ"][c], s["K"][c], s["CRS"][c], 1.0
+        wn = c & (algo == "WINOGRAD_NONFUSED")
+        gm[wn], gn[wn], gk[wn], gb[wn] = s["T4"][wn], s["K"][wn], s["C"][wn], 36.0
+        wf = c & (algo == "WINOGRAD")
+        gm[wf], gk[wf] = s["T2"][wf], s["C"][wf] * 4.0
+        fft = c & np.isin(algo, ["FFT", "FFT_TILING"])
+        gm[fft], gn[fft], gk[fft] = s["N"][fft], s["K"][fft], s["C"][fft]
+    return {"gm": gm, "gn": gn, "gk": gk, "gbatch": gb}
+
+
+def flops_bytes(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Useful FLOPs (2 per multiply-add of the direct method) and compulsory DRAM bytes
+    (inputs read once, output written once) of each row."""
+    s = shapes(df) if s is None else s
+    n = len(df)
+    op = df["op"].to_numpy(dtype=object)
+    dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(n, "float32", dtype=object)
+    el = np.array([FLOAT_BYTES.get(d, 4) for d in dtype], dtype=float)
+    flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
+    g = np.isin(op, GEMM_OPS)
+    if g.any():
+        b, m, nn, k = s["batch"][g], s["m"][g], s["n"][g], s["k"][g]
+        flops[g] = 2 * b * m * nn * k
+        nbytes[g] = el[g] * b * (m * k + k * nn + m * nn)
+    c = op == "conv_fwd"
+    if c.any():
+        flops[c] = 2 * s["NPQ"][c] * s["K"][c] * s["CRS"][c]
+        nbytes[c] = el[c] * (s["N"][c] * s["C"][c] * s["H"][c] * s["W"][c]
+                             + s["K"][c] * s["CRS"][c] + s["NPQ"][c] * s["K"][c])
+    return flops, nbytes
+
+
+def sizes(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Every named size of each row, computed once: the shapes, the GEMM view, and the
+    useful FLOPs and compulsory bytes (keys flops, bytes)."""
+    s = shapes(df)
+    s.update(gemm_view(df, s=s))
+    s["flops"], s["bytes"] = flops_bytes(df, s=s)
+    return s
+
+
+def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Points in log-configuration space, the metric of the nearest-neighbour sub-models."""
+    s = shapes(df) if s is None else s
+    if op in GEMM_OPS:
+        cols = [s["batch"], s["m"], s["n"], s["k"]]
+    elif op == "conv_fwd":
+        cols = [s["N"], s["C"], s["K"], s["H"], s["W"], s["R"], s["S"], col(df, "stride_h"),
+                col(df, "stride_w"), col(df, "pad_h") + 1, col(df, "pad_w") + 1]
+    else:
+        raise SeerError(f"op {op!r} has no fitted per-variant models (see seer.analytical)")
+    return np.log2(np.column_stack(cols))

@@ -1,0 +1,240 @@
+"""python -m seer.fit: fit every kernel variant of a data set and write fits/<gpu>.json.
+
+Flow: records (seer.records) -> SEER's split within each variant -> per-variant models
+(seer.models) -> measurement-drift correction where the data allows it (seer.drift) ->
+variant choosers (seer.chooser) and memory-bound parameters (seer.analytical) -> one fits
+file per GPU (seer.fitsfile). The same data gives the same file, byte for byte.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from . import __version__, gpus, records, variants
+from .chooser import fit_chooser
+from .drift import Drift, fit_drift, order_is_random, position
+from .errors import SeerError
+from .fitsfile import FITS_DIR, SCHEMA, write
+from .models import MIN_ROWS, VariantModel, fit_variant
+
+VARIANT_OPS = ("conv_fwd", "gemm", "bmm", "linear")
+MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
+SPLIT_RULE = ("SEER's: rows of each variant (gpu, op, kernel) stably sorted by configuration; "
+              "row index mod 10 < 7 is training, the rest Test-set-I")
+
+
+def default_data() -> Path:
+    """The project's own measurements once they exist, else NeuSight's beside the repo."""
+    own = Path(__file__).resolve().parent.parent / "data"
+    if any(own.glob("*/*.csv*")):
+        return own
+    ns = records.neusight_dir()
+    if ns is None:
+        raise SeerError("no data: the project has no measurements of its own yet and NeuSight's "
+                        "were not found (set SEER_NEUSIGHT or pass --data)")
+    return ns
+
+
+def prepare(rec: pd.DataFrame) -> pd.DataFrame:
+    """Rows the models learn from: successful main kernels, with their variant and split."""
+    rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")].reset_index(drop=True)
+    rec = variants.annotate(rec)
+    rec["key"] = rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", "default") + ":" + rec["variant"]
+    rec["split"] = split(rec)
+    return rec
+
+
+def split(rec: pd.DataFrame) -> np.ndarray:
+    """Training or Test-set-I for each row, by SEER's rule within each variant."""
+    return records.split_rows(rec, ["gpu", "op", "kernel"])
+
+
+def content_hash(rec: pd.DataFrame) -> str:
+    cols = [c for c in records.COLUMNS if c in rec and c not in ("source",)]
+    keyed = rec[cols].sort_values(["gpu", "op", "call_id", "kernel"], kind="mergesort")
+    h = pd.util.hash_pandas_object(keyed.astype(str), index=False).to_numpy().tobytes()
+    return hashlib.sha256(h).hexdigest()
+
+
+def _fit_variants(rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec) -> dict[str, VariantModel]:
+    out = {}
+    train = rec["split"] == "train"
+    for key, g in rec[train].groupby("key", sort=True):
+        if len(g) < MIN_ROWS:
+            continue
+        g = g.assign(time_ms=target[g.index])
+        out[key] = fit_variant(g, op=g["op"].iloc[0], algo=g["algo"].iloc[0],
+                               variant=g["variant"].iloc[0], cc=spec.cc, sms=spec.sms)
+    return out
+
+
+def predict_known(models: dict[str, VariantModel], rec: pd.DataFrame) -> np.ndarray:
+    """Each row's time from its own variant's model (NaN where the variant has none)."""
+    out = np.full(len(rec), np.nan)
+    for key, g in rec.groupby("key", sort=False):
+        if key in models:
+            out[rec.index.get_indexer(g.index)] = models[key].predict(g)
+    return out
+
+
+def _drift(rec: pd.DataFrame, models: dict[str, VariantModel], target: np.ndarray) -> dict[str, Drift]:
+    pred = predict_known(models, rec)
+    pos = position(rec)
+    out = {}
+    for src, g in rec.groupby("source", sort=True):
+        if not order_is_random(g):
+            continue
+        rows = rec.index.get_indexer(g.index)
+        ok = (g["split"].to_numpy() == "train") & np.isfinite(pred[rows])
+        if ok.sum() < 100:
+            continue
+        d = fit_drift(src, pos[rows][ok], np.log(target[rows][ok] / pred[rows][ok]))
+        if d is not None:
+            out[src] = d
+    return out
+
+
+def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True,
+            log: Callable[[str], None] = print) -> dict:
+    """Fit one GPU's records; returns the fits document."""
+    rec = prepare(rec[rec["op"].isin(VARIANT_OPS)])
+    target = rec["time_ms"].to_numpy(dtype=float)
+    models = _fit_variants(rec, target, spec)
+    drifts: dict[str, Drift] = _drift(rec, models, target) if drift else {}
+    if drifts:  # refit from scratch the variants measured in a drifting file: drift noise
+        # also misleads the choice of B_max and features, not only the coefficients
+        target = rec["time_ms"].to_numpy(dtype=float) / _factor(rec, drifts)
+        hit = rec["source"].isin(list(drifts))
+        models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec))
+    choosers = {}
+    train = rec[rec["split"] == "train"]
+    for (op, algo), g in train.groupby(["op", "algo"], sort=True):
+        g = g[g["key"].isin(list(models))]
+        if len(g):
+            choosers[f"{op}:{algo or 'default'}"] = fit_chooser(g, op, algo, g["key"]).to_dict()
+    few = sorted(set(train["key"]) - set(models))
+    return {"variants": {k: m.to_dict() for k, m in sorted(models.items())}, "choosers": choosers,
+            "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
+            "too_few_rows": {k: int((train["key"] == k).sum()) for k in few}}
+
+
+def _factor(rec: pd.DataFrame, drifts: dict[str, Drift]) -> np.ndarray:
+    f = np.ones(len(rec))
+    if not drifts:
+        return f
+    pos = position(rec)
+    src = rec["source"].to_numpy()
+    for s, d in drifts.items():
+        m = src == s
+        f[m] = d.factor(pos[m])
+    return f
+
+
+def fit_memory(rec: pd.DataFrame) -> dict | None:
+    from .analytical import fit_memory_bound
+
+    mem = rec[rec["op"].isin(MEMORY_OPS) & (rec["status"] == "ok")]
+    if mem.empty:
+        return None
+    train = mem[records.split_rows(mem, ["gpu", "op", "fn"]) == "train"]
+    return fit_memory_bound(train)
+
+
+def fit_date() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    return when.date().isoformat()
+
+
+def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True,
+            log: Callable[[str], None] = print) -> dict[str, dict]:
+    """One fits document per GPU in the records."""
+    docs = {}
+    for name in sorted(pd.unique(rec["gpu"])):
+        g = rec[rec["gpu"] == name]
+        try:
+            spec = gpus.lookup(name)
+        except SeerError as exc:
+            raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
+        t0 = time.perf_counter()
+        log(f"fitting {spec.name} ({spec.slug}): {len(g)} rows ...")
+        body = fit_gpu(g, spec, drift=drift, log=log)
+        mem = fit_memory(g)
+        docs[spec.slug] = {
+            "schema": SCHEMA, "seer_version": __version__, "date": fit_date(),
+            "gpu": spec.to_dict(),
+            "dataset": {"path": data_path, "rows": int(len(g)), "content_sha256": content_hash(g),
+                        "sources": sorted(pd.unique(g["source"]).tolist())},
+            "split": SPLIT_RULE, "time_unit": "ms",
+            **body, "memory_bound": mem,
+        }
+        log(f"  {len(body['variants'])} variants in {time.perf_counter() - t0:.1f} s")
+    return docs
+
+
+def variant_table(doc: dict) -> pd.DataFrame:
+    rows = []
+    for key, v in doc["variants"].items():
+        rows.append({"variant": key, "n": v["n"], "features": v["feature_set"],
+                     "B_max": v["b_max"], "compute%": round(100 * v["type"]["compute_bound_share"]),
+                     "R2": v["compute"]["r2"], "train_rmspe%": round(100 * v["train_rmspe"], 1),
+                     "cv_rmspe%": round(100 * v["cv_rmspe"], 1)})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m seer.fit",
+        description="Fit SEER-style per-variant time models (statsmodels WLS on relative error) "
+                    "and write one fits file per GPU.",
+        epilog="Default data: the project's data/ once it holds measurements, else NeuSight's "
+               "../shared/datasets/neusight. Example: python -m seer.fit --data ../shared/datasets/neusight/bmm")
+    ap.add_argument("--data", help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder")
+    ap.add_argument("--gpu", help="only this GPU (also names the GPU of SEER workbooks, which carry none)")
+    ap.add_argument("--out", default=str(FITS_DIR), help="folder for <gpu>.json (default: %(default)s)")
+    ap.add_argument("--drift", choices=["auto", "off"], default="auto",
+                    help="remove measurement drift where a file's order is random (default: auto)")
+    ap.add_argument("--quiet", action="store_true", help="no per-variant table")
+    args = ap.parse_args(argv)
+    try:
+        path = Path(args.data) if args.data else default_data()
+        if not args.data:
+            print(f"seer.fit: data from {path}")
+        rec = records.load(path, gpu=args.gpu)
+        if args.gpu:
+            want = gpus.slug_for(args.gpu)
+            rec = rec[[gpus.slug_for(g) == want or g == args.gpu for g in rec["gpu"]]]
+            if rec.empty:
+                raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
+        t0 = time.perf_counter()
+        docs = fit_all(rec, data_path=str(path), drift=args.drift == "auto")
+        for slug, doc in docs.items():
+            out = write(doc, Path(args.out) / f"{slug}.json")
+            if not args.quiet:
+                print(f"\n{doc['gpu']['name']}: {out}")
+                print(variant_table(doc).to_string(index=False))
+            for key, n in doc["too_few_rows"].items():
+                print(f"warning: {slug} {key}: only {n} training rows (< {MIN_ROWS}); no model, "
+                      "configs that choose it are predicted with the nearest variant that has one",
+                      file=sys.stderr)
+            for src, d in doc["drift"].items():
+                print(f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "
+                      "from training targets (seer.drift)")
+        print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
+        return 0
+    except SeerError as exc:
+        print(f"seer.fit: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,387 @@
+"""SEER-style per-variant time models, fitted with statsmodels.
+
+SEER splits kernels into compute-bound (t = W (a B_max f + b)), memory-bound (t ~ a DRAM
+sectors + b) and under-utilized types and fits one linear model per type by least squares on
+relative error (WLS with weights 1/t^2). Here both bounds are fitted on every variant and
+a kernel's time is the larger of the two: the regime a training row belongs to is re-assigned
+until stable (segmented regression), so the type needs no hardware counters and follows
+from the configuration at prediction time.
+
+Features come from the configuration alone (`seer.configs`, `seer.geometry`):
+  W  = ceil(blocks / B_max)     waves, with B_max = resident blocks per SM x SMs
+  S  = ceil(blocks / SMs)       blocks per SM: the partial last wave at SM granularity
+  Kb = reduction length of one block (the GEMM K, divided by split-K)
+compute:  W*Kb, W, S*Kb, S, 1  (+ helper-kernel terms for convolutions)
+memory:   compulsory bytes, tile traffic (blocks x Kb x (tile_m + tile_n)), W, 1
+B_max is unknown without registers and shared memory: it is the value of resident blocks
+per SM that best explains the wave staircase of the training rows.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import statsmodels.api as sm
+
+from . import configs
+from .geometry import Geometry, fit_geometry
+from .occupancy import arch
+
+MIN_ROWS = 12  # fewer training rows: the variant gets no model of its own
+
+
+@dataclass
+class Regime:
+    """One linear bound: t = X @ coef, with statsmodels' standard errors."""
+
+    names: list[str]
+    coef: np.ndarray
+    se: np.ndarray
+    n: int
+    r2: float
+
+    def to_dict(self) -> dict:
+        return {"features": self.names, "coef": [float(f"{c:.9g}") for c in self.coef],
+                "se": [float(f"{c:.4g}") for c in self.se], "n": self.n, "r2": round(self.r2, 5)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Regime":
+        return cls(list(d["features"]), np.asarray(d["coef"], float), np.asarray(d["se"], float),
+                   int(d["n"]), float(d["r2"]))
+
+
+@dataclass
+class VariantModel:
+    op: str
+    algo: str
+    variant: str
+    kernel: str
+    geometry: Geometry
+    blocks_per_sm: int
+    bmax_source: str
+    feature_set: str
+    compute: Regime
+    memory: Regime | None
+    helpers: Regime
+    clock: tuple[float, float] | None
+    floor_ms: float
+    n_train: int
+    train_rmspe: float
+    cv_rmspe: float
+    compute_share: float  # training rows on the compute bound
+    sms: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def b_max(self) -> int:
+        return self.blocks_per_sm * self.sms
+
+    def predict(self, df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Time in ms of configs `df` (s: their configs.sizes, if already computed)."""
+        D = design(inputs(df, self.geometry, self.algo, s=s), self.blocks_per_sm, self.sms, self.feature_set)
+        t = D.compute @ self.compute.coef
+        if self.memory is not None:
+            t = np.maximum(t, D.memory @ self.memory.coef)
+        t = np.maximum(t + D.helpers @ self.helpers.coef, self.floor_ms)
+        if self.clock is not None:
+            t = np.exp(self.clock[0]) * t ** (1.0 + self.clock[1])
+        return t
+
+    def to_dict(self) -> dict:
+        return {
+            "op": self.op, "algo": self.algo, "variant": self.variant, "kernel": self.kernel,
+            "geometry": self.geometry.to_dict(), "blocks_per_sm": self.blocks_per_sm,
+            "b_max": self.b_max, "b_max_source": self.bmax_source, "feature_set": self.feature_set,
+            "type": {"compute_bound_share": round(self.compute_share, 4)},
+            "compute": self.compute.to_dict(),
+            "memory": None if self.memory is None else self.memory.to_dict(),
+            "helpers": self.helpers.to_dict(),
+            "clock": None if self.clock is None else [float(f"{c:.9g}") for c in self.clock],
+            "floor_ms": float(f"{self.floor_ms:.6g}"), "n": self.n_train,
+            "train_rmspe": round(self.train_rmspe, 5), "cv_rmspe": round(self.cv_rmspe, 5),
+            "sms": self.sms, "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VariantModel":
+        return cls(d["op"], d["algo"], d["variant"], d["kernel"], Geometry.from_dict(d["geometry"]),
+                   int(d["blocks_per_sm"]), d["b_max_source"], d["feature_set"],
+                   Regime.from_dict(d["compute"]),
+                   None if d["memory"] is None else Regime.from_dict(d["memory"]),
+                   Regime.from_dict(d["helpers"]),
+                   None if d.get("clock") is None else (float(d["clock"][0]), float(d["clock"][1])),
+                   float(d["floor_ms"]), int(d["n"]), float(d["train_rmspe"]),
+                   float(d["cv_rmspe"]), float(d["type"]["compute_bound_share"]), int(d["sms"]),
+                   list(d.get("notes", [])))
+
+
+# ------------------------------------------------------------------ features
+HELPERS = {
+    "gemm": ["splitk_MB", "splitk"],
+    "WINOGRAD_NONFUSED": ["in_MB", "out_MB", "xin_MB", "xout_MB", "xfilter_MB"],
+    "GEMM": ["in_MB", "out_MB", "im2col_MB"],
+    "conv": ["in_MB", "out_MB", "filter_MB"],
+}
+
+
+@dataclass
+class Inputs:
+    """What the features of one variant need from configs, computed once (B_max aside)."""
+
+    blocks: np.ndarray
+    kb: np.ndarray  # reduction length per block
+    mb: np.ndarray  # compulsory DRAM traffic, MB
+    tile_mb: np.ndarray  # operand tiles the blocks load, MB
+    helpers: dict[str, np.ndarray]
+
+    def take(self, rows: np.ndarray) -> "Inputs":
+        return Inputs(self.blocks[rows], self.kb[rows], self.mb[rows], self.tile_mb[rows],
+                      {k: v[rows] for k, v in self.helpers.items()})
+
+
+def inputs(df: pd.DataFrame, geom: Geometry, algo: str, grid: dict[str, np.ndarray] | None = None,
+           s: dict[str, np.ndarray] | None = None) -> Inputs:
+    s = configs.sizes(df) if s is None else s
+    grid = geom.grid(df, s) if grid is None else grid
+    blocks = np.prod(list(grid.values()), axis=0)
+    kb = s["gk"]
+    if geom.op in configs.GEMM_OPS:
+        split = np.maximum(np.round(grid.get("grid_z", s["gbatch"]) / s["gbatch"]), 1.0)
+        kb = kb / split
+        extra = np.where(split > 1, 1.0, 0.0)
+        h = [4e-6 * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]
+        names = HELPERS["gemm"]
+    else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
+        h = [4e-6 * s["N"] * s["C"] * s["H"] * s["W"], 4e-6 * s["NPQ"] * s["K"]]
+        if algo == "WINOGRAD_NONFUSED":
+            names = HELPERS[algo]
+            h += [36 * 4e-6 * s["C"] * s["T4"], 36 * 4e-6 * s["K"] * s["T4"], 36 * 4e-6 * s["K"] * s["C"]]
+        elif algo == "GEMM":
+            names = HELPERS[algo]
+            h += [4e-6 * s["NPQ"] * s["CRS"]]
+        else:
+            names = HELPERS["conv"]
+            h += [4e-6 * s["K"] * s["CRS"]]
+    tm, tn = geom.tiles()
+    return Inputs(blocks, kb, s["bytes"] * 1e-6, 4e-6 * blocks * kb * (tm + tn), dict(zip(names, h)))
+
+
+@dataclass
+class Design:
+    compute: np.ndarray
+    memory: np.ndarray
+    helpers: np.ndarray
+    names: dict[str, list[str]]
+
+    def take(self, rows: np.ndarray) -> "Design":
+        return Design(self.compute[rows], self.memory[rows], self.helpers[rows], self.names)
+
+
+def design(x: Inputs, bps: int, sms: int, feature_set: str) -> Design:
+    """Design matrices for one variant: the compute bound, the memory bound (the larger of
+    the two is the main kernel's time) and the helper kernels (their time adds).
+    Feature sets: "seer" (SEER's terms) or "waves" (plus per-SM partial waves and tile
+    traffic), each optionally "+helpers" and "+clock" (see `Fit`)."""
+    W = np.ceil(x.blocks / (bps * sms))
+    S = np.ceil(x.blocks / sms)
+    one = np.ones(len(W))
+    kb = x.kb
+    if feature_set.split("+")[0] == "seer":
+        comp, mem = [W * kb, W, one], [x.mb, one]
+        names = {"compute": ["W*Kb", "W", "1"], "memory": ["MB", "1"]}
+    else:
+        comp, mem = [W * kb, W, S * kb, S, one], [x.mb, x.tile_mb, W, one]
+        names = {"compute": ["W*Kb", "W", "S*Kb", "S", "1"], "memory": ["MB", "tile_MB", "W", "1"]}
+    helpers = x.helpers if "+helpers" in feature_set else {}
+    names["helpers"] = list(helpers)
+    return Design(np.column_stack(comp), np.column_stack(mem),
+                  np.column_stack(list(helpers.values())) if helpers else np.zeros((len(W), 0)), names)
+
+
+# ------------------------------------------------------------------ fitting
+def _wls(X: np.ndarray, y: np.ndarray):
+    """Least squares on relative error: WLS with weights 1/t^2 (SEER's nlinfit objective)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sm.WLS(y, X, weights=1.0 / y**2).fit()
+
+
+@dataclass
+class Bounds:
+    """A fitted variant: time = max(compute @ a, memory @ b) + helpers @ c."""
+
+    a: np.ndarray
+    b: np.ndarray | None
+    c: np.ndarray
+    se: np.ndarray  # standard errors of (a, b, c) in that order
+    r2: float
+    memory_rows: np.ndarray
+
+    def predict(self, D: Design, floor: float) -> np.ndarray:
+        t = D.compute @ self.a
+        if self.b is not None:
+            t = np.maximum(t, D.memory @ self.b)
+        return np.maximum(t + D.helpers @ self.c, floor)
+
+
+def fit_bounds(D: Design, y: np.ndarray, iters: int = 8) -> Bounds:
+    """Segmented WLS on relative error: every row is explained by the larger of the two bounds
+    plus the helper terms; rows are re-assigned to bounds and all refitted together until the
+    assignment is stable."""
+    nc, nm, nh = D.compute.shape[1], D.memory.shape[1], D.helpers.shape[1]
+
+    def compute_only() -> Bounds:
+        r = _wls(np.hstack([D.compute, D.helpers]), y)
+        return Bounds(r.params[:nc], None, r.params[nc:], r.bse, float(r.rsquared), np.zeros(len(y), bool))
+
+    fit = compute_only()
+    ratio = y / np.maximum(D.compute @ fit.a + D.helpers @ fit.c, 1e-12)
+    mem = ratio > np.quantile(ratio, 0.8)  # start: the rows the compute bound explains worst
+    for _ in range(iters):
+        if mem.sum() < nm + 3 or (~mem).sum() < nc + 3:
+            return compute_only()
+        X = np.hstack([D.compute * ~mem[:, None], D.memory * mem[:, None], D.helpers])
+        r = _wls(X, y)
+        fit = Bounds(r.params[:nc], r.params[nc:nc + nm], r.params[nc + nm:], r.bse,
+                     float(r.rsquared), mem)
+        new = D.memory @ fit.b > D.compute @ fit.a
+        if (new == mem).all():
+            break
+        mem = new
+    return fit
+
+
+def _rmspe(p, y):
+    return float(np.sqrt(np.mean(((p - y) / y) ** 2)))
+
+
+@dataclass
+class Fit:
+    """Bounds plus an optional sustained-clock calibration t = exp(c0) * t_bounds^(1 + c1):
+    GPUs under a power cap (T4, P4) slow down the longer a kernel runs, so time grows faster
+    than the work; c1 = 0 is a GPU that holds its clock."""
+
+    bounds: Bounds
+    clock: tuple[float, float] | None = None
+
+    def predict(self, D: Design, floor: float) -> np.ndarray:
+        t = self.bounds.predict(D, floor)
+        if self.clock is not None:
+            t = np.exp(self.clock[0]) * t ** (1.0 + self.clock[1])
+        return t
+
+
+def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 3) -> Fit:
+    if not clock:
+        return Fit(fit_bounds(D, y))
+    target, c = y, (0.0, 0.0)
+    for _ in range(iters):
+        b = fit_bounds(D, target)
+        lt = np.log(b.predict(D, floor))
+        r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt])).fit()
+        c = (float(r.params[0]), float(r.params[1]))
+        if not -0.5 < c[1] < 1.0:  # not a plausible clock law: leave the bounds alone
+            return Fit(fit_bounds(D, y))
+        target = np.exp((np.log(y) - c[0]) / (1.0 + c[1]))
+    return Fit(fit_bounds(D, target), c)
+
+
+def bps_candidates(train: pd.DataFrame, cc: str) -> list[int]:
+    """Resident blocks per SM that the launch allows (warp and block limits)."""
+    a = arch(cc)
+    threads = (train["block_x"].astype("Float64").fillna(1) * train["block_y"].astype("Float64").fillna(1)
+               * train["block_z"].astype("Float64").fillna(1)).to_numpy(dtype=float)
+    warps = np.ceil(np.nanmax(threads) / 32) if np.isfinite(threads).any() else 1
+    hi = int(min(a.max_blocks, a.max_warps // max(warps, 1)))
+    return list(range(1, max(hi, 1) + 1))
+
+
+STAIRCASE_ROWS = 2000  # rows enough to place the wave steps; more only cost time
+
+
+def _staircase(x: Inputs, y: np.ndarray, cands: list[int], sms: int, fs: str, floor: float) -> tuple[float, int]:
+    """(training RMSPE, resident blocks per SM) of the B_max that explains the steps best:
+    a coarse pass over the candidates, then their neighbours, on an evenly spaced subsample."""
+    rows = np.linspace(0, len(y) - 1, min(len(y), STAIRCASE_ROWS)).round().astype(int)
+    xs, ys = x.take(rows), y[rows]
+    seen: dict[int, float] = {}
+
+    def err(bps: int) -> float:
+        if bps not in seen:
+            D = design(xs, bps, sms, fs)
+            seen[bps] = _rmspe(fit_bounds(D, ys).predict(D, floor), ys)
+        return seen[bps]
+
+    coarse = [c for c in cands if c <= 6 or c in (8, 10, 12, 16, 20, 24, 28, 32)] or cands
+    best = min(coarse, key=lambda b: (err(b), b))
+    for b in (best - 1, best + 1):
+        if b in cands:
+            err(b)
+    e, bps = min((v, k) for k, v in seen.items())
+    return e, bps
+
+
+def feature_sets(op: str) -> list[str]:
+    return [f"{b}{h}{c}" for b in ("seer", "waves") for h in ("", "+helpers") for c in ("", "+clock")]
+
+
+def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor: float,
+            folds: int) -> tuple[float, str, int]:
+    """(cross-validated RMSPE, feature set, resident blocks per SM) of the best model."""
+    fold = np.arange(len(y)) % folds
+    best = None
+    staircase: dict[str, tuple[float, int]] = {}
+    for fs in feature_sets(op):
+        base = fs.replace("+clock", "")
+        if base not in staircase:  # B_max: the staircase that fits the training rows best
+            staircase[base] = _staircase(x, y, cands, sms, base, floor)
+        bps = staircase[base][1]
+        D = design(x, bps, sms, fs)
+        k = D.compute.shape[1] + D.memory.shape[1] + D.helpers.shape[1]
+        errs = np.full(len(y), np.inf)
+        for f in range(folds):
+            te = fold == f
+            if (~te).sum() < k + 3:
+                continue
+            m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor)
+            errs[te] = (m.predict(D.take(te), floor) - y[te]) / y[te]
+        cv = float(np.sqrt(np.mean(errs**2)))
+        if best is None or cv < best[0] - 1e-9:
+            best = (cv, fs, bps)
+    return best
+
+
+def fit_variant(train: pd.DataFrame, *, op: str, algo: str, variant: str, cc: str, sms: int,
+                known_bps: int | None = None, folds: int = 3) -> VariantModel:
+    """Fit one kernel variant on its training rows (time_ms = the measured call time).
+
+    B_max comes from the wave staircase (training error), the feature set from a
+    deterministic k-fold cross-validation inside the training rows (held-out error)."""
+    y = train["time_ms"].to_numpy(dtype=float)
+    floor = float(0.5 * y.min())
+    geom = fit_geometry(train, op)
+    x = inputs(train, geom, algo)
+    cv, fs, bps = _select(x, y, bps_candidates(train, cc) if not known_bps else [known_bps],
+                          sms, op, floor, folds)
+    D = design(x, bps, sms, fs)
+    fit = fit_model(D, y, "+clock" in fs, floor)
+    b = fit.bounds
+    tr_err = _rmspe(fit.predict(D, floor), y)
+    nc, nm = D.compute.shape[1], D.memory.shape[1]
+    se_c = b.se[:nc]
+    se_m = b.se[nc:nc + nm] if b.b is not None else None
+    se_h = b.se[nc + nm:] if b.b is not None else b.se[nc:]
+    memory = None if b.b is None else Regime(D.names["memory"], b.b, se_m, int(b.memory_rows.sum()), b.r2)
+    notes = [f"{a} rule {r.describe()} reproduces {100 * r.match:.0f}% of training grids"
+             for a, r in geom.axes.items() if r.match < 0.95]
+    return VariantModel(op=op, algo=algo, variant=variant, kernel=str(train["kernel"].iloc[0]),
+                        geometry=geom, blocks_per_sm=bps,
+                        bmax_source="measured occupancy" if known_bps else "wave staircase of training rows",
+                        feature_set=fs,
+                        compute=Regime(D.names["compute"], b.a, se_c, int((~b.memory_rows).sum()), b.r2),
+                        memory=memory,
+                        helpers=Regime(D.names["helpers"], b.c, se_h, len(y), b.r2),
+                        clock=fit.clock, floor_ms=floor, n_train=len(y), train_rmspe=tr_err, cv_rmspe=cv,
+                        compute_share=float(1 - b.memory_rows.mean()), sms=sms, notes=notes)

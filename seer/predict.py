@@ -1,0 +1,224 @@
+"""Prediction from the configuration alone, with fitted coefficients (fits/<gpu>.json).
+
+`load` reads a fits file; a `Fits` predicts the time of configs (a DataFrame or one config
+as keyword arguments), ranks the convolution algorithms it covers and picks the fastest.
+Everything is vectorized: rows are grouped by the variant the library would launch and each
+group is one matrix product.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import configs, fitsfile, gpus
+from .chooser import Chooser
+from .drift import Drift
+from .errors import SeerError
+from .models import VariantModel
+from .records import OPS
+from .variants import CONV_ALGO_ID
+
+MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
+_DEFAULTS = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
+             "groups": 1, "dtype": "float32", "algo": ""}
+
+
+@dataclass
+class Fits:
+    """Fitted models of one GPU."""
+
+    path: Path
+    gpu: gpus.GPUSpec
+    meta: dict
+    variants: dict[str, VariantModel]
+    choosers: dict[str, Chooser]
+    drift: dict[str, Drift]
+    memory_bound: dict | None = None
+    _warned: set = field(default_factory=set, repr=False)
+
+    # ------------------------------------------------------------ what the fits cover
+    @property
+    def ops(self) -> list[str]:
+        ops = sorted({m.op for m in self.variants.values()})
+        return ops + (list(MEMORY_OPS) if self.memory_bound else [])
+
+    @property
+    def algorithms(self) -> list[str]:
+        """Convolution algorithms with fitted models, in cuDNN's enum order."""
+        algos = {c.algo for c in self.choosers.values() if c.op == "conv_fwd"}
+        return sorted(algos, key=lambda a: CONV_ALGO_ID.get(a, 99))
+
+    # ------------------------------------------------------------ prediction
+    def predict(self, configs_: pd.DataFrame | Mapping | None = None, *, variant: str | Iterable | None = None,
+                **config) -> np.ndarray | float:
+        """Time in ms of each config: one config as keywords, or a DataFrame with an `op` column
+        (conv_fwd rows also need `algo`). `variant` forces the variant key(s) instead of the
+        learned choice (what Test-set-I per variant measures)."""
+        df, single = _frame(configs_, config)
+        out = np.full(len(df), np.nan)
+        for op, idx in df.groupby("op", sort=False).indices.items():
+            sub = df.iloc[idx]
+            if op in MEMORY_OPS:
+                out[idx] = self._memory(sub)
+                continue
+            if op not in {m.op for m in self.variants.values()}:
+                raise SeerError(f"the fits for {self.gpu.name} ({self.path.name}) cover ops "
+                                f"{', '.join(self.ops)}; not {op!r}")
+            configs.check_configs(sub, op)
+            if variant is not None:
+                keys = np.asarray([variant] * len(df) if isinstance(variant, str) else list(variant), dtype=object)
+                if len(keys) != len(df):
+                    raise SeerError("variant must be one key or one per config row")
+                keys = keys[idx]
+            else:
+                keys = self.choose(sub, op)
+            out[idx] = self._by_variant(sub, keys)
+        return float(out[0]) if single else out
+
+    def _by_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
+        """Each row's time from the model of its variant key: one matrix product per variant."""
+        s = configs.sizes(df)
+        out = np.empty(len(df))
+        for key, rows in pd.Series(keys).groupby(keys, sort=False).indices.items():
+            if key not in self.variants:
+                raise SeerError(f"no fitted model for variant {key!r} on {self.gpu.name}")
+            out[rows] = self.variants[key].predict(df.iloc[rows], s={k: v[rows] for k, v in s.items()})
+        return out
+
+    def choose(self, df: pd.DataFrame, op: str, logcfg: np.ndarray | None = None) -> np.ndarray:
+        """The variant key the library would launch for each row (op is the same for all)."""
+        if op == "conv_fwd":
+            algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
+            keys = np.empty(len(df), dtype=object)
+            for algo in pd.unique(algos):
+                rows = algos == algo
+                if not algo:
+                    raise SeerError("conv_fwd configs need an 'algo' (one of "
+                                    f"{', '.join(self.algorithms)}); or use rank_algorithms")
+                ch = self.choosers.get(f"conv_fwd:{algo}")
+                if ch is None:
+                    raise SeerError(f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
+                                    f"(fitted: {', '.join(self.algorithms)})")
+                keys[rows] = ch.choose(df[rows], None if logcfg is None else logcfg[rows])
+            return keys
+        ch = self.choosers.get(f"{op}:default")
+        if ch is None:
+            raise SeerError(f"the fits for {self.gpu.name} have no models of op {op!r}")
+        return ch.choose(df)
+
+    def rank_algorithms(self, configs_: pd.DataFrame | Mapping | None = None, *,
+                        algorithms: Iterable[str] | None = None, **config) -> pd.DataFrame:
+        """Predicted time of every fitted convolution algorithm for every config, ranked.
+
+        Returns one row per (config, algorithm): config (row position), algo, variant,
+        time_ms, rank (0 = predicted fastest)."""
+        df, _ = _frame(configs_, {**config, "op": "conv_fwd"})
+        if (df["op"] != "conv_fwd").any():
+            raise SeerError("rank_algorithms ranks convolution algorithms: every row needs op conv_fwd")
+        configs.check_configs(df, "conv_fwd")
+        algos = list(algorithms) if algorithms is not None else self.algorithms
+        unknown = [a for a in algos if f"conv_fwd:{a}" not in self.choosers]
+        if unknown:
+            raise SeerError(f"no models of algorithm(s) {', '.join(unknown)} on {self.gpu.name}")
+        n = len(df)
+        times = np.empty((n, len(algos)))
+        keys = np.empty((n, len(algos)), dtype=object)
+        logcfg = configs.log_config(df, "conv_fwd")
+        for j, a in enumerate(algos):
+            sub = df.assign(algo=a)
+            keys[:, j] = self.choose(sub, "conv_fwd", logcfg)
+            times[:, j] = self._by_variant(sub, keys[:, j])
+        order = np.argsort(times, axis=1, kind="stable")
+        rank = np.empty_like(order)
+        np.put_along_axis(rank, order, np.arange(len(algos))[None, :].repeat(n, 0), axis=1)
+        return pd.DataFrame({"config": np.repeat(np.arange(n), len(algos)),
+                             "algo": np.tile(np.asarray(algos, dtype=object), n),
+                             "variant": keys.ravel(), "time_ms": times.ravel(), "rank": rank.ravel()})
+
+    def best_algorithm(self, configs_: pd.DataFrame | Mapping | None = None, **config) -> str | np.ndarray:
+        """The algorithm predicted fastest: a name for one config, an array for a DataFrame."""
+        single = configs_ is None or isinstance(configs_, Mapping)
+        r = self.rank_algorithms(configs_, **config)
+        best = r[r["rank"] == 0].sort_values("config")["algo"].to_numpy(dtype=object)
+        return str(best[0]) if single else best
+
+    def _memory(self, df: pd.DataFrame) -> np.ndarray:
+        from .analytical import predict_memory_bound
+
+        cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in df]
+        return np.asarray(predict_memory_bound(df[cols].reset_index(drop=True), self.memory_bound,
+                                               self.gpu), dtype=float)
+
+
+def _frame(configs_, config: dict) -> tuple[pd.DataFrame, bool]:
+    if configs_ is None or isinstance(configs_, Mapping):
+        one = {**(dict(configs_) if configs_ else {}), **config}
+        if "op" not in one:
+            raise SeerError("a config needs an 'op' (" + ", ".join(OPS) + ")")
+        df = pd.DataFrame([one])
+        single = True
+    elif isinstance(configs_, pd.DataFrame):
+        df = configs_.reset_index(drop=True)
+        for k, v in config.items():
+            if k not in df:
+                df = df.assign(**{k: v})
+        single = False
+    else:
+        raise SeerError(f"configs must be a DataFrame or a dict, not {type(configs_).__name__}")
+    if len(df) == 0:
+        raise SeerError("no configs to predict")
+    if "op" not in df:
+        raise SeerError("configs need an 'op' column (" + ", ".join(OPS) + ")")
+    missing = {k: v for k, v in _DEFAULTS.items() if k not in df}
+    if missing:
+        df = df.assign(**missing)
+    for k, v in _DEFAULTS.items():
+        if k not in missing and df[k].hasnans:
+            df[k] = df[k].fillna(v)
+    if "op" in df and (df["op"] == "conv_fwd").any():
+        for a, b in (("h_in", "w_in"), ("w_in", "h_in"), ("kh", "kw"), ("kw", "kh")):
+            if a not in df and b in df:
+                df[a] = df[b]
+    unknown = sorted(set(map(str, pd.unique(df["op"]))) - set(OPS))
+    if unknown:
+        raise SeerError(f"unknown op {unknown[0]!r}; seer knows {', '.join(OPS)}")
+    return df, single
+
+
+def from_doc(doc: dict, path: Path) -> Fits:
+    g = doc["gpu"]
+    spec = gpus.GPUSpec(**{k: g[k] for k in ("slug", "name", "cc", "sms", "fp32_tflops", "dram_gbs",
+                                              "l2_mb", "boost_mhz")}, source=g.get("source", ""))
+    try:
+        variants = {k: VariantModel.from_dict(v) for k, v in doc["variants"].items()}
+        choosers = {k: Chooser.from_dict(v) for k, v in doc["choosers"].items()}
+        drift = {s: Drift.from_dict(s, d) for s, d in doc.get("drift", {}).items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
+    return Fits(path, spec, {k: doc[k] for k in ("dataset", "date", "seer_version", "split") if k in doc},
+                variants, choosers, drift, doc.get("memory_bound"))
+
+
+@lru_cache(maxsize=32)
+def _load(path: str, mtime: float) -> Fits:
+    return from_doc(fitsfile.read(path), Path(path))
+
+
+def load(name: str | Path | None = None) -> Fits:
+    """Fits of a GPU: a bundled name ('t4', 'Tesla T4', 'h100-sxm') or a fits file path."""
+    path = fitsfile.resolve(name)
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        raise SeerError(f"fits file {path} does not exist") from None
+    return _load(str(path), mtime)
+
+
+def available() -> list[str]:
+    """Names of the bundled fits (fits/*.json)."""
+    return fitsfile.bundled()
