@@ -55,6 +55,7 @@ class ConvConfig:
     groups: int = 1
     layout: str = "NCHW"
     name: str = ""  # a layer name where it comes from a network, e.g. "resnet50.layer1.conv2"
+    uses: str = ""  # how often each network runs this layer, e.g. "resnet50:3;vgg16:1"
 
     op = "conv_fwd"
 
@@ -89,8 +90,10 @@ class ConvConfig:
 
     def fields(self) -> dict:
         """The record fields of this configuration."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("name",)}
+        d = {k: v for k, v in asdict(self).items() if k not in ("name", "uses")}
         d["op"] = self.op
+        if self.uses:
+            d["uses"] = self.uses
         return d
 
 
@@ -227,16 +230,18 @@ TEST_SET_II_BATCHES = (1, 32, 128)
 
 
 def test_set_ii(batches: Iterable[int] = TEST_SET_II_BATCHES) -> list[ConvConfig]:
-    """Distinct layers (first name wins) of every network, at every batch size."""
-    out, seen = [], set()
+    """Distinct layers (first name wins) of every network, at every batch size; `uses` counts
+    how often each network runs the layer, so whole-network times can be summed."""
+    out: dict[str, ConvConfig] = {}
+    uses: dict[str, dict[str, int]] = {}
     for b in batches:
-        for net in NETWORKS.values():
+        for net_name, net in NETWORKS.items():
             for name, ci, hw, co, k, s, p, g in net:
                 c = ConvConfig(b, ci, hw, hw, co, k, k, s, s, p, p, groups=g, name=name)
-                if c.key() not in seen:
-                    seen.add(c.key())
-                    out.append(c)
-    return out
+                out.setdefault(c.key(), c)
+                per = uses.setdefault(c.key(), {})
+                per[net_name] = per.get(net_name, 0) + 1
+    return [replace(c, uses=";".join(f"{n}:{k}" for n, k in uses[key].items())) for key, c in out.items()]
 
 
 # Transformer layers: (model, hidden, ffn, heads); tokens = batch x sequence.

@@ -3,10 +3,31 @@
 Per-kernel-variant linear time models in the style of SEER, fitted with statsmodels, next to
 analytical predictors (embedding lookups, memory-bound kernels, roofline). Everything here
 runs on a CPU; nothing imports GPU modules.
+
+    import seer
+    f = seer.load("t4")                       # bundled fits (seer.available()) or a path
+    f.predict(op="bmm", batch=8, m=512, n=512, k=512)          # ms
+    f.rank_algorithms(configs_df)             # every conv algorithm, ranked
+    seer.best_algorithm(dict(op="conv_fwd", batch=32, c_in=64, h_in=56, w_in=56, c_out=64,
+                             kh=3, kw=3, pad_h=1, pad_w=1), gpu="t4")
 """
 from __future__ import annotations
 
-from .errors import DataError, SeerError, UnknownGPUError
-
 __version__ = "0.1.0"
-__all__ = ["DataError", "SeerError", "UnknownGPUError", "__version__"]
+
+from .errors import DataError, SeerError, UnknownGPUError  # noqa: E402
+from .predict import Fits, available, load  # noqa: E402
+
+
+def rank_algorithms(configs=None, *, gpu: str, **config):
+    """Every fitted convolution algorithm's predicted time per config, ranked (DataFrame)."""
+    return load(gpu).rank_algorithms(configs, **config)
+
+
+def best_algorithm(config=None, *, gpu: str, **kw):
+    """The convolution algorithm predicted fastest: a name for one config, an array for many."""
+    return load(gpu).best_algorithm(config, **kw)
+
+
+__all__ = ["DataError", "Fits", "SeerError", "UnknownGPUError", "__version__", "available",
+           "best_algorithm", "load", "rank_algorithms"]

@@ -1,25 +1,38 @@
-"""python -m seer: the package's main job on the built-in data."""
+"""python -m seer: the package's main job on the built-in data (what `make run` runs).
+
+Fits every GPU of the built-in data, then evaluates Test-set-I, Test-set-II and the
+analytical predictors. Until the project ships GPU measurements of its own, the built-in data
+is NeuSight's (read in place from ../shared/datasets/neusight).
+"""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from .errors import SeerError
 
 
-def main() -> int:
-    from .records import neusight_dir, read_neusight
+def main(argv: list[str] | None = None) -> int:
+    from . import evaluate, fit
+    from .fitsfile import FITS_DIR
 
-    print("seer ships no GPU measurements of its own yet; showing NeuSight's measurements "
-          "from ../shared/datasets/neusight.")
-    path = neusight_dir()
-    if path is None:
-        print("seer: NeuSight data not found (set SEER_NEUSIGHT to its folder).", file=sys.stderr)
-        return 2
-    df = read_neusight(path)
-    print(df.groupby(["op", "gpu"]).size().rename("rows").to_string())
-    conv = df[df["op"] == "conv_fwd"]
-    print("\nconvolution algorithm picked by cuDNN's autotuner, per GPU:")
-    print(conv.groupby(["gpu", "algo"]).size().unstack(fill_value=0).to_string())
+    data = fit.default_data()
+    if "neusight" in str(data):
+        print("seer ships no GPU measurements of its own yet (collecting them needs a GPU), so this "
+              f"fits and evaluates on NeuSight's measurements from {data}.\n")
+    steps = [
+        ("fit", lambda: fit.main(["--quiet"])),
+        ("Test-set-I", lambda: evaluate.main(["--set", "I"])),
+        ("Test-set-II", lambda: evaluate.main(["--set", "II"])),
+        ("analytical", lambda: evaluate.main(["--set", "analytical"])),
+    ]
+    for name, step in steps:
+        print(f"\n===== {name} " + "=" * (70 - len(name)))
+        rc = step()
+        if rc:
+            return rc
+    print(f"\nfits written to {FITS_DIR}; predict with: python -c \"import seer; "
+          "print(seer.load('t4').predict(op='bmm', batch=8, m=512, n=512, k=512))\"")
     return 0
 
 

@@ -26,31 +26,31 @@ class Chooser:
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _dims: np.ndarray | None = field(default=None, repr=False, compare=False)
 
+    def nearest(self, logcfg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(log2 distance, label index) of the nearest training config of each row."""
+        if self._tree is None:  # a size that always equals another adds nothing to distances
+            p = self.points
+            self._dims = np.array([j for j in range(p.shape[1])
+                                   if not any(np.array_equal(p[:, j], p[:, i]) for i in range(j))], dtype=int)
+            self._tree = cKDTree(p[:, self._dims], leafsize=64)
+        dist, idx = self._tree.query(logcfg[:, self._dims], k=1)
+        return dist, self.label_idx[idx]
+
     def choose(self, df: pd.DataFrame, logcfg: np.ndarray | None = None) -> np.ndarray:
         """The variant key for each config row (logcfg: its log-configuration, if at hand)."""
         if len(self.labels) == 1:
             return np.full(len(df), self.labels[0], dtype=object)
-        if self._tree is None:  # sizes that never vary in training cannot tell variants apart
-            p = self.points
-            self._dims = np.array([j for j in range(p.shape[1]) if np.ptp(p[:, j]) > 0
-                                   and not any(np.array_equal(p[:, j], p[:, i]) for i in range(j))], dtype=int)
-            self._tree = cKDTree(p[:, self._dims], leafsize=32)
         logcfg = configs.log_config(df, self.op) if logcfg is None else logcfg
-        _, idx = self._tree.query(logcfg[:, self._dims], k=1)
-        return np.asarray(self.labels, dtype=object)[self.label_idx[idx]]
+        return np.asarray(self.labels, dtype=object)[self.nearest(logcfg)[1]]
 
     def to_dict(self) -> dict:
-        d = {"op": self.op, "algo": self.algo, "labels": self.labels}
-        if len(self.labels) > 1:
-            d["points"] = encode(self.points)
-            d["label_idx"] = self.label_idx.tolist()
-        return d
+        return {"op": self.op, "algo": self.algo, "labels": self.labels,
+                "points": encode(self.points), "label_idx": self.label_idx.tolist()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Chooser":
-        pts = decode(d["points"]) if "points" in d else np.zeros((0, 0))
-        return cls(d["op"], d["algo"], list(d["labels"]), pts,
-                   np.asarray(d.get("label_idx", []), dtype=int))
+        return cls(d["op"], d["algo"], list(d["labels"]), decode(d["points"]),
+                   np.asarray(d["label_idx"], dtype=int))
 
 
 def fit_chooser(train: pd.DataFrame, op: str, algo: str, keys: pd.Series) -> Chooser:
