@@ -23,11 +23,9 @@ import pandas as pd
 from seer.records import COLUMNS, atomic_write, conform
 
 EXTRA: tuple[str, ...] = (
-    "config_key",  # the configuration (suites.Config.key())
     "call_key",  # the call: config key | math | algorithm (and cuBLASLt rank)
     "config_rows",  # rows in this configuration's block (detects a torn block)
     "kernel_index",  # position of the kernel in the call's launch order
-    "layer",  # network layer name for Test-set-II / GEMM layer suites
     "backend",  # pycuda, driver, cupy
     "heuristic_pick",  # the library heuristic's first choice for this configuration
     "heuristic_math",  # math type cuDNN's heuristic reported for this algorithm

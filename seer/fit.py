@@ -46,7 +46,11 @@ def default_data() -> Path:
 
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     """Rows the models learn from: successful main kernels, with their variant and split."""
-    rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")].reset_index(drop=True)
+    rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
+    # a canonical row order, so that the same rows in any order give the same fits
+    order = [c for c in ("gpu", "op", "source", "call_id", *records.OPS["conv_fwd"], "m", "n", "k",
+                         "algo", "kernel", "time_ms") if c in rec]
+    rec = rec.sort_values(order, kind="mergesort").reset_index(drop=True)
     rec = variants.annotate(rec)
     rec["key"] = rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", "default") + ":" + rec["variant"]
     rec["split"] = split(rec)
@@ -123,8 +127,21 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True,
             choosers[f"{op}:{algo or 'default'}"] = fit_chooser(g, op, algo, g["key"]).to_dict()
     few = sorted(set(train["key"]) - set(models))
     return {"variants": {k: m.to_dict() for k, m in sorted(models.items())}, "choosers": choosers,
+            "conv_timing": conv_timing(rec),
             "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
             "too_few_rows": {k: int((train["key"] == k).sum()) for k in few}}
+
+
+def conv_timing(rec: pd.DataFrame) -> str | None:
+    """"every_algorithm" where configs were timed with several algorithms (the harness),
+    "pick_only" where each was timed only with the algorithm an autotuner picked (NeuSight):
+    there an algorithm's model is known only where it won, which ranking must respect."""
+    conv = rec[rec["op"] == "conv_fwd"]
+    if conv.empty:
+        return None
+    cfg = [c for c in records.OPS["conv_fwd"]] + ["math"]
+    per = conv.groupby(cfg, dropna=False)["algo"].nunique()
+    return "pick_only" if per.median() <= 1 else "every_algorithm"
 
 
 def _factor(rec: pd.DataFrame, drifts: dict[str, Drift]) -> np.ndarray:

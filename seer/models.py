@@ -273,7 +273,10 @@ class Fit:
         return t
 
 
-def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 3) -> Fit:
+def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 12) -> Fit:
+    """Fit the bounds; with `clock`, alternate between the bounds (on times mapped back
+    through the clock law) and the law itself (OLS of log t on log t_bounds) until the
+    exponent settles."""
     if not clock:
         return Fit(fit_bounds(D, y))
     target, c = y, (0.0, 0.0)
@@ -281,10 +284,14 @@ def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 
         b = fit_bounds(D, target)
         lt = np.log(b.predict(D, floor))
         r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt])).fit()
-        c = (float(r.params[0]), float(r.params[1]))
-        if not -0.5 < c[1] < 1.0:  # not a plausible clock law: leave the bounds alone
+        new = (float(r.params[0]), float(r.params[1]))
+        if not -0.5 < new[1] < 1.0:  # not a plausible clock law: leave the bounds alone
             return Fit(fit_bounds(D, y))
+        done = abs(new[1] - c[1]) < 1e-3
+        c = new
         target = np.exp((np.log(y) - c[0]) / (1.0 + c[1]))
+        if done:
+            break
     return Fit(fit_bounds(D, target), c)
 
 

@@ -7,7 +7,7 @@ group is one matrix product.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -24,11 +24,10 @@ from .records import OPS
 from .variants import CONV_ALGO_ID
 
 MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
-# An algorithm's model is trusted within this log2 distance of the configurations it was
-# fitted on (a factor of about 2.8 in one size). Beyond it a time is an extrapolation and the
-# algorithm ranks after those predicted in their fitted range. (Chosen on NeuSight, where an
-# algorithm is only timed where the autotuner picked it; with every algorithm measured on
-# one grid every config is in range and this changes nothing.)
+# Where each convolution was timed only with the algorithm the autotuner picked (NeuSight),
+# an algorithm's model has only seen the configs it won; it is trusted within this log2
+# distance of them (a factor of about 2.8 in one size), and beyond it the algorithm ranks
+# after those predicted in range. Fits of data that timed every algorithm rank by time alone.
 TRUST_DISTANCE = 1.5
 _DEFAULTS = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
              "groups": 1, "dtype": "float32", "algo": ""}
@@ -45,7 +44,7 @@ class Fits:
     choosers: dict[str, Chooser]
     drift: dict[str, Drift]
     memory_bound: dict | None = None
-    _warned: set = field(default_factory=set, repr=False)
+    conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see TRUST_DISTANCE)
 
     # ------------------------------------------------------------ what the fits cover
     @property
@@ -118,14 +117,16 @@ class Fits:
         return ch.choose(df)
 
     def rank_algorithms(self, configs_: pd.DataFrame | Mapping | None = None, *,
-                        algorithms: Iterable[str] | None = None, extrapolate: bool = False,
+                        algorithms: Iterable[str] | None = None, extrapolate: bool | None = None,
                         **config) -> pd.DataFrame:
         """Predicted time of every fitted convolution algorithm for every config, ranked.
 
         Returns one row per (config, algorithm): config (row position), algo, variant,
         time_ms, fitted_range (whether the config lies within TRUST_DISTANCE of a configuration
-        the algorithm was fitted on), rank (0 = the pick). Algorithms outside their fitted
-        range rank after the others unless `extrapolate`."""
+        the algorithm was fitted on), rank (0 = the pick). With fits of autotuner picks only,
+        algorithms outside their fitted range rank after the others unless `extrapolate`."""
+        if extrapolate is None:
+            extrapolate = self.conv_timing != "pick_only"
         df, _ = _frame(configs_, {**config, "op": "conv_fwd"})
         if (df["op"] != "conv_fwd").any():
             raise SeerError("rank_algorithms ranks convolution algorithms: every row needs op conv_fwd")
@@ -215,7 +216,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     return Fits(path, spec, {k: doc[k] for k in ("dataset", "date", "seer_version", "split") if k in doc},
-                variants, choosers, drift, doc.get("memory_bound"))
+                variants, choosers, drift, doc.get("memory_bound"), doc.get("conv_timing"))
 
 
 @lru_cache(maxsize=32)

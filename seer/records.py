@@ -60,6 +60,9 @@ FIELDS: tuple[Field, ...] = (
     Field("cc", "str", "compute capability, e.g. 9.0"),
     Field("op", "str", f"operation: {', '.join(OPS)}"),
     Field("call_id", "int", "rows of one call (one config x algorithm) share it", 0),
+    Field("config_key", "str", "identifies the configuration across algorithms and reruns"),
+    Field("layer", "str", "network layer the configuration comes from, e.g. resnet50.layer1.0.conv2"),
+    Field("uses", "str", "how often each network runs it, e.g. resnet50:3;vgg16:1"),
     # convolution: NCHW input (batch, c_in, h_in, w_in), filter (c_out, c_in/groups, kh, kw)
     Field("batch", "int", "N of a convolution, batch count of a GEMM, B of an embedding", 1),
     Field("c_in", "int", "input channels", 1),

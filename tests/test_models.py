@@ -1,0 +1,74 @@
+import numpy as np
+import pytest
+
+from seer import models
+from seer.errors import SeerError
+from synthetic import SMS, conv_records, gemm_records
+
+
+def _fit(df, **kw):
+    return models.fit_variant(df, op=df["op"].iloc[0], algo=df["algo"].iloc[0],
+                              variant="v", cc="7.5", sms=SMS, **kw)
+
+
+def test_staircase_finds_resident_blocks_and_law():
+    tr = gemm_records(500, noise=0.01)
+    m = _fit(tr)
+    assert m.blocks_per_sm == 2 and m.b_max == 80
+    test = gemm_records(200, seed=5, noise=0.0)
+    e = np.abs(m.predict(test) / test["time_ms"] - 1)
+    assert np.median(e) < 0.01 and e.max() < 0.05
+    assert m.compute.names[0] == "W*Kb"
+
+
+def test_known_occupancy_is_used():
+    tr = gemm_records(300)
+    assert _fit(tr, known_bps=2).bmax_source == "measured occupancy"
+
+
+def test_conv_variant_accuracy_and_round_trip():
+    rec = conv_records(400, noise=0.01)
+    pre = rec[rec["algo"] == "IMPLICIT_PRECOMP_GEMM"]
+    m = _fit(pre)
+    assert m.blocks_per_sm == 2
+    back = models.VariantModel.from_dict(m.to_dict())
+    test = conv_records(100, seed=3, noise=0.0)
+    test = test[test["algo"] == "IMPLICIT_PRECOMP_GEMM"]
+    assert np.allclose(back.predict(test), m.predict(test))
+    assert np.median(np.abs(m.predict(test) / test["time_ms"] - 1)) < 0.02
+
+
+def test_segmented_bounds_recover_two_regimes():
+    rng = np.random.default_rng(0)
+    n = 400
+    xc = rng.uniform(1, 100, n)
+    xm = rng.uniform(1, 100, n)
+    t = np.maximum(0.5 * xc + 1, 0.8 * xm + 2) * np.exp(rng.normal(0, 0.005, n))
+    one = np.ones(n)
+    D = models.Design(np.column_stack([xc, one]), np.column_stack([xm, one]), np.zeros((n, 0)),
+                      {"compute": ["x", "1"], "memory": ["m", "1"], "helpers": []})
+    b = models.fit_bounds(D, t)
+    assert b.a == pytest.approx([0.5, 1], rel=0.03) and b.b == pytest.approx([0.8, 2], rel=0.03)
+    truth_mem = 0.8 * xm + 2 > 0.5 * xc + 1
+    assert (b.memory_rows == truth_mem).mean() > 0.97
+
+
+def test_clock_law_recovered():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(1, 1000, 300)
+    t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, 300))
+    D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((300, 1)), np.zeros((300, 0)),
+                      {"compute": ["x", "1"], "memory": ["none"], "helpers": []})
+    plain = models.fit_model(D, t, False, 1e-3)
+    clocked = models.fit_model(D, t, True, 1e-3)
+    e = lambda f: np.median(np.abs(f.predict(D, 1e-3) / t - 1))  # noqa: E731
+    assert clocked.clock[1] == pytest.approx(0.15, abs=0.03)
+    assert e(clocked) < e(plain) / 3
+
+
+def test_bps_candidates_respect_warp_limit():
+    tr = gemm_records(50)
+    tr["block_x"] = 256  # 8 warps: at most 4 blocks on a 32-warp Turing SM
+    assert models.bps_candidates(tr, "7.5") == [1, 2, 3, 4]
+    with pytest.raises(SeerError):
+        models.bps_candidates(tr, "5.0")

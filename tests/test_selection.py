@@ -1,0 +1,59 @@
+import json
+
+import numpy as np
+import pytest
+
+from seer import evaluate, fit, records, selection
+from seer.errors import SeerError
+from synthetic import conv_records
+
+
+def test_selection_metrics_by_hand():
+    nan = np.nan
+    meas = np.array([[1.0, 2.0, nan], [3.0, 1.0, 1.04], [2.0, 2.0, 1.0], [1.0, 1.09, 5.0]])
+    m = selection.selection_metrics(meas, np.array([0, 2, 0, 1]))
+    assert m["n"] == 4
+    assert m["top1"] == 0.25
+    assert m["within_5pct"] == 0.5 and m["within_10pct"] == 0.75
+    assert m["slowdown_mean"] == pytest.approx((0 + 0.04 + 1.0 + 0.09) / 4)
+    assert m["slowdown_max"] == pytest.approx(1.0)
+    assert m["total_time_ratio"] == pytest.approx((1 + 1.04 + 2 + 1.09) / 4)
+    with pytest.raises(SeerError):
+        selection.selection_metrics(meas, np.array([2, 0, 0, 0]))  # picks an unmeasured algo
+
+
+def test_workspace_limit_excludes_for_everyone():
+    rec = conv_records(60, seed=4, suite="test_set_ii")
+    full = selection.measured_table(rec)
+    limited = selection.measured_table(rec, workspace_limit=1e6)
+    assert full["t:GEMM"].notna().sum() > limited["t:GEMM"].notna().sum()
+    big = rec[(rec["algo"] == "GEMM") & (rec["workspace_bytes"] > 1e6)]
+    assert len(big) > 0
+
+
+@pytest.fixture(scope="module")
+def synthetic_fits(tmp_path_factory):
+    d = tmp_path_factory.mktemp("syn")
+    train = conv_records(400, seed=0)
+    records.write_csv(train, d / "train.csv")
+    assert fit.main(["--data", str(d / "train.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
+    test = conv_records(150, seed=7, suite="test_set_ii")
+    records.write_csv(test, d / "test_set_ii.csv")
+    return d
+
+
+def test_set_two_beats_the_heuristic(synthetic_fits, capsys):
+    d = synthetic_fits
+    out = d / "set2.json"
+    rc = evaluate.main(["--set", "II", "--data", str(d / "test_set_ii.csv"), "--fits", str(d / "fits"),
+                        "--out", str(out), "--plots", str(d / "plots")])
+    assert rc == 0
+    r = json.loads(out.read_text())["overall"]
+    for m in ("model", "cudnn_heuristic", "fixed_default"):
+        assert set(r[m]) == set(selection.SELECTION_KEYS)
+    assert r["model"]["top1"] >= 0.85
+    assert r["model"]["within_10pct"] > r["cudnn_heuristic"]["within_10pct"]
+    assert r["model"]["slowdown_mean"] < r["cudnn_heuristic"]["slowdown_mean"]
+    assert (d / "plots" / "set2_slowdown.png").stat().st_size > 1000
+    text = capsys.readouterr().out
+    assert "Whole-network convolution time" in text and "netB" in text
