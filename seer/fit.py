@@ -107,9 +107,8 @@ def _drift(rec: pd.DataFrame, models: dict[str, VariantModel], target: np.ndarra
     return out
 
 
-def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True,
-            log: Callable[[str], None] = print) -> dict:
-    """Fit one GPU's records; returns the fits document."""
+def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True) -> dict:
+    """Fit one GPU's records: the variants, choosers and drift sections of its fits file."""
     rec = prepare(rec[rec["op"].isin(VARIANT_OPS)])
     target = rec["time_ms"].to_numpy(dtype=float)
     models = _fit_variants(rec, target, spec)
@@ -172,30 +171,70 @@ def fit_date() -> str:
     return when.date().isoformat()
 
 
-def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True,
+_BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _fit_one(args: tuple) -> tuple[str, dict, float]:
+    """Fit one GPU's records (a worker's job: everything it needs travels in `args`)."""
+    name, g, data_path, drift = args
+    try:
+        spec = gpus.lookup(name)
+    except SeerError as exc:
+        raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
+    t0 = time.perf_counter()
+    body = fit_gpu(g, spec, drift=drift)
+    doc = {
+        "schema": SCHEMA, "seer_version": __version__, "date": fit_date(),
+        "gpu": spec.to_dict(),
+        "dataset": {"path": data_path, "rows": int(len(g)), "content_sha256": content_hash(g),
+                    "sources": sorted(pd.unique(g["source"]).tolist())},
+        "split": SPLIT_RULE, "time_unit": "ms",
+        **body, "memory_bound": fit_memory(g),
+    }
+    return spec.slug, doc, time.perf_counter() - t0
+
+
+def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True, jobs: int = 1,
             log: Callable[[str], None] = print) -> dict[str, dict]:
-    """One fits document per GPU in the records."""
-    docs = {}
-    for name in sorted(pd.unique(rec["gpu"])):
-        g = rec[rec["gpu"] == name]
+    """One fits document per GPU in the records; `jobs` GPUs are fitted at once."""
+    work = [(name, rec[rec["gpu"] == name], data_path, drift) for name in sorted(pd.unique(rec["gpu"]))]
+    for name, g, _, _ in work:
+        log(f"fitting {name}: {len(g)} rows ...")
+    if jobs > 1 and len(work) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # Fresh workers with single-threaded BLAS: the fits are many small WLS problems, and
+        # BLAS threads in every worker would only fight over the cores.
+        saved = {k: os.environ.get(k) for k in _BLAS_THREADS}
+        os.environ.update({k: "1" for k in _BLAS_THREADS})
         try:
-            spec = gpus.lookup(name)
-        except SeerError as exc:
-            raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
-        t0 = time.perf_counter()
-        log(f"fitting {spec.name} ({spec.slug}): {len(g)} rows ...")
-        body = fit_gpu(g, spec, drift=drift, log=log)
-        mem = fit_memory(g)
-        docs[spec.slug] = {
-            "schema": SCHEMA, "seer_version": __version__, "date": fit_date(),
-            "gpu": spec.to_dict(),
-            "dataset": {"path": data_path, "rows": int(len(g)), "content_sha256": content_hash(g),
-                        "sources": sorted(pd.unique(g["source"]).tolist())},
-            "split": SPLIT_RULE, "time_unit": "ms",
-            **body, "memory_bound": mem,
-        }
-        log(f"  {len(body['variants'])} variants in {time.perf_counter() - t0:.1f} s")
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                results = list(pool.map(_fit_one, work))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    else:
+        results = [_fit_one(w) for w in work]
+    docs = {}
+    for slug, doc, took in results:
+        log(f"  {slug}: {len(doc['variants'])} variants in {took:.1f} s")
+        docs[slug] = doc
     return docs
+
+
+def _shown(path: Path) -> str:
+    """The data path as the fits file records it: relative to the repository where it can be
+    (../shared/datasets/neusight), so the file does not depend on where the clone lives."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return os.path.relpath(path.resolve(), root)
+    except ValueError:
+        return str(path)
 
 
 def variant_table(doc: dict) -> pd.DataFrame:
@@ -221,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--drift", choices=["auto", "off"], default="auto",
                     help="remove measurement drift where a file's order is random (default: auto)")
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
+    ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
+                    help="GPUs fitted at once, one process each (default: %(default)s)")
     args = ap.parse_args(argv)
     try:
         path = Path(args.data) if args.data else default_data()
@@ -233,7 +274,9 @@ def main(argv: list[str] | None = None) -> int:
             if rec.empty:
                 raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
         t0 = time.perf_counter()
-        docs = fit_all(rec, data_path=str(path), drift=args.drift == "auto")
+        if args.jobs < 1:
+            raise SeerError(f"--jobs must be at least 1, got {args.jobs}")
+        docs = fit_all(rec, data_path=_shown(path), drift=args.drift == "auto", jobs=args.jobs)
         for slug, doc in docs.items():
             out = write(doc, Path(args.out) / f"{slug}.json")
             if not args.quiet:

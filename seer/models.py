@@ -201,11 +201,37 @@ def design(x: Inputs, bps: int, sms: int, feature_set: str) -> Design:
 
 
 # ------------------------------------------------------------------ fitting
-def _wls(X: np.ndarray, y: np.ndarray):
+def _wls_fit(X: np.ndarray, y: np.ndarray):
     """Least squares on relative error: WLS with weights 1/t^2 (SEER's nlinfit objective)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return sm.WLS(y, X, weights=1.0 / y**2).fit()
+
+
+@dataclass
+class WLSResult:
+    params: np.ndarray
+    bse: np.ndarray
+    rsquared: float
+
+
+def _wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
+    """WLS on relative error with every coefficient >= 0: time never falls as waves, work,
+    bytes or launches grow. A negative coefficient (what collinear terms or an unmodelled
+    curvature produce, and what extrapolates into negative or exploding times) is dropped,
+    the most negative t-value first, and the rest refitted: an active-set NNLS whose every
+    step is a statsmodels WLS, standard errors included."""
+    active = np.ones(X.shape[1], bool)
+    while True:
+        r = _wls_fit(X[:, active], y)
+        p = np.zeros(X.shape[1])
+        se = np.zeros(X.shape[1])
+        p[active], se[active] = r.params, r.bse
+        neg = active & (p < 0)
+        if not neg.any() or active.sum() == 1:
+            return WLSResult(p, se, float(r.rsquared))
+        t = np.where(neg, p / np.where(se > 0, se, 1e-300), np.inf)
+        active[int(np.argmin(t))] = False
 
 
 @dataclass
@@ -226,19 +252,22 @@ class Bounds:
         return np.maximum(t + D.helpers @ self.c, floor)
 
 
-def fit_bounds(D: Design, y: np.ndarray, iters: int = 8) -> Bounds:
+def fit_bounds(D: Design, y: np.ndarray, iters: int = 8, start: np.ndarray | None = None) -> Bounds:
     """Segmented WLS on relative error: every row is explained by the larger of the two bounds
     plus the helper terms; rows are re-assigned to bounds and all refitted together until the
-    assignment is stable."""
+    assignment is stable. `start`: a first guess of the memory-bound rows."""
     nc, nm, nh = D.compute.shape[1], D.memory.shape[1], D.helpers.shape[1]
 
     def compute_only() -> Bounds:
         r = _wls(np.hstack([D.compute, D.helpers]), y)
         return Bounds(r.params[:nc], None, r.params[nc:], r.bse, float(r.rsquared), np.zeros(len(y), bool))
 
-    fit = compute_only()
-    ratio = y / np.maximum(D.compute @ fit.a + D.helpers @ fit.c, 1e-12)
-    mem = ratio > np.quantile(ratio, 0.8)  # start: the rows the compute bound explains worst
+    if start is None:
+        fit = compute_only()
+        ratio = y / np.maximum(D.compute @ fit.a + D.helpers @ fit.c, 1e-12)
+        mem = ratio > np.quantile(ratio, 0.8)  # start: the rows the compute bound explains worst
+    else:
+        mem = start
     for _ in range(iters):
         if mem.sum() < nm + 3 or (~mem).sum() < nc + 3:
             return compute_only()
@@ -279,9 +308,9 @@ def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 
     exponent settles."""
     if not clock:
         return Fit(fit_bounds(D, y))
-    target, c = y, (0.0, 0.0)
+    target, c, b = y, (0.0, 0.0), None
     for _ in range(iters):
-        b = fit_bounds(D, target)
+        b = fit_bounds(D, target, start=None if b is None else b.memory_rows)
         lt = np.log(b.predict(D, floor))
         r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt])).fit()
         new = (float(r.params[0]), float(r.params[1]))
@@ -292,7 +321,7 @@ def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 
         target = np.exp((np.log(y) - c[0]) / (1.0 + c[1]))
         if done:
             break
-    return Fit(fit_bounds(D, target), c)
+    return Fit(fit_bounds(D, target, start=b.memory_rows), c)
 
 
 def bps_candidates(train: pd.DataFrame, cc: str) -> list[int]:
@@ -305,6 +334,7 @@ def bps_candidates(train: pd.DataFrame, cc: str) -> list[int]:
     return list(range(1, max(hi, 1) + 1))
 
 
+CV_CLOCK_ITERS = 4  # enough to rank feature sets; the final fit iterates to convergence
 STAIRCASE_ROWS = 2000  # rows enough to place the wave steps; more only cost time
 
 
@@ -339,12 +369,10 @@ def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor
     """(cross-validated RMSPE, feature set, resident blocks per SM) of the best model."""
     fold = np.arange(len(y)) % folds
     best = None
-    staircase: dict[str, tuple[float, int]] = {}
+    # B_max: the staircase that the richest bounds fit best on the training rows
+    richest = "waves+helpers"
+    bps = _staircase(x, y, cands, sms, richest, floor)[1]
     for fs in feature_sets(op):
-        base = fs.replace("+clock", "")
-        if base not in staircase:  # B_max: the staircase that fits the training rows best
-            staircase[base] = _staircase(x, y, cands, sms, base, floor)
-        bps = staircase[base][1]
         D = design(x, bps, sms, fs)
         k = D.compute.shape[1] + D.memory.shape[1] + D.helpers.shape[1]
         errs = np.full(len(y), np.inf)
@@ -352,7 +380,7 @@ def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor
             te = fold == f
             if (~te).sum() < k + 3:
                 continue
-            m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor)
+            m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor, iters=CV_CLOCK_ITERS)
             errs[te] = (m.predict(D.take(te), floor) - y[te]) / y[te]
         cv = float(np.sqrt(np.mean(errs**2)))
         if best is None or cv < best[0] - 1e-9:
