@@ -128,6 +128,20 @@ def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
     fig.tight_layout()
     out.append(folder / "set1_error_histogram.png")
     fig.savefig(out[-1], dpi=110)
+    if "position" in ok:  # is the measurement order (GPU state) behind the errors?
+        keys = sorted({(g, o) for g, o in zip(ok["gpu"], ok["op"])})
+        fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.9 * len(keys)), squeeze=False, sharex=True)
+        for ax, (name, op) in zip(axes[:, 0], keys):
+            h = ok[(ok["gpu"] == name) & (ok["op"] == op)].sort_values("position")
+            r = h["time_ms"] / h["pred_config"]
+            ax.scatter(h["position"], r, s=1, alpha=0.3)
+            ax.plot(h["position"], r.rolling(51, center=True, min_periods=10).median(), "r", lw=1)
+            ax.set(ylim=(0.5, 2), yscale="log", ylabel="meas/pred")
+            ax.set_title(f"{name} {op}", fontsize=8, loc="left")
+        axes[-1, 0].set_xlabel("position of the row in its file (measurement order)")
+        fig.tight_layout()
+        out.append(folder / "set1_ratio_vs_measurement_order.png")
+        fig.savefig(out[-1], dpi=90)
     plt.close("all")
     return out
 

@@ -360,8 +360,10 @@ def _staircase(x: Inputs, y: np.ndarray, cands: list[int], sms: int, fs: str, fl
     return e, bps
 
 
-def feature_sets(op: str) -> list[str]:
-    return [f"{b}{h}{c}" for b in ("seer", "waves") for h in ("", "+helpers") for c in ("", "+clock")]
+def feature_sets(helpers: bool = True) -> list[str]:
+    """The candidate feature sets; "+helpers" only where helper kernels ran."""
+    return [f"{b}{h}{c}" for b in ("seer", "waves") for h in ("", "+helpers")[: 1 + helpers]
+            for c in ("", "+clock")]
 
 
 def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor: float,
@@ -370,9 +372,9 @@ def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor
     fold = np.arange(len(y)) % folds
     best = None
     # B_max: the staircase that the richest bounds fit best on the training rows
-    richest = "waves+helpers"
-    bps = _staircase(x, y, cands, sms, richest, floor)[1]
-    for fs in feature_sets(op):
+    helpers = any(np.any(v != 0) for v in x.helpers.values())  # e.g. no split-K: no helpers
+    bps = _staircase(x, y, cands, sms, "waves+helpers" if helpers else "waves", floor)[1]
+    for fs in feature_sets(helpers):
         D = design(x, bps, sms, fs)
         k = D.compute.shape[1] + D.memory.shape[1] + D.helpers.shape[1]
         errs = np.full(len(y), np.inf)
