@@ -7,6 +7,7 @@ Times are the best of a few runs on one process (numpy may use more than one cor
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fits", default="t4", help="bundled fits name or path (default: %(default)s)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-fit", action="store_true", help="do not time fitting")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="processes for the fit timing")
     args = ap.parse_args(argv)
     try:
         f = predict.load(args.fits)
@@ -69,12 +71,13 @@ def main(argv: list[str] | None = None) -> int:
                 from .fit import fit_all
 
                 rec = records.read_neusight(ns, ops=["bmm", "linear", "conv"])
-                t0 = time.perf_counter()
-                docs = fit_all(rec, data_path=str(ns), log=lambda s: None)
-                took = time.perf_counter() - t0
-                nv = sum(len(d["variants"]) for d in docs.values())
-                print(f"fit every NeuSight GPU (bmm, linear, conv; {len(rec)} rows, {len(docs)} GPUs, "
-                      f"{nv} variants): {took:.1f} s")
+                for jobs in sorted({1, args.jobs}):
+                    t0 = time.perf_counter()
+                    docs = fit_all(rec, data_path=str(ns), jobs=jobs, log=lambda s: None)
+                    took = time.perf_counter() - t0
+                    nv = sum(len(d["variants"]) for d in docs.values())
+                    print(f"fit every NeuSight GPU (bmm, linear, conv; {len(rec)} rows, {len(docs)} GPUs, "
+                          f"{nv} variants) with {jobs} process(es): {took:.1f} s")
         from .analytical.bench import bench
 
         bench(args.n, args.repeat)

@@ -6,6 +6,7 @@
 --set II          Test-set-II: pick the fastest convolution algorithm (seer.selection).
 --set analytical  the memory-bound predictors on NeuSight's element-wise, softmax and layer
                   norm data (seer.analytical).
+--set noise       how far apart identical launches are in the data: the floor under any error.
 Metrics are those of DESIGN.md (seer.metrics); --out writes them as JSON (fractions) or CSV.
 """
 from __future__ import annotations
@@ -157,9 +158,42 @@ def _pyplot():
     return plt
 
 
+def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
+    """How far apart the times of identical launches are: rows with the same kernel, grid and
+    reduction length per block, which a per-variant model must predict alike. Their median
+    deviation from their group's median is the floor under any model's error on this data."""
+    from . import configs
+
+    rows = []
+    prep = fit.prepare(rec[rec["op"].isin(fit.VARIANT_OPS)])
+    prep["gk"] = configs.sizes(prep)["gk"]
+    for (gpu, op), g in prep.groupby(["gpu", "op"], sort=True):
+        key = ["kernel", "grid_x", "grid_y", "grid_z", "gk"]
+        grp = g.groupby(key, dropna=False)["time_ms"]
+        size = grp.transform("size")
+        dev = (g["time_ms"] / grp.transform("median") - 1).abs()[size >= 2]
+        rows.append({"gpu": gpu, "op": op, "rows": len(g), "rows_in_repeats": int((size >= 2).sum()),
+                     "median_dev": dev.median() if len(dev) else np.nan,
+                     "p90_dev": dev.quantile(0.9) if len(dev) else np.nan})
+    return pd.DataFrame(rows)
+
+
+def run_noise(args) -> int:
+    path = Path(args.data) if args.data else fit.default_data()
+    rec = fit.training_records(records.load(path, gpu=args.gpu))
+    t = noise_table(rec)
+    print(f"Repeated launches in {path}: rows whose kernel, grid and reduction length per block are the "
+          "same (a per-variant model predicts them alike); deviation of each from its group's median.\n")
+    print(format_table(t, percent=("median_dev", "p90_dev")))
+    if args.out:
+        write_out(Path(args.out), {"set": "noise", "groups": t.to_dict(orient="records")}, {"noise": t})
+        print(f"\nwrote {args.out}")
+    return 0
+
+
 def run_set_one(args) -> int:
     path = Path(args.data) if args.data else fit.default_data()
-    rec = records.load(path, gpu=args.gpu)
+    rec = fit.training_records(records.load(path, gpu=args.gpu))
     if args.gpu:
         rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
     test = test_set_one(rec, Path(args.fits))
@@ -197,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m seer.evaluate", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n", 1)[1])
-    ap.add_argument("--set", required=True, choices=["I", "II", "analytical"], type=lambda s: s if s == "analytical" else s.upper(),
-                    help="which evaluation")
+    ap.add_argument("--set", required=True, choices=["I", "II", "analytical", "noise"],
+                    type=lambda s: s if s in ("analytical", "noise") else s.upper(), help="which evaluation")
     ap.add_argument("--data", help="records to evaluate on (default: as python -m seer.fit)")
     ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
     ap.add_argument("--gpu", help="only this GPU")
@@ -215,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
             from .selection import run_set_two
 
             return run_set_two(args)
+        if args.set == "noise":
+            return run_noise(args)
         from .analytical import report
 
         return report(args.data, args.out)

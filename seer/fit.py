@@ -44,6 +44,14 @@ def default_data() -> Path:
     return ns
 
 
+HELD_OUT_SUITES = ("test_set_ii",)  # never trained on: Test-set-II scores the algorithm picks
+
+
+def training_records(rec: pd.DataFrame) -> pd.DataFrame:
+    """The records models may learn from: everything but the Test-set-II suite."""
+    return rec[~rec["suite"].isin(HELD_OUT_SUITES)] if "suite" in rec else rec
+
+
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     """Rows the models learn from: successful main kernels, with their variant and split."""
     rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
@@ -267,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         path = Path(args.data) if args.data else default_data()
         if not args.data:
             print(f"seer.fit: data from {path}")
-        rec = records.load(path, gpu=args.gpu)
+        rec = training_records(records.load(path, gpu=args.gpu))
+        if rec.empty:
+            raise SeerError(f"no training records in {path} (Test-set-II rows are never trained on)")
         if args.gpu:
             want = gpus.slug_for(args.gpu)
             rec = rec[[gpus.slug_for(g) == want or g == args.gpu for g in rec["gpu"]]]

@@ -1,0 +1,57 @@
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from seer import evaluate, fit, records
+from seer.metrics import ACCURACY_KEYS
+from synthetic import conv_records, gemm_records
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    d = tmp_path_factory.mktemp("ev")
+    rec = pd.concat([conv_records(300), gemm_records(400)], ignore_index=True)
+    records.write_csv(rec, d / "data.csv")
+    assert fit.main(["--data", str(d / "data.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
+    return d
+
+
+def test_set_one_json_and_plots(fitted, capsys):
+    out = fitted / "set1.json"
+    rc = evaluate.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
+                        "--by", "variant", "--out", str(out), "--plots", str(fitted / "plots")])
+    assert rc == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["overall"]) == set(ACCURACY_KEYS)
+    assert doc["overall"]["median_ape"] < 0.03  # the synthetic laws are learnable to the noise
+    assert "Tesla T4/bmm" in doc["op"] and "overall" in doc["variant"]
+    for png in ("set1_predicted_vs_measured.png", "set1_error_histogram.png"):
+        assert (fitted / "plots" / png).stat().st_size > 1000
+    assert "per variant" in capsys.readouterr().out
+
+
+def test_set_one_csv(fitted):
+    out = fitted / "set1.csv"
+    assert evaluate.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
+                          "--out", str(out)]) == 0
+    t = pd.read_csv(out)
+    assert {"table", "median_ape", "rmspe"} <= set(t.columns) and "op_known_variant" in set(t["table"])
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--set", "I", "--fits", "/nonexistent"], "no fits for t4"),
+    (["--set", "I", "--out", "x.txt"], "must end in .json or .csv"),
+    (["--set", "III"], "invalid choice"),
+])
+def test_bad_input_is_one_line_exit_2(fitted, args, msg):
+    base = ["--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits")]
+    r = subprocess.run([sys.executable, "-m", "seer.evaluate", *base, *args], capture_output=True, text=True)
+    assert r.returncode == 2 and msg in r.stderr and "Traceback" not in r.stderr
+
+
+def test_noise_set(fitted, capsys):
+    assert evaluate.main(["--set", "noise", "--data", str(fitted / "data.csv")]) == 0
+    assert "median_dev" in capsys.readouterr().out

@@ -1,0 +1,73 @@
+"""The fitted models on NeuSight's real measurements (skipped when ../shared is absent)."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from seer import evaluate, fit, fitsfile, records, selection
+from seer.metrics import accuracy
+
+FITS = fitsfile.FITS_DIR
+
+
+@pytest.fixture(scope="module")
+def a100_bmm(neusight_path):
+    return records.read_neusight(neusight_path / "bmm" / "NVIDIA_A100-PCIE-40GB.csv")
+
+
+def test_bundled_fits_meet_the_bmm_targets_on_a100_and_p100(neusight_path):
+    """Test-set-I, configuration only: median APE <= 4% and RMSPE <= 10% (the issue's targets)."""
+    for name in ("NVIDIA_A100-PCIE-40GB", "Tesla_P100-PCIE-16GB"):
+        rec = records.read_neusight(neusight_path / "bmm" / f"{name}.csv")
+        test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+        a = accuracy(test["pred_config"], test["time_ms"])
+        assert a["n"] > 4900
+        assert a["median_ape"] <= 0.04 and a["rmspe"] <= 0.10, (name, a)
+
+
+def test_linear_uses_the_reduction_dimension(neusight_path):
+    """Known variant, linear on the A100: a few percent, not the 15-45% of a wrong reduction."""
+    rec = records.read_neusight(neusight_path / "linear" / "NVIDIA_A100-PCIE-40GB.csv")
+    test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+    a = accuracy(test["pred_variant"].dropna(), test.loc[test["pred_variant"].notna(), "time_ms"])
+    assert a["median_ape"] < 0.04 and a["rmspe"] < 0.10, a
+
+
+def test_conv_error_near_the_data_noise_floor(neusight_path):
+    rec = records.read_neusight(neusight_path / "conv" / "Tesla_V100-PCIE-32GB.csv")
+    test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+    ok = test["pred_config"].notna()
+    raw = accuracy(test.loc[ok, "pred_config"], test.loc[ok, "time_ms"])
+    dedrifted = accuracy(test.loc[ok, "pred_config"], test.loc[ok, "time_dedrifted"])
+    assert raw["median_ape"] < 0.11 and dedrifted["median_ape"] < raw["median_ape"]
+    noise = evaluate.noise_table(rec)
+    assert noise["median_dev"].iloc[0] > 0.02  # identical launches already differ by >2%
+
+
+def test_bundled_fits_are_what_fit_writes(neusight_path, monkeypatch):
+    """Refit one bundled GPU from its data: the same models (the date aside)."""
+    committed = json.loads((FITS / "a100-80gb-pcie.json").read_text())
+    rec = records.read_neusight(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv")
+    docs = fit.fit_all(rec, data_path=committed["dataset"]["path"], log=lambda s: None)
+    new = json.loads(fitsfile.dumps(docs["a100-80gb-pcie"]))
+    for doc in (committed, new):
+        doc.pop("date")
+    assert new.keys() == committed.keys()
+    assert new["dataset"] == committed["dataset"]
+    assert new["variants"].keys() == committed["variants"].keys()
+    for k, v in new["variants"].items():
+        c = committed["variants"][k]
+        assert (v["feature_set"], v["b_max"]) == (c["feature_set"], c["b_max"]), k
+        assert np.allclose(v["compute"]["coef"], c["compute"]["coef"], rtol=1e-6, atol=1e-12), k
+
+
+def test_autotuner_agreement(neusight_path):
+    rec = records.read_neusight(neusight_path / "conv")
+    t = selection.autotuner_agreement(rec, FITS)
+    assert len(t) == 5 and (t["agreement"] > 0.6).all(), t[["gpu", "agreement"]]
+
+
+def test_noise_floor_of_bmm(a100_bmm):
+    t = evaluate.noise_table(a100_bmm)
+    assert t["rows_in_repeats"].iloc[0] > 50 and t["median_dev"].iloc[0] < 0.01
