@@ -240,7 +240,7 @@ def _shown(path: Path) -> str:
     (../shared/datasets/neusight), so the file does not depend on where the clone lives."""
     root = Path(__file__).resolve().parent.parent
     try:
-        return os.path.relpath(path.resolve(), root)
+        return os.path.relpath(os.path.abspath(path), root)
     except ValueError:
         return str(path)
 
