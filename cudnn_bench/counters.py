@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from seer import occupancy
-from seer.variants import classify
+from seer.variants import classify, short_name
 
 from .errors import BenchError
 
@@ -204,17 +204,7 @@ def by_call(kernels: Iterable[NcuKernel]) -> dict[int, list[NcuKernel]]:
 def norm_name(name: str) -> str:
     """A kernel name reduced to what CUPTI's and ncu's demanglings share: no 'void ', no
     argument list, no spaces."""
-    s = re.sub(r"^\s*void\s+", "", name or "")
-    depth, cut = 0, len(s)
-    for i, ch in enumerate(s):
-        if ch == "<":
-            depth += 1
-        elif ch == ">":
-            depth -= 1
-        elif ch == "(" and depth == 0 and i > 0:
-            cut = i
-            break
-    return re.sub(r"\s+", "", s[:cut])
+    return re.sub(r"\s+", "", short_name(name or ""))
 
 
 def seer_type(fp32_util_pct: float, dram_util_pct: float) -> str:

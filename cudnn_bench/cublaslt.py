@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CublasError, cublas_error_class
+from .libs import bind
 
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 DATA_TYPE = {"float32": CUDA_R_32F, "float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF}
@@ -119,23 +120,13 @@ class LtAlgo:
         return tuple(self.config.get(k) for k, _, _ in ALGO_CONFIG)
 
 
-def _bind(lib) -> None:
-    if not isinstance(lib, ctypes.CDLL):
-        return
-    for name, (res, args) in SIGNATURES.items():
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            continue
-        fn.restype, fn.argtypes = res, args
-
 
 class CublasLt:
     """The cuBLASLt calls of the harness, each checked; `lib` is a CDLL or a test fake."""
 
     def __init__(self, lib, path: str = ""):
         self.lib, self.path = lib, path
-        _bind(lib)
+        bind(lib, SIGNATURES)
 
     @classmethod
     def load(cls) -> "CublasLt":

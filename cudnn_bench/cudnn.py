@@ -26,6 +26,7 @@ from typing import Any
 from seer.variants import CONV_ALGOS
 
 from .errors import CudnnError, cudnn_error_class
+from .libs import bind
 
 # ---------------------------------------------------------------- enums (cudnn_graph.h, cudnn_ops.h)
 CUDNN_DATA_FLOAT, CUDNN_DATA_DOUBLE, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 = 0, 1, 2, 9
@@ -136,23 +137,13 @@ def format_cudart(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
 
 
-def _bind(lib) -> None:
-    if not isinstance(lib, ctypes.CDLL):
-        return  # a fake from the tests
-    for name, (res, args) in SIGNATURES.items():
-        try:
-            fn = getattr(lib, name)
-        except AttributeError:
-            continue
-        fn.restype, fn.argtypes = res, args
-
 
 class Cudnn:
     """The cuDNN calls the harness makes, each checked; `lib` is a CDLL or a test fake."""
 
     def __init__(self, lib, path: str = ""):
         self.lib, self.path = lib, path
-        _bind(lib)
+        bind(lib, SIGNATURES)
 
     @classmethod
     def load(cls) -> "Cudnn":

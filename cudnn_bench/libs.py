@@ -95,6 +95,18 @@ def candidates(kind: str) -> list[Candidate]:
     return uniq
 
 
+def bind(lib, signatures: dict) -> None:
+    """Give a loaded library's functions their ctypes signatures (a test fake is left alone)."""
+    if not isinstance(lib, ctypes.CDLL):
+        return
+    for name, (res, args) in signatures.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            continue
+        fn.restype, fn.argtypes = res, args
+
+
 def _is_path(p: str) -> bool:
     return "/" in p
 

@@ -272,7 +272,7 @@ def _ln(m, name):
     return _kv(name, "layer_norm", "layer_norm", "LAYER_NORM")
 
 
-def _short(name: str) -> str:
+def short_name(name: str) -> str:
     """The part of a demangled name that identifies the kernel: no 'void ', no argument list."""
     s = name.strip()
     s = re.sub(r"^void\s+", "", s).replace("(anonymous namespace)", "anon")
@@ -293,7 +293,7 @@ def classify(name: str) -> KernelVariant:
     """Parse one kernel name (mangled case or the lower-cased form of PyTorch's profiler)."""
     if not isinstance(name, str) or not name.strip():
         return KernelVariant(name=str(name), kind=UNKNOWN, op=UNKNOWN, family=None)
-    short = _short(name).lower()
+    short = short_name(name).lower()
     low = name.lower()
     for pat, fn in _RULES:
         m = pat.search(short) or (pat.search(low) if fn is _copy else None)
