@@ -7,7 +7,6 @@ is NeuSight's (read in place from ../shared/datasets/neusight).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from .errors import SeerError
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import fitsfile, predict, records
+from . import predict, records
 from .errors import SeerError
 
 

@@ -256,7 +256,7 @@ def fit_bounds(D: Design, y: np.ndarray, iters: int = 8, start: np.ndarray | Non
     """Segmented WLS on relative error: every row is explained by the larger of the two bounds
     plus the helper terms; rows are re-assigned to bounds and all refitted together until the
     assignment is stable. `start`: a first guess of the memory-bound rows."""
-    nc, nm, nh = D.compute.shape[1], D.memory.shape[1], D.helpers.shape[1]
+    nc, nm = D.compute.shape[1], D.memory.shape[1]
 
     def compute_only() -> Bounds:
         r = _wls(np.hstack([D.compute, D.helpers]), y)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .errors import DataError, SeerError, UnknownGPUError
 from . import gpus
-from .variants import CONV_ALGOS, CONV_ALGO_ID, ROLES, UNKNOWN, conv_algorithm, split_kernels
+from .variants import CONV_ALGOS, CONV_ALGO_ID, ROLES, UNKNOWN, conv_algorithm
 
 
 @dataclass(frozen=True)
@@ -423,7 +423,6 @@ def read_neusight_csv(path: str | Path) -> pd.DataFrame:
             minimum = 0 if c == "Padding" else 1
             vals = numeric(raw[c].where(rows, 1), file, c, lines, integer=True, minimum=minimum)
             cfg[c] = cfg[c].where(~rows, vals) if c in cfg else vals.where(rows)
-    n = len(raw)
     col = lambda c: cfg.get(c, pd.Series(np.nan, index=raw.index))  # noqa: E731
     is_conv, is_bmm, is_lin = (op == "conv_fwd"), (op == "bmm"), (op == "linear")
     rows_ops = op.isin(["elementwise", "softmax", "layer_norm"])

@@ -16,7 +16,6 @@ import pandas as pd
 
 from . import fit, gpus, records
 from .errors import SeerError
-from .metrics import format_table
 from .variants import CONV_ALGOS
 
 SELECTION_KEYS = ("n", "top1", "within_5pct", "within_10pct", "slowdown_mean", "slowdown_p95",
@@ -209,7 +208,7 @@ def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
 
 
 def run_set_two(args) -> int:
-    from .evaluate import fits_for, write_out
+    from .evaluate import write_out
 
     data = Path(args.data) if args.data else None
     own = None

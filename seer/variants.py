@@ -8,7 +8,7 @@ convolution call ran from the list of kernels it launched. Names nothing matches
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
 

@@ -1,6 +1,5 @@
 """The fitted models on NeuSight's real measurements (skipped when ../shared is absent)."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

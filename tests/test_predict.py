@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 import seer
-from seer import fit, predict, records
+from seer import fit, records
 from seer.errors import SeerError
 from synthetic import conv_records, gemm_records
 
