@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import configs, fitsfile, gpus
-from .chooser import Chooser
+from .chooser import CANDIDATES, Chooser
 from .drift import Drift
 from .errors import SeerError
 from .models import VariantModel
@@ -79,10 +79,10 @@ class Fits:
                 keys = np.asarray([variant] * len(df) if isinstance(variant, str) else list(variant), dtype=object)
                 if len(keys) != len(df):
                     raise SeerError("variant must be one key or one per config row")
-                keys = keys[idx]
-            else:
-                keys = self.choose(sub, op)
-            out[idx] = self._by_variant(sub, keys)
+                out[idx] = self._by_variant(sub, keys[idx])
+                continue
+            for ch, rows in self._choosers(sub, op):
+                out[idx[rows]] = self._launch(sub.iloc[rows], ch)[1]
         return float(out[0]) if single else out
 
     def _by_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
@@ -95,26 +95,47 @@ class Fits:
             out[rows] = self.variants[key].predict(df.iloc[rows], s={k: v[rows] for k, v in s.items()})
         return out
 
-    def choose(self, df: pd.DataFrame, op: str, logcfg: np.ndarray | None = None) -> np.ndarray:
+    def _choosers(self, df: pd.DataFrame, op: str) -> list[tuple[Chooser, np.ndarray]]:
+        """The chooser of each row's (op, algorithm), with the row positions it serves."""
+        if op != "conv_fwd":
+            ch = self.choosers.get(f"{op}:default")
+            if ch is None:
+                raise SeerError(f"the fits for {self.gpu.name} have no models of op {op!r}")
+            return [(ch, np.arange(len(df)))]
+        algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
+        out = []
+        for algo in pd.unique(algos):
+            if not algo:
+                raise SeerError("conv_fwd configs need an 'algo' (one of "
+                                f"{', '.join(self.algorithms)}); or use rank_algorithms")
+            ch = self.choosers.get(f"conv_fwd:{algo}")
+            if ch is None:
+                raise SeerError(f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
+                                f"(fitted: {', '.join(self.algorithms)})")
+            out.append((ch, np.flatnonzero(algos == algo)))
+        return out
+
+    def _launch(self, df: pd.DataFrame, ch: Chooser, logcfg: np.ndarray | None = None):
+        """(variant key, time, log2 distance to the nearest fitted config) of each row: among the
+        variants the library launched for the nearest training configs, the fastest predicted."""
+        logcfg = configs.log_config(df, ch.op) if logcfg is None else logcfg
+        dist, cand = ch.nearest(logcfg, CANDIDATES.get(ch.op, 5))
+        s = configs.sizes(df)
+        best_t = np.full(len(df), np.inf)
+        best = np.zeros(len(df), dtype=int)
+        for lab in np.unique(cand):
+            rows = np.flatnonzero((cand == lab).any(axis=1))
+            t = self.variants[ch.labels[lab]].predict(df.iloc[rows], s={k: v[rows] for k, v in s.items()})
+            better = t < best_t[rows]
+            best_t[rows[better]], best[rows[better]] = t[better], lab
+        return np.asarray(ch.labels, dtype=object)[best], best_t, dist
+
+    def choose(self, df: pd.DataFrame, op: str) -> np.ndarray:
         """The variant key the library would launch for each row (op is the same for all)."""
-        if op == "conv_fwd":
-            algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
-            keys = np.empty(len(df), dtype=object)
-            for algo in pd.unique(algos):
-                rows = algos == algo
-                if not algo:
-                    raise SeerError("conv_fwd configs need an 'algo' (one of "
-                                    f"{', '.join(self.algorithms)}); or use rank_algorithms")
-                ch = self.choosers.get(f"conv_fwd:{algo}")
-                if ch is None:
-                    raise SeerError(f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
-                                    f"(fitted: {', '.join(self.algorithms)})")
-                keys[rows] = ch.choose(df[rows], None if logcfg is None else logcfg[rows])
-            return keys
-        ch = self.choosers.get(f"{op}:default")
-        if ch is None:
-            raise SeerError(f"the fits for {self.gpu.name} have no models of op {op!r}")
-        return ch.choose(df)
+        keys = np.empty(len(df), dtype=object)
+        for ch, rows in self._choosers(df, op):
+            keys[rows] = self._launch(df.iloc[rows], ch)[0]
+        return keys
 
     def rank_algorithms(self, configs_: pd.DataFrame | Mapping | None = None, *,
                         algorithms: Iterable[str] | None = None, extrapolate: bool | None = None,
@@ -141,11 +162,8 @@ class Fits:
         keys = np.empty((n, len(algos)), dtype=object)
         logcfg = configs.log_config(df, "conv_fwd")
         for j, a in enumerate(algos):
-            ch = self.choosers[f"conv_fwd:{a}"]
-            dist, label = ch.nearest(logcfg)
-            keys[:, j] = np.asarray(ch.labels, dtype=object)[label]
+            keys[:, j], times[:, j], dist = self._launch(df.assign(algo=a), self.choosers[f"conv_fwd:{a}"], logcfg)
             inside[:, j] = dist <= TRUST_DISTANCE
-            times[:, j] = self._by_variant(df.assign(algo=a), keys[:, j])
         score = times if extrapolate else np.where(inside, times, times + 1e12)
         order = np.argsort(score, axis=1, kind="stable")
         rank = np.empty_like(order)
