@@ -90,34 +90,42 @@ def gemm_view(df: pd.DataFrame, algo: np.ndarray | None = None,
     return {"gm": gm, "gn": gn, "gk": gk, "gbatch": gb}
 
 
-def flops_bytes(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Useful FLOPs (2 per multiply-add of the direct method) and compulsory DRAM bytes
-    (inputs read once, output written once) of each row."""
+def traffic(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Useful FLOPs (2 per multiply-add of the direct method) and compulsory DRAM traffic
+    (inputs read once: read_bytes; output written once: write_bytes) of each row."""
     s = shapes(df) if s is None else s
     n = len(df)
     op = df["op"].to_numpy(dtype=object)
-    dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(n, "float32", dtype=object)
-    el = np.array([FLOAT_BYTES.get(d, 4) for d in dtype], dtype=float)
-    flops, nbytes = np.full(n, np.nan), np.full(n, np.nan)
+    dtype = df["dtype"] if "dtype" in df else pd.Series("float32", index=df.index)
+    el = dtype.map(FLOAT_BYTES).fillna(4).to_numpy(dtype=float)
+    flops, read, write = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
     g = np.isin(op, GEMM_OPS)
     if g.any():
         b, m, nn, k = s["batch"][g], s["m"][g], s["n"][g], s["k"][g]
         flops[g] = 2 * b * m * nn * k
-        nbytes[g] = el[g] * b * (m * k + k * nn + m * nn)
+        read[g] = el[g] * b * (m * k + k * nn)
+        write[g] = el[g] * b * m * nn
     c = op == "conv_fwd"
     if c.any():
         flops[c] = 2 * s["NPQ"][c] * s["K"][c] * s["CRS"][c]
-        nbytes[c] = el[c] * (s["N"][c] * s["C"][c] * s["H"][c] * s["W"][c]
-                             + s["K"][c] * s["CRS"][c] + s["NPQ"][c] * s["K"][c])
-    return flops, nbytes
+        read[c] = el[c] * (s["N"][c] * s["C"][c] * s["H"][c] * s["W"][c] + s["K"][c] * s["CRS"][c])
+        write[c] = el[c] * s["NPQ"][c] * s["K"][c]
+    return {"flops": flops, "read_bytes": read, "write_bytes": write}
+
+
+def flops_bytes(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Useful FLOPs and compulsory DRAM bytes (read + written) of each row."""
+    t = traffic(df, s)
+    return t["flops"], t["read_bytes"] + t["write_bytes"]
 
 
 def sizes(df: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Every named size of each row, computed once: the shapes, the GEMM view, and the
-    useful FLOPs and compulsory bytes (keys flops, bytes)."""
+    """Every named size of each row, computed once: the shapes, the GEMM view, the useful
+    FLOPs and the compulsory bytes (keys flops, read_bytes, write_bytes, bytes)."""
     s = shapes(df)
     s.update(gemm_view(df, s=s))
-    s["flops"], s["bytes"] = flops_bytes(df, s=s)
+    s.update(traffic(df, s=s))
+    s["bytes"] = s["read_bytes"] + s["write_bytes"]
     return s
 
 

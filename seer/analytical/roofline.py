@@ -76,7 +76,6 @@ def roofline(flops, bytes_moved, time_ms, gpu: str | GPUSpec | None = None, *,
     })
 
 
-_ELEM = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "": 4}
 
 
 def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
@@ -85,41 +84,25 @@ def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
     2 m n k FLOPs per product; A and B read, C written once) and convolutions (2 N K C/g R S
     P Q FLOPs; input, filter and output once). Other ops get NaN. Bytes are the minimum
     traffic, so achieved bandwidth is a lower bound of the real one."""
-    from ..records import conv_output_hw
+    from ..configs import flops_bytes
     from .memory import OPS as MEM_OPS, work
 
     n = len(records)
     flops = np.full(n, np.nan)
     nbytes = np.full(n, np.nan)
     op = records["op"].astype(str).to_numpy()
-    dtype = records["dtype"].astype(str).to_numpy() if "dtype" in records else np.full(n, "", dtype=object)
-    elem = np.array([_ELEM.get(d, 4) for d in dtype], dtype=np.float64)
-
-    def num(c):
-        return records[c].to_numpy(dtype="float64", na_value=np.nan)
-
     mem = np.isin(op, MEM_OPS)
     if mem.any():
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in records]
         w = work(records.loc[mem, cols].reset_index(drop=True))
         flops[mem] = w["flops"].to_numpy()
         nbytes[mem] = w["bytes"].to_numpy()
-    mm = np.isin(op, ["gemm", "bmm", "linear"])
-    if mm.any():
-        bt = np.nan_to_num(num("batch"), nan=1.0)  # a plain GEMM has no batch count
-        m, nn, k = num("m"), num("n"), num("k")
-        flops[mm] = (2 * bt * m * nn * k)[mm]
-        nbytes[mm] = (elem * bt * (m * k + k * nn + m * nn))[mm]
-    cv = op == "conv_fwd"
-    if cv.any():
-        sub = records[cv]
-        p, q = conv_output_hw(sub)
-        g = {c: sub[c].to_numpy(dtype="float64", na_value=np.nan)
-             for c in ("batch", "c_in", "h_in", "w_in", "c_out", "kh", "kw", "groups")}
-        cin_g = g["c_in"] / g["groups"]
-        flops[cv] = 2 * g["batch"] * g["c_out"] * cin_g * g["kh"] * g["kw"] * p * q
-        nbytes[cv] = elem[cv] * (g["batch"] * g["c_in"] * g["h_in"] * g["w_in"]
-                                 + g["c_out"] * cin_g * g["kh"] * g["kw"] + g["batch"] * g["c_out"] * p * q)
+    counted = np.isin(op, ["gemm", "bmm", "linear", "conv_fwd"])
+    if counted.any():
+        sub = records[counted]
+        if "batch" in sub:  # a plain GEMM has no batch count
+            sub = sub.assign(batch=sub["batch"].astype("Float64").fillna(1.0))
+        flops[counted], nbytes[counted] = flops_bytes(sub)
     return pd.DataFrame({"flops": flops, "bytes": nbytes}, index=records.index)
 
 
