@@ -26,7 +26,9 @@ import pandas as pd
 import statsmodels.api as sm
 
 from . import configs
+from .chooser import Chooser
 from .geometry import Geometry, fit_geometry
+from .knn import condense
 from .occupancy import arch
 
 MIN_ROWS = 12  # fewer training rows: the variant gets no model of its own
@@ -44,12 +46,13 @@ class Regime:
 
     def to_dict(self) -> dict:
         return {"features": self.names, "coef": [float(f"{c:.9g}") for c in self.coef],
-                "se": [float(f"{c:.4g}") for c in self.se], "n": self.n, "r2": round(self.r2, 5)}
+                "se": [float(f"{c:.4g}") for c in self.se], "n": self.n,
+                "r2": None if np.isnan(self.r2) else round(self.r2, 5)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Regime":
         return cls(list(d["features"]), np.asarray(d["coef"], float), np.asarray(d["se"], float),
-                   int(d["n"]), float(d["r2"]))
+                   int(d["n"]), float("nan") if d["r2"] is None else float(d["r2"]))
 
 
 @dataclass
@@ -62,7 +65,7 @@ class VariantModel:
     blocks_per_sm: int
     bmax_source: str
     feature_set: str
-    compute: Regime
+    compute: Regime | None
     memory: Regime | None
     helpers: Regime
     clock: tuple[float, float] | None
@@ -73,6 +76,8 @@ class VariantModel:
     compute_share: float  # training rows on the compute bound
     sms: int
     notes: list[str] = field(default_factory=list)
+    under: Regime | None = None  # SEER's under-utilized form (typed feature sets)
+    type_chooser: Chooser | None = None  # kernel type of a config (typed feature sets)
 
     @property
     def b_max(self) -> int:
@@ -81,10 +86,15 @@ class VariantModel:
     def predict(self, df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Time in ms of configs `df` (s: their configs.sizes, if already computed)."""
         D = design(inputs(df, self.geometry, self.algo, s=s), self.blocks_per_sm, self.sms, self.feature_set)
-        t = D.compute @ self.compute.coef
-        if self.memory is not None:
-            t = np.maximum(t, D.memory @ self.memory.coef)
-        t = np.maximum(t + D.helpers @ self.helpers.coef, self.floor_ms)
+        if self.type_chooser is not None:  # SEER's typed regimes
+            regimes = {"compute": self.compute, "memory": self.memory, "under": self.under}
+            t = typed_time(D, self.type_chooser, {ty: regimes[ty].coef for ty in self.type_chooser.labels},
+                           self.floor_ms)
+        else:
+            t = D.compute @ self.compute.coef
+            if self.memory is not None:
+                t = np.maximum(t, D.memory @ self.memory.coef)
+            t = np.maximum(t + D.helpers @ self.helpers.coef, self.floor_ms)
         if self.clock is not None:
             t = np.exp(self.clock[0]) * t ** (1.0 + self.clock[1])
         return t
@@ -95,8 +105,10 @@ class VariantModel:
             "geometry": self.geometry.to_dict(), "blocks_per_sm": self.blocks_per_sm,
             "b_max": self.b_max, "b_max_source": self.bmax_source, "feature_set": self.feature_set,
             "type": {"compute_bound_share": round(self.compute_share, 4)},
-            "compute": self.compute.to_dict(),
+            "compute": None if self.compute is None else self.compute.to_dict(),
             "memory": None if self.memory is None else self.memory.to_dict(),
+            "under": None if self.under is None else self.under.to_dict(),
+            "type_chooser": None if self.type_chooser is None else self.type_chooser.to_dict(),
             "helpers": self.helpers.to_dict(),
             "clock": None if self.clock is None else [float(f"{c:.9g}") for c in self.clock],
             "floor_ms": float(f"{self.floor_ms:.6g}"), "n": self.n_train,
@@ -108,13 +120,15 @@ class VariantModel:
     def from_dict(cls, d: dict) -> "VariantModel":
         return cls(d["op"], d["algo"], d["variant"], d["kernel"], Geometry.from_dict(d["geometry"]),
                    int(d["blocks_per_sm"]), d["b_max_source"], d["feature_set"],
-                   Regime.from_dict(d["compute"]),
+                   None if d["compute"] is None else Regime.from_dict(d["compute"]),
                    None if d["memory"] is None else Regime.from_dict(d["memory"]),
                    Regime.from_dict(d["helpers"]),
                    None if d.get("clock") is None else (float(d["clock"][0]), float(d["clock"][1])),
                    float(d["floor_ms"]), int(d["n"]), float(d["train_rmspe"]),
                    float(d["cv_rmspe"]), float(d["type"]["compute_bound_share"]), int(d["sms"]),
-                   list(d.get("notes", [])))
+                   list(d.get("notes", [])),
+                   None if d.get("under") is None else Regime.from_dict(d["under"]),
+                   None if d.get("type_chooser") is None else Chooser.from_dict(d["type_chooser"]))
 
 
 # ------------------------------------------------------------------ features
@@ -132,13 +146,19 @@ class Inputs:
 
     blocks: np.ndarray
     kb: np.ndarray  # reduction length per block
-    mb: np.ndarray  # compulsory DRAM traffic, MB
+    read_mb: np.ndarray  # compulsory DRAM reads (operands), MB
+    write_mb: np.ndarray  # compulsory DRAM writes (result), MB
     tile_mb: np.ndarray  # operand tiles the blocks load, MB
     helpers: dict[str, np.ndarray]
+    logcfg: np.ndarray  # log-configuration (for the kernel-type chooser)
+
+    @property
+    def mb(self) -> np.ndarray:
+        return self.read_mb + self.write_mb
 
     def take(self, rows: np.ndarray) -> "Inputs":
-        return Inputs(self.blocks[rows], self.kb[rows], self.mb[rows], self.tile_mb[rows],
-                      {k: v[rows] for k, v in self.helpers.items()})
+        return Inputs(self.blocks[rows], self.kb[rows], self.read_mb[rows], self.write_mb[rows],
+                      self.tile_mb[rows], {k: v[rows] for k, v in self.helpers.items()}, self.logcfg[rows])
 
 
 def inputs(df: pd.DataFrame, geom: Geometry, algo: str, grid: dict[str, np.ndarray] | None = None,
@@ -165,7 +185,8 @@ def inputs(df: pd.DataFrame, geom: Geometry, algo: str, grid: dict[str, np.ndarr
             names = HELPERS["conv"]
             h += [4e-6 * s["K"] * s["CRS"]]
     tm, tn = geom.tiles()
-    return Inputs(blocks, kb, s["bytes"] * 1e-6, 4e-6 * blocks * kb * (tm + tn), dict(zip(names, h)))
+    return Inputs(blocks, kb, s["read_bytes"] * 1e-6, s["write_bytes"] * 1e-6, 4e-6 * blocks * kb * (tm + tn),
+                  dict(zip(names, h)), configs.log_config(df, geom.op, s))
 
 
 @dataclass
@@ -174,9 +195,16 @@ class Design:
     memory: np.ndarray
     helpers: np.ndarray
     names: dict[str, list[str]]
+    under: np.ndarray | None = None  # SEER's under-utilized form (types feature sets)
+    logcfg: np.ndarray | None = None
 
     def take(self, rows: np.ndarray) -> "Design":
-        return Design(self.compute[rows], self.memory[rows], self.helpers[rows], self.names)
+        return Design(self.compute[rows], self.memory[rows], self.helpers[rows], self.names,
+                      None if self.under is None else self.under[rows],
+                      None if self.logcfg is None else self.logcfg[rows])
+
+    def matrix(self, kind: str) -> np.ndarray:
+        return {"compute": self.compute, "memory": self.memory, "under": self.under}[kind]
 
 
 def design(x: Inputs, bps: int, sms: int, feature_set: str) -> Design:
@@ -188,16 +216,21 @@ def design(x: Inputs, bps: int, sms: int, feature_set: str) -> Design:
     S = np.ceil(x.blocks / sms)
     one = np.ones(len(W))
     kb = x.kb
-    if feature_set.split("+")[0] == "seer":
+    under = None
+    if feature_set.split("+")[0] in ("seer", "types"):
         comp, mem = [W * kb, W, one], [x.mb, one]
         names = {"compute": ["W*Kb", "W", "1"], "memory": ["MB", "1"]}
+        if feature_set.startswith("types"):  # SEER: t = a B r + d B w + b W B_max f + c
+            under = np.column_stack([x.read_mb, x.write_mb, W * kb, one])
+            names["under"] = ["read_MB", "write_MB", "W*Kb", "1"]
     else:
         comp, mem = [W * kb, W, S * kb, S, one], [x.mb, x.tile_mb, W, one]
         names = {"compute": ["W*Kb", "W", "S*Kb", "S", "1"], "memory": ["MB", "tile_MB", "W", "1"]}
     helpers = x.helpers if "+helpers" in feature_set else {}
     names["helpers"] = list(helpers)
     return Design(np.column_stack(comp), np.column_stack(mem),
-                  np.column_stack(list(helpers.values())) if helpers else np.zeros((len(W), 0)), names)
+                  np.column_stack(list(helpers.values())) if helpers else np.zeros((len(W), 0)), names,
+                  under, x.logcfg)
 
 
 # ------------------------------------------------------------------ fitting
@@ -286,26 +319,99 @@ def _rmspe(p, y):
     return float(np.sqrt(np.mean(((p - y) / y) ** 2)))
 
 
-@dataclass
-class Fit:
-    """Bounds plus an optional sustained-clock calibration t = exp(c0) * t_bounds^(1 + c1):
-    GPUs under a power cap (T4, P4) slow down the longer a kernel runs, so time grows faster
-    than the work; c1 = 0 is a GPU that holds its clock."""
+TYPES = ("compute", "memory", "under")
+UTIL_BOUND = 80.0  # percent of peak: SEER's level 8 of nvprof's 0-10 utilization scale
 
-    bounds: Bounds
-    clock: tuple[float, float] | None = None
+
+def seer_types(train: pd.DataFrame) -> np.ndarray | None:
+    """SEER's type of each training row: compute-bound where the FP32 pipe ran at >= 80%,
+    else memory-bound where DRAM did, else under-utilized (or the type a SEER workbook gives).
+    None where utilizations were not measured (NeuSight's data, a harness run without ncu)."""
+    kt = train["kernel_type"].to_numpy(dtype=object) if "kernel_type" in train else None
+    if kt is not None and np.isin(kt, TYPES).all():
+        return kt
+    if "fp32_util_pct" not in train or "dram_util_pct" not in train:
+        return None
+    fp = train["fp32_util_pct"].to_numpy(dtype=float)
+    dr = train["dram_util_pct"].to_numpy(dtype=float)
+    if np.mean(np.isnan(fp) | np.isnan(dr)) > 0.1:
+        return None
+    return np.where(fp >= UTIL_BOUND, "compute", np.where(dr >= UTIL_BOUND, "memory", "under"))
+
+
+@dataclass
+class Typed:
+    """SEER's own scheme: one WLS per kernel type (its form + the helper terms), fitted on the
+    rows of that measured type; a new config gets the type of its nearest training config
+    (SEER used a classification tree on the configuration for the same purpose)."""
+
+    regimes: dict[str, WLSResult]
+    types: Chooser
+
+    def labels(self, D: Design) -> np.ndarray:
+        return type_of(self.types, D)
 
     def predict(self, D: Design, floor: float) -> np.ndarray:
-        t = self.bounds.predict(D, floor)
+        return typed_time(D, self.types, {ty: r.params for ty, r in self.regimes.items()}, floor)
+
+
+def type_of(types: Chooser, D: Design) -> np.ndarray:
+    """The kernel type of each row: the type of its nearest training config."""
+    return np.asarray(types.labels, dtype=object)[types.nearest(D.logcfg)[1][:, 0]]
+
+
+def typed_time(D: Design, types: Chooser, coefs: dict[str, np.ndarray], floor: float) -> np.ndarray:
+    """SEER's typed prediction: each row by the form of its type (plus the helper terms)."""
+    lab = type_of(types, D)
+    t = np.empty(len(lab))
+    for ty, c in coefs.items():
+        rows = lab == ty
+        t[rows] = np.hstack([D.matrix(ty)[rows], D.helpers[rows]]) @ c
+    return np.maximum(t, floor)
+
+
+def fit_typed(D: Design, y: np.ndarray, types: np.ndarray) -> Typed:
+    regimes = {}
+    for ty in TYPES:
+        rows = types == ty
+        X = np.hstack([D.matrix(ty), D.helpers])
+        if rows.sum() >= X.shape[1] + 3:
+            regimes[ty] = _wls(X[rows], y[rows])
+    if not regimes:  # no type has rows enough of its own: SEER's additive form for all
+        regimes["under"] = _wls(np.hstack([D.under, D.helpers]), y)
+        types = np.full(len(y), "under", dtype=object)
+    labels = sorted(regimes)
+    keep = np.isin(types, labels)
+    idx = pd.Series(types[keep]).map({t: i for i, t in enumerate(labels)}).to_numpy(dtype=int)
+    pts = D.logcfg[keep].astype(np.float32).astype(np.float64)
+    sel = condense(pts, idx)
+    return Typed(regimes, Chooser("kernel_type", "", labels, pts[sel], idx[sel]))
+
+
+@dataclass
+class Fit:
+    """Bounds (or SEER's typed regimes) plus an optional sustained-clock calibration
+    t = exp(c0) * t_bounds^(1 + c1): GPUs under a power cap (T4, P4) slow down the longer a
+    kernel runs, so time grows faster than the work; c1 = 0 is a GPU that holds its clock."""
+
+    bounds: Bounds | None
+    clock: tuple[float, float] | None = None
+    typed: Typed | None = None
+
+    def predict(self, D: Design, floor: float) -> np.ndarray:
+        t = self.typed.predict(D, floor) if self.typed is not None else self.bounds.predict(D, floor)
         if self.clock is not None:
             t = np.exp(self.clock[0]) * t ** (1.0 + self.clock[1])
         return t
 
 
-def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 12) -> Fit:
-    """Fit the bounds; with `clock`, alternate between the bounds (on times mapped back
-    through the clock law) and the law itself (OLS of log t on log t_bounds) until the
-    exponent settles."""
+def fit_model(D: Design, y: np.ndarray, clock: bool, floor: float, iters: int = 12,
+              types: np.ndarray | None = None) -> Fit:
+    """Fit the bounds (or, given measured `types`, SEER's typed regimes); with `clock`,
+    alternate between the bounds (on times mapped back through the clock law) and the law
+    itself (OLS of log t on log t_bounds) until the exponent settles."""
+    if types is not None:
+        return Fit(None, typed=fit_typed(D, y, types))
     if not clock:
         return Fit(fit_bounds(D, y))
     target, c, b = y, (0.0, 0.0), None
@@ -360,29 +466,33 @@ def _staircase(x: Inputs, y: np.ndarray, cands: list[int], sms: int, fs: str, fl
     return e, bps
 
 
-def feature_sets(helpers: bool = True) -> list[str]:
-    """The candidate feature sets; "+helpers" only where helper kernels ran."""
-    return [f"{b}{h}{c}" for b in ("seer", "waves") for h in ("", "+helpers")[: 1 + helpers]
-            for c in ("", "+clock")]
+def feature_sets(helpers: bool = True, types: bool = False) -> list[str]:
+    """The candidate feature sets; "+helpers" only where helper kernels ran, SEER's typed
+    regimes ("types") only where utilizations were measured."""
+    hs = ("", "+helpers")[: 1 + helpers]
+    out = [f"{b}{h}{c}" for b in ("seer", "waves") for h in hs for c in ("", "+clock")]
+    return out + ([f"types{h}" for h in hs] if types else [])
 
 
 def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor: float,
-            folds: int) -> tuple[float, str, int]:
+            folds: int, types: np.ndarray | None = None) -> tuple[float, str, int]:
     """(cross-validated RMSPE, feature set, resident blocks per SM) of the best model."""
     fold = np.arange(len(y)) % folds
     best = None
     # B_max: the staircase that the richest bounds fit best on the training rows
     helpers = any(np.any(v != 0) for v in x.helpers.values())  # e.g. no split-K: no helpers
     bps = _staircase(x, y, cands, sms, "waves+helpers" if helpers else "waves", floor)[1]
-    for fs in feature_sets(helpers):
+    for fs in feature_sets(helpers, types is not None):
         D = design(x, bps, sms, fs)
+        typed = types if fs.startswith("types") else None
         k = D.compute.shape[1] + D.memory.shape[1] + D.helpers.shape[1]
         errs = np.full(len(y), np.inf)
         for f in range(folds):
             te = fold == f
             if (~te).sum() < k + 3:
                 continue
-            m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor, iters=CV_CLOCK_ITERS)
+            m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor, iters=CV_CLOCK_ITERS,
+                          types=None if typed is None else typed[~te])
             errs[te] = (m.predict(D.take(te), floor) - y[te]) / y[te]
         cv = float(np.sqrt(np.mean(errs**2)))
         if best is None or cv < best[0] - 1e-9:
@@ -400,25 +510,37 @@ def fit_variant(train: pd.DataFrame, *, op: str, algo: str, variant: str, cc: st
     floor = float(0.5 * y.min())
     geom = fit_geometry(train, op)
     x = inputs(train, geom, algo)
+    types = seer_types(train)
     cv, fs, bps = _select(x, y, bps_candidates(train, cc) if not known_bps else [known_bps],
-                          sms, op, floor, folds)
+                          sms, op, floor, folds, types)
     D = design(x, bps, sms, fs)
-    fit = fit_model(D, y, "+clock" in fs, floor)
-    b = fit.bounds
+    fit = fit_model(D, y, "+clock" in fs, floor, types=types if fs.startswith("types") else None)
     tr_err = _rmspe(fit.predict(D, floor), y)
-    nc, nm = D.compute.shape[1], D.memory.shape[1]
-    se_c = b.se[:nc]
-    se_m = b.se[nc:nc + nm] if b.b is not None else None
-    se_h = b.se[nc + nm:] if b.b is not None else b.se[nc:]
-    memory = None if b.b is None else Regime(D.names["memory"], b.b, se_m, int(b.memory_rows.sum()), b.r2)
+    regimes = _regimes(fit, D, len(y))
     notes = [f"{a} rule {r.describe()} reproduces {100 * r.match:.0f}% of training grids"
              for a, r in geom.axes.items() if r.match < 0.95]
     return VariantModel(op=op, algo=algo, variant=variant, kernel=str(train["kernel"].iloc[0]),
                         geometry=geom, blocks_per_sm=bps,
                         bmax_source="measured occupancy" if known_bps else "wave staircase of training rows",
-                        feature_set=fs,
-                        compute=Regime(D.names["compute"], b.a, se_c, int((~b.memory_rows).sum()), b.r2),
-                        memory=memory,
-                        helpers=Regime(D.names["helpers"], b.c, se_h, len(y), b.r2),
-                        clock=fit.clock, floor_ms=floor, n_train=len(y), train_rmspe=tr_err, cv_rmspe=cv,
-                        compute_share=float(1 - b.memory_rows.mean()), sms=sms, notes=notes)
+                        feature_set=fs, **regimes, clock=fit.clock, floor_ms=floor, n_train=len(y),
+                        train_rmspe=tr_err, cv_rmspe=cv, sms=sms, notes=notes)
+
+
+def _regimes(fit: Fit, D: Design, n: int) -> dict:
+    """The fitted regimes as VariantModel fields (coefficients with standard errors)."""
+    if fit.typed is not None:
+        t = fit.typed
+        lab = t.labels(D)
+        regs = {ty: Regime(D.names[ty] + D.names["helpers"], r.params, r.bse, int((lab == ty).sum()), r.rsquared)
+                for ty, r in t.regimes.items()}
+        return {"compute": regs.get("compute"), "memory": regs.get("memory"), "under": regs.get("under"),
+                "helpers": Regime([], np.zeros(0), np.zeros(0), n, float("nan")), "type_chooser": t.types,
+                "compute_share": float(np.mean(lab == "compute"))}
+    b = fit.bounds
+    nc, nm = D.compute.shape[1], D.memory.shape[1]
+    se_h = b.se[nc + nm:] if b.b is not None else b.se[nc:]
+    return {"compute": Regime(D.names["compute"], b.a, b.se[:nc], int((~b.memory_rows).sum()), b.r2),
+            "memory": None if b.b is None else Regime(D.names["memory"], b.b, b.se[nc:nc + nm],
+                                                       int(b.memory_rows.sum()), b.r2),
+            "helpers": Regime(D.names["helpers"], b.c, se_h, n, b.r2),
+            "compute_share": float(1 - b.memory_rows.mean())}

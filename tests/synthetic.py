@@ -104,3 +104,23 @@ def _finish(df: pd.DataFrame, suite: str) -> pd.DataFrame:
     df["source"] = f"synthetic_{suite}.csv"
     df["call_id"] = np.arange(len(df))
     return records.validate(df)
+
+
+def typed_records(n: int = 900, seed: int = 2, noise: float = 0.01) -> pd.DataFrame:
+    """bmm rows of one variant in SEER's three types, with the utilizations ncu would give.
+    Each type has its own law (SEER's forms); a row's type is the law that takes longest
+    there, so the time is continuous across the types' borders, as a real kernel's is."""
+    d = gemm_records(n, seed=seed, noise=0.0)
+    blocks = d["grid_x"] * d["grid_y"] * d["grid_z"]
+    W = np.ceil(blocks / (2 * SMS))
+    mb = 4e-6 * d["batch"] * (d["m"] * d["k"] + d["k"] * d["n"] + d["m"] * d["n"])
+    read = 4e-6 * d["batch"] * (d["m"] * d["k"] + d["k"] * d["n"])
+    write = 4e-6 * d["batch"] * d["m"] * d["n"]
+    laws = np.column_stack([W * (3e-5 * d["k"] + 2e-3) + 0.01, 0.002 * mb + 0.02,
+                            0.0005 * read + 0.001 * write + 1e-5 * W * d["k"] + 0.06])
+    kind = np.array(["compute", "memory", "under"])[laws.argmax(axis=1)]
+    rng = np.random.default_rng(seed)
+    d["time_ms"] = laws.max(axis=1) * np.exp(rng.normal(0, noise, n))
+    d["fp32_util_pct"] = np.where(kind == "compute", 92.0, 35.0)
+    d["dram_util_pct"] = np.where(kind == "memory", 88.0, 30.0)
+    return records.validate(d)

@@ -72,3 +72,21 @@ def test_bps_candidates_respect_warp_limit():
     assert models.bps_candidates(tr, "7.5") == [1, 2, 3, 4]
     with pytest.raises(SeerError):
         models.bps_candidates(tr, "5.0")
+
+
+def test_seer_types_used_where_utilizations_were_measured():
+    from synthetic import typed_records
+
+    tr = typed_records(900)
+    assert set(models.seer_types(tr)) == {"compute", "memory", "under"}
+    m = _fit(tr)
+    assert m.feature_set.startswith("types")
+    assert m.under is not None and m.under.names[:2] == ["read_MB", "write_MB"]
+    back = models.VariantModel.from_dict(m.to_dict())
+    test = typed_records(300, seed=8, noise=0.0)
+    e = np.abs(back.predict(test) / test["time_ms"] - 1)
+    blind = _fit(tr.drop(columns=["fp32_util_pct", "dram_util_pct"]))  # no counters: the bounds
+    assert not blind.feature_set.startswith("types") and blind.type_chooser is None
+    e_blind = np.abs(blind.predict(test) / test["time_ms"] - 1)
+    assert np.median(e) < 0.04 and np.median(e) < np.median(e_blind)
+    assert models.seer_types(gemm_records(50)) is None
