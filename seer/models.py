@@ -1,11 +1,14 @@
 """SEER-style per-variant time models, fitted with statsmodels.
 
 SEER splits kernels into compute-bound (t = W (a B_max f + b)), memory-bound (t ~ a DRAM
-sectors + b) and under-utilized types and fits one linear model per type by least squares on
-relative error (WLS with weights 1/t^2). Here both bounds are fitted on every variant and
-a kernel's time is the larger of the two: the regime a training row belongs to is re-assigned
-until stable (segmented regression), so the type needs no hardware counters and follows
-from the configuration at prediction time.
+sectors + b) and under-utilized (t = a B r + d B w + b W B_max f + c) types by their measured
+FP32-pipe and DRAM utilizations and fits one linear model per type by least squares on
+relative error (WLS with weights 1/t^2). Where utilizations were measured (ncu counters, SEER
+workbooks) that is one of the candidate models here ("types"; a new config takes the type of
+its nearest training config). Where they were not (NeuSight), a compute bound and a memory
+bound are fitted on every variant and a kernel's time is the larger of the two: the regime a
+training row belongs to is re-assigned until stable (segmented regression), so the type needs
+no hardware counters and follows from the configuration at prediction time.
 
 Features come from the configuration alone (`seer.configs`, `seer.geometry`):
   W  = ceil(blocks / B_max)     waves, with B_max = resident blocks per SM x SMs
