@@ -88,7 +88,8 @@ class VariantModel:
 
     def predict(self, df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Time in ms of configs `df` (s: their configs.sizes, if already computed)."""
-        D = design(inputs(df, self.geometry, self.algo, s=s), self.blocks_per_sm, self.sms, self.feature_set)
+        x = inputs(df, self.geometry, self.algo, s=s, logcfg=self.type_chooser is not None)
+        D = design(x, self.blocks_per_sm, self.sms, self.feature_set)
         if self.type_chooser is not None:  # SEER's typed regimes
             regimes = {"compute": self.compute, "memory": self.memory, "under": self.under}
             t = typed_time(D, self.type_chooser, {ty: regimes[ty].coef for ty in self.type_chooser.labels},
@@ -153,7 +154,7 @@ class Inputs:
     write_mb: np.ndarray  # compulsory DRAM writes (result), MB
     tile_mb: np.ndarray  # operand tiles the blocks load, MB
     helpers: dict[str, np.ndarray]
-    logcfg: np.ndarray  # log-configuration (for the kernel-type chooser)
+    logcfg: np.ndarray | None  # log-configuration, for the kernel-type chooser where one is used
 
     @property
     def mb(self) -> np.ndarray:
@@ -161,11 +162,12 @@ class Inputs:
 
     def take(self, rows: np.ndarray) -> "Inputs":
         return Inputs(self.blocks[rows], self.kb[rows], self.read_mb[rows], self.write_mb[rows],
-                      self.tile_mb[rows], {k: v[rows] for k, v in self.helpers.items()}, self.logcfg[rows])
+                      self.tile_mb[rows], {k: v[rows] for k, v in self.helpers.items()},
+                      None if self.logcfg is None else self.logcfg[rows])
 
 
 def inputs(df: pd.DataFrame, geom: Geometry, algo: str, grid: dict[str, np.ndarray] | None = None,
-           s: dict[str, np.ndarray] | None = None) -> Inputs:
+           s: dict[str, np.ndarray] | None = None, logcfg: bool = False) -> Inputs:
     s = configs.sizes(df) if s is None else s
     grid = geom.grid(df, s) if grid is None else grid
     blocks = np.prod(list(grid.values()), axis=0)
@@ -189,7 +191,7 @@ def inputs(df: pd.DataFrame, geom: Geometry, algo: str, grid: dict[str, np.ndarr
             h += [4e-6 * s["K"] * s["CRS"]]
     tm, tn = geom.tiles()
     return Inputs(blocks, kb, s["read_bytes"] * 1e-6, s["write_bytes"] * 1e-6, 4e-6 * blocks * kb * (tm + tn),
-                  dict(zip(names, h)), configs.log_config(df, geom.op, s))
+                  dict(zip(names, h)), configs.log_config(df, geom.op, s) if logcfg else None)
 
 
 @dataclass
@@ -512,8 +514,8 @@ def fit_variant(train: pd.DataFrame, *, op: str, algo: str, variant: str, cc: st
     y = train["time_ms"].to_numpy(dtype=float)
     floor = float(0.5 * y.min())
     geom = fit_geometry(train, op)
-    x = inputs(train, geom, algo)
     types = seer_types(train)
+    x = inputs(train, geom, algo, logcfg=types is not None)
     cv, fs, bps = _select(x, y, bps_candidates(train, cc) if not known_bps else [known_bps],
                           sms, op, floor, folds, types)
     D = design(x, bps, sms, fs)
