@@ -227,7 +227,22 @@ def _after_error(env: Env) -> None:
 
 
 # ====================================================================== convolution
-class ConvRunner:
+class _Runner:
+    """A measured problem's buffers and descriptors, closed on leaving a `with` block."""
+
+    prob: object
+
+    def close(self) -> None:
+        self.prob.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ConvRunner(_Runner):
     """One convolution configuration on the GPU: descriptors, buffers, and a call per algorithm."""
 
     def __init__(self, env: Env, cfg: S.ConvConfig, math_mode: str):
@@ -263,14 +278,6 @@ class ConvRunner:
         p, dnn, h = self.prob, self.env.dnn, self.env.dnn_handle
         return lambda: dnn.forward(h, p.x, self.x, p.w, self.w, p.conv, algo, ws_ptr, ws_bytes, p.y, self.y)
 
-    def close(self) -> None:
-        self.prob.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def measure_conv(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
@@ -331,7 +338,7 @@ def measure_conv(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
 
 
 # ====================================================================== GEMM
-class GemmRunner:
+class GemmRunner(_Runner):
     def __init__(self, env: Env, cfg: S.GemmConfig, math_mode: str, max_workspace: int):
         self.env, self.cfg = env, cfg
         self.dtype = S.MATH_DTYPE[math_mode]
@@ -354,14 +361,6 @@ class GemmRunner:
         return lambda: lt.matmul(h, p.op, p.a, self.a, p.b, self.b, p.c, self.c, algo.algo, ws_ptr,
                                  algo.workspace, s)
 
-    def close(self) -> None:
-        self.prob.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def lt_fields(a: LtAlgo) -> dict:

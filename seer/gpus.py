@@ -150,10 +150,6 @@ def slug_for(name: str) -> str:
         return "-".join(_tokens(name)) or "unknown"
 
 
-def cc_of(name: str | GPUSpec) -> str:
-    return lookup(name).cc
-
-
 # Keys of our own device JSON and of NeuSight's device_configs/*.json.
 _OURS = {"name": "name", "cc": "cc", "sms": "sms", "fp32_tflops": "fp32_tflops",
          "dram_gbs": "dram_gbs", "l2_mb": "l2_mb", "boost_mhz": "boost_mhz"}

@@ -142,11 +142,6 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in FIELDS)
 ALWAYS = ("gpu", "op", "time_ms")
 
 
-def empty(n: int = 0) -> pd.DataFrame:
-    """A record frame of n rows with every column at its missing value and the right dtype."""
-    return pd.DataFrame({f.name: _missing(f, n) for f in FIELDS})
-
-
 def _missing(f: Field, n: int) -> pd.Series:
     if f.kind == "int":
         return pd.Series(pd.array([pd.NA] * n, dtype="Int64"))

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from seer.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_algorithm, split_kernels
+from seer.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_algorithm, split_kernels, unknown_counts
 
 
 @pytest.mark.parametrize("name,kind,family,role,tile", [
@@ -105,3 +105,4 @@ def test_annotate_counts_unknown():
     assert list(out["kind"]) == ["sgemm", UNKNOWN, "sgemm"]
     assert list(out["tile_m"][:1]) == [128.0]
     assert (out["variant"] == UNKNOWN).sum() == 1
+    assert unknown_counts(df["kernel"]) == {"mystery_kernel": 1}
