@@ -13,13 +13,16 @@ Every failure the user can act on ends with one sentence on stderr and exit code
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
+from typing import Callable
 
 from seer.errors import SeerError
 
 from . import suites as S
+from .errors import BenchError
 
 EXAMPLES = """
 examples:
@@ -50,6 +53,32 @@ def size_bytes(text: str) -> int:
     return int(float(m.group(1)) * mult)
 
 
+def whole(minimum: int) -> Callable[[str], int]:
+    """argparse type: a whole number >= minimum (a negative count would be taken as given and
+    quietly change what is measured)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def positive_ms(text: str) -> float:
+    """argparse type: a time in ms, finite and > 0 (nan or inf would break the repetition plan)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a time in ms > 0, got {text!r}")
+    return value
+
+
 def budget(text: str) -> S.Budget:
     try:
         return S.Budget.parse(text)
@@ -66,6 +95,8 @@ def maths(text: str) -> list[str]:
 
 
 def suites(text: str) -> list[str]:
+    if not any(part.strip() for part in text.split(",")):  # "" or ",": not all suites by accident
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(S.SUITES)} (or all), got {text!r}")
     try:
         return S.parse_suites(text)
     except SeerError as exc:
@@ -98,19 +129,19 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--budget", type=budget, default=S.Budget(seconds=14 * 60), metavar="B",
                    help="time limit of the timing pass (20m, 900s, 1h), or a count of configurations (500), "
                         "or none; the suites are subsampled deterministically to fit (default: 14m)")
-    g.add_argument("--limit", type=int, default=None, metavar="N",
+    g.add_argument("--limit", type=whole(1), default=None, metavar="N",
                    help="at most N configurations per suite before the budget (for smoke runs)")
-    g.add_argument("--max-call-ms", type=float, default=250.0, metavar="MS",
+    g.add_argument("--max-call-ms", type=positive_ms, default=250.0, metavar="MS",
                    help="leave out configurations whose fastest call is estimated above MS (default: 250)")
     g.add_argument("--max-bytes", type=size_bytes, default=16 << 30, metavar="SIZE",
                    help="leave out configurations whose tensors need more than SIZE (default: 16GiB)")
-    g.add_argument("--gemm-algos", type=int, default=8, metavar="N",
+    g.add_argument("--gemm-algos", type=whole(1), default=8, metavar="N",
                    help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)")
     t = p.add_argument_group("timing")
-    t.add_argument("--reps", type=int, default=10, help="timed repetitions at most (default: 10)")
-    t.add_argument("--min-reps", type=int, default=3, help="timed repetitions at least (default: 3)")
-    t.add_argument("--warmup", type=int, default=2, help="warm-up calls (default: 2)")
-    t.add_argument("--target-ms", type=float, default=200.0,
+    t.add_argument("--reps", type=whole(1), default=10, help="timed repetitions at most (default: 10)")
+    t.add_argument("--min-reps", type=whole(1), default=3, help="timed repetitions at least (default: 3)")
+    t.add_argument("--warmup", type=whole(0), default=2, help="warm-up calls (default: 2)")
+    t.add_argument("--target-ms", type=positive_ms, default=200.0,
                    help="timed work per call; long calls get fewer repetitions (default: 200)")
 
 
@@ -131,7 +162,7 @@ def build_parser() -> Parser:
     r.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto",
                    help="GPU runtime for memory, streams and events: pycuda (primary), the CUDA driver "
                         "API through ctypes, or CuPy; auto = the first that works in that order")
-    r.add_argument("--device", type=int, default=0, help="CUDA device number (default: 0)")
+    r.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
     r.add_argument("--workspace-limit", type=size_bytes, default=8 << 30, metavar="SIZE",
                    help="largest workspace an algorithm may use; larger is recorded as "
                         "workspace_too_large (default: 8GiB)")
@@ -161,22 +192,22 @@ def build_parser() -> Parser:
     k2.add_argument("--counters", choices=("all", "sample"), default="sample")
     k2.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B")
     k2.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto")
-    k2.add_argument("--device", type=int, default=0)
+    k2.add_argument("--device", type=whole(0), default=0)
 
     e = sub.add_parser("export-excel", help="SEER-format workbooks from records")
-    e.add_argument("data", type=Path, help="a record CSV or a data/<gpu-slug> folder")
+    e.add_argument("data", help="a record CSV or a data/<gpu-slug> folder")  # str: '' is refused, not '.'
     e.add_argument("--out", type=Path, required=True, help="folder for the .xlsx files")
     e.add_argument("--math", choices=S.MATHS, default="fma")
 
     sub.add_parser("info", help="the GPU, libraries and tools that would be used")
 
     rp = sub.add_parser("report", help="summarize collected records (coverage, statuses, estimate vs wall time)")
-    rp.add_argument("data", type=Path, help="a data/<gpu-slug> folder or a record CSV")
+    rp.add_argument("data", help="a data/<gpu-slug> folder or a record CSV")  # str: '' is refused, not '.'
 
     w = sub.add_parser("ncu-worker")  # internal: no help line
     w.add_argument("--calls", required=True)
     w.add_argument("--backend", default="auto")
-    w.add_argument("--device", type=int, default=0)
+    w.add_argument("--device", type=whole(0), default=0)
     return p
 
 
@@ -223,6 +254,28 @@ def cmd_info() -> int:
     return 0
 
 
+def cmd_counters(a) -> int:
+    """The counter pass alone: it needs records, a GPU and ncu; without any of them it stops
+    with one sentence and exit code 2 (exit 0 would read as counters collected)."""
+    from .collect import Options
+    from .libs import ncu_path
+    from .ncu_pass import counters_pass
+    from .runtime import _init_driver
+    from .store import store_files
+
+    if not a.data.is_dir() or not list(store_files(a.data)):
+        raise BenchError(f"counters: --data {a.data} is not a folder of collected records "
+                         "(data/<gpu-slug> with <suite>.csv files from collect)")
+    _init_driver(a.device)  # NoGPUError on a machine without a GPU
+    ncu = ncu_path()
+    if not ncu:
+        raise BenchError("counters: ncu (Nsight Compute) was not found, so no counters can be collected; "
+                         "set NCU or put ncu on PATH")
+    opts = Options(backend=a.backend, device=a.device, counters=a.counters, counters_budget=a.counters_budget)
+    counters_pass(a.data, opts, ncu=ncu)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     a = parser.parse_args(argv)
@@ -238,13 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             res = collect(_options(a))
             return 130 if res.interrupted else 0
         if a.command == "counters":
-            from .collect import Options
-            from .ncu_pass import counters_pass
-
-            opts = Options(backend=a.backend, device=a.device, counters=a.counters,
-                           counters_budget=a.counters_budget)
-            counters_pass(a.data, opts)
-            return 0
+            return cmd_counters(a)
         if a.command == "export-excel":
             from .export import export_seer_excel
 
@@ -260,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "ncu-worker":
             from .ncu_pass import ncu_worker
+
+            if not Path(a.calls).is_file():
+                raise BenchError(f"ncu-worker: the calls file {a.calls} does not exist")
 
             ncu_worker(a.calls, a.backend, a.device)
             return 0

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from seer import gpus, occupancy
 from seer.errors import UnknownGPUError
@@ -509,6 +509,19 @@ class RunResult:
     stopped_early: bool = False  # --stop-after ended this invocation before the plan did
 
 
+def open_stores(folder: Path, suites: Iterable[str]) -> dict[str, Store]:
+    """One locked store per suite; if one cannot be had, those already opened are let go."""
+    stores: dict[str, Store] = {}
+    try:
+        for suite in suites:
+            stores[suite] = Store(folder / f"{suite}.csv")
+    except BaseException:
+        for st in stores.values():
+            st.close()
+        raise
+    return stores
+
+
 def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> RunResult:
     """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -516,6 +529,8 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
     plan = plan_for(opts, spec=spec)
     folder = Path(opts.out) / gpus.slug_for(env.device.name)
     folder.mkdir(parents=True, exist_ok=True)
+    stores = open_stores(folder, dict.fromkeys(i.suite for i in plan.items))  # locks first: a
+    # second run into the folder is refused before it writes anything, device.json included
     write_json(folder / "device.json", {
         "device": env.device.to_dict(), "versions": env.versions, "backend": env.backend.name,
         "libraries": {"cudnn": getattr(env.dnn, "path", ""), "cublaslt": getattr(env.lt, "path", ""),
@@ -524,7 +539,6 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
         "options": {k: str(v) for k, v in vars(opts).items()}, "notes": env.notes, "written_at": _now()})
     for note in env.notes:
         log(f"note: {note}")
-    stores = {s: Store(folder / f"{s}.csv") for s in dict.fromkeys(i.suite for i in plan.items)}
     todo = [i for i in plan.items if not stores[i.suite].is_done(i.key)]
     skipped = len(plan.items) - len(todo)
     log(f"{env.device.name} (cc {env.device.cc}, {env.device.sms} SMs), backend {env.backend.name}, "

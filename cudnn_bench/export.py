@@ -22,9 +22,10 @@ from .store import store_files
 
 
 def load_records(data: str | Path) -> pd.DataFrame:
-    """Every harness CSV of a folder (or one file), validated by seer.records.read_csv."""
-    data = Path(data)
-    files = [data] if data.is_file() else list(store_files(data))
+    """Every harness CSV of a folder (or one file), validated by seer.records.read_csv; an
+    empty path, a missing one or a FIFO is refused in one sentence (seer.records.data_path)."""
+    data = records.data_path(data, "an existing record CSV or data folder")
+    files = list(store_files(data)) if data.is_dir() else [data]
     if not files:
         raise BenchError(f"no record files (*.csv) in {data}")
     return pd.concat([records.read_csv(f) for f in files], ignore_index=True)

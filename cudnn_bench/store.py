@@ -4,23 +4,35 @@ A file is `data/<gpu-slug>/<suite>.csv` with the columns of `seer.records.COLUMN
 the harness's extra columns (`EXTRA`; `records.conform` keeps them). The header is written once.
 Every configuration is written as one block whose rows all carry `config_rows` = the block's
 length, with a single write + flush + fsync, so after a crash or Ctrl-C the file holds every
-finished configuration and at most a torn tail. Opening the file again cuts the tail back to
-the last complete block and returns the keys (suite, config_key, math) already done, which a
-rerun skips.
+finished configuration and at most a torn tail. Opening the file again keeps every complete
+block (`seer.records.scan_blocks`), moves anything else (a torn tail, a blank or garbage line,
+an incomplete block) to `<name>.quarantine` beside it with a warning, and returns the keys
+(suite, config_key, math) already done, which a rerun skips. A Store holds a lock
+(`.<name>.lock`) for its life: a second writer of the same file is refused, as it would
+measure every configuration again.
 """
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import io
 import json
 import math
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import IO, Iterable
 
 import pandas as pd
 
-from seer.records import COLUMNS, atomic_write, conform
+from seer.records import (COLUMNS, Blocks, atomic_write, conform, is_block_file, read_raw, scan_blocks,
+                          warn)
+
+from .errors import BenchError
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock
+    fcntl = None  # type: ignore[assignment]
 
 EXTRA: tuple[str, ...] = (
     "call_key",  # the call: config key | math | algorithm (and cuBLASLt rank)
@@ -74,45 +86,50 @@ def format_rows(rows: list[dict], header: tuple[str, ...] = HEADER) -> str:
     return buf.getvalue()
 
 
-def _scan(data: bytes, header: tuple[str, ...]) -> tuple[int, set, bool]:
-    """(bytes of complete blocks, keys done, header matches) of a file's content."""
+def _header(data: bytes) -> list[str] | None:
+    """The cells of a file's first line, None if it has no complete first line."""
     nl = data.find(b"\n")
-    if nl < 0:
-        return 0, set(), False
-    head = next(csv.reader([data[:nl].decode("utf-8", errors="replace")]))
-    if tuple(head) != header:
-        return nl + 1, set(), False
-    idx = {c: head.index(c) for c in (*KEY, "config_rows")}
-    good_end = nl + 1
-    done: set = set()
-    pos = nl + 1
-    block_key, block_n, block_want = None, 0, 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break  # torn last line
-        line = data[pos:end].decode("utf-8", errors="replace")
-        pos = end + 1
+    return next(csv.reader([data[:nl].decode("utf-8", errors="replace")]), []) if nl >= 0 else None
+
+
+def lock_path(path: str | Path) -> Path:
+    """The lock file of a store file: hidden beside it, never read as data."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.lock")
+
+
+def lock(path: str | Path) -> IO:
+    """Take the store file's lock (non-blocking) and return its handle; closing it releases it.
+    Refused in one sentence while another process (or Store) writes the file."""
+    fh = open(lock_path(path), "a")
+    if fcntl is not None:
         try:
-            fields = next(csv.reader([line]))
-        except (csv.Error, StopIteration):
-            break
-        if len(fields) != len(header):
-            break
-        key = tuple(fields[idx[c]] for c in KEY)
-        try:
-            want = int(fields[idx["config_rows"]])
-        except ValueError:
-            break
-        if key != block_key or block_n >= block_want:
-            if block_key is not None and block_n != block_want:
-                break  # the previous block was torn
-            block_key, block_n, block_want = key, 0, want
-        block_n += 1
-        if block_n == block_want:
-            done.add(block_key)
-            good_end = pos
-    return good_end, done, True
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise BenchError(f"{path} is being written by another run (its lock {lock_path(path).name} is "
+                             "held): wait for that collect to finish, or write to another --out folder") from None
+    return fh
+
+
+def quarantine(path: Path, blocks: Blocks) -> Path | None:
+    """Keep only the complete blocks of the store file `blocks` was scanned from, moving the
+    rest to `<name>.quarantine` (appended and fsynced first, then the store is replaced
+    atomically), and say so on stderr. Returns the quarantine file (None: nothing moved)."""
+    if not blocks.dropped:
+        return None
+    side = path.with_name(path.name + ".quarantine")
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    with open(side, "ab") as fh:
+        fh.write(f"# {now} from {path.name}: {blocks.describe()}\n".encode())
+        for _, chunk in blocks.dropped:
+            fh.write(chunk if chunk.endswith(b"\n") else chunk + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    atomic_write(path, lambda p: p.write_bytes(blocks.keep))
+    warn(f"{path}: moved {blocks.describe()} to {side}: not part of a complete configuration block "
+         "(a torn write or garbage); every complete block is kept")
+    return side
 
 
 class Store:
@@ -123,8 +140,13 @@ class Store:
         self.header = header
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple[str, str, str]] = set()
-        self.recovered_bytes = 0
-        self._open()
+        self.recovered_bytes = 0  # bytes moved to the quarantine file on opening
+        self._lock = lock(self.path)
+        try:
+            self._open()
+        except BaseException:
+            self._lock.close()
+            raise
 
     def _open(self) -> None:
         if not self.path.exists() or self.path.stat().st_size == 0:
@@ -133,18 +155,13 @@ class Store:
                 fh.flush()
                 os.fsync(fh.fileno())
         data = self.path.read_bytes()
-        good, done, same = _scan(data, self.header)
-        if not same:
+        if _header(data) != list(self.header):
             self._migrate()
             data = self.path.read_bytes()
-            good, done, same = _scan(data, self.header)
-        if good < len(data):
-            self.recovered_bytes = len(data) - good
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good)
-                fh.flush()
-                os.fsync(fh.fileno())
-        self.done = done
+        blocks = scan_blocks(data)
+        self.quarantined = quarantine(self.path, blocks)  # where the bytes of no block went
+        self.recovered_bytes = blocks.dropped_bytes
+        self.done = blocks.done
         self._fh = open(self.path, "a", encoding="utf-8", newline="")
 
     def _migrate(self) -> None:
@@ -173,6 +190,7 @@ class Store:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
+        self._lock.close()
 
     def __enter__(self) -> "Store":
         return self
@@ -182,17 +200,24 @@ class Store:
 
 
 def read_frame(path: str | Path) -> pd.DataFrame:
-    """A store file as a conformed record frame (extra columns kept as text)."""
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    return conform(raw)
+    """A store file as a conformed record frame (extra columns kept as text); only complete
+    configuration blocks are read (`seer.records.read_raw` warns about the rest)."""
+    return conform(read_raw(path)[0])
 
 
 def rewrite(path: str | Path, df: pd.DataFrame, header: tuple[str, ...] = HEADER) -> Path:
-    """Replace a store file atomically by `df` (the counter pass merges into the records)."""
+    """Replace a store file atomically by `df` (the counter pass merges into the records),
+    under the store's lock; bytes of the old file that were no complete block are quarantined
+    first, so the rewrite loses nothing unseen."""
+    path = Path(path)
     df = df.copy()
     rows = df.reindex(columns=list(header)).to_dict("records")
     text = ",".join(header) + "\n" + format_rows(rows, header)
-    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+    with lock(path):
+        data = path.read_bytes() if path.exists() else b""
+        if is_block_file(_header(data) or []):
+            quarantine(path, scan_blocks(data))
+        return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
 def write_json(path: str | Path, obj: dict) -> Path:

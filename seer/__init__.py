@@ -15,19 +15,45 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import DataError, SeerError, UnknownGPUError  # noqa: E402
-from .predict import Fits, available, load  # noqa: E402
+from typing import TYPE_CHECKING
+
+from .errors import DataError, SeerError, UnknownGPUError  # noqa: E402  (light: no numerics)
+
+if TYPE_CHECKING:
+    from .predict import Fits, available, load
+
+_LAZY = {"Fits": "predict", "available": "predict", "load": "predict"}
+
+
+def __getattr__(name: str):
+    """PEP 562: the prediction API (pandas, statsmodels, scipy) loads on first use, so that
+    `import cudnn_bench` or `seer.records` on a GPU host starts light."""
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def rank_algorithms(configs=None, *, gpu: str, **config):
     """Every fitted convolution algorithm's predicted time per config, ranked (DataFrame)."""
+    from .predict import load
+
     return load(gpu).rank_algorithms(configs, **config)
 
 
 def best_algorithm(config=None, *, gpu: str, **kw):
     """The convolution algorithm predicted fastest: a name for one config, an array for many."""
+    from .predict import load
+
     return load(gpu).best_algorithm(config, **kw)
 
 
 __all__ = ["DataError", "Fits", "SeerError", "UnknownGPUError", "__version__", "available",
            "best_algorithm", "load", "rank_algorithms"]
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

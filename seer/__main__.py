@@ -1,43 +1,66 @@
 """python -m seer: the package's main job on the built-in data (what `make run` runs).
 
-Fits every GPU of the built-in data, then evaluates Test-set-I, Test-set-II and the
-analytical predictors. Until the project ships GPU measurements of its own, the built-in data
-is NeuSight's (read in place from ../shared/datasets/neusight).
+Fits every GPU of the built-in data into a build folder (default build/fits, so the bundled
+fits are never overwritten), evaluates Test-set-I, Test-set-II and the analytical predictors
+from there, and says how the fresh fits compare with the bundled ones. Until the project ships
+GPU measurements of its own, the built-in data is NeuSight's (read in place from
+../shared/datasets/neusight).
 """
 from __future__ import annotations
 
+import argparse
 import sys
+import time
+from pathlib import Path
 
-from .errors import SeerError
+from .cli import run, writable_dir
+
+
+def compare_with_bundled(out: Path) -> list[str]:
+    """One line per GPU fitted into `out`: how it compares with the bundled fits."""
+    from . import fitsfile
+
+    lines = []
+    for path in sorted(out.glob("*.json")):
+        bundled = fitsfile.FITS_DIR / path.name
+        if not bundled.is_file():
+            lines.append(f"  {path.stem}: no bundled fits to compare with")
+            continue
+        cmp = fitsfile.compare(fitsfile.read(path), fitsfile.read(bundled))
+        lines.append(f"  {path.stem}: {cmp.describe()}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m seer", description=__doc__.split("\n\n")[1])
+    ap.add_argument("--out", default="build/fits", help="folder for the fresh fits (default: %(default)s)")
+    args = ap.parse_args(argv)
     from . import evaluate, fit
-    from .fitsfile import FITS_DIR
 
+    out = writable_dir(args.out, "--out")
     data = fit.default_data()
     if "neusight" in str(data):
         print("seer ships no GPU measurements of its own yet (collecting them needs a GPU), so this "
               f"fits and evaluates on NeuSight's measurements from {data}.\n")
     steps = [
-        ("fit", lambda: fit.main(["--quiet"])),
-        ("Test-set-I", lambda: evaluate.main(["--set", "I"])),
-        ("Test-set-II", lambda: evaluate.main(["--set", "II"])),
+        ("fit", lambda: fit.main(["--quiet", "--out", str(out)])),
+        ("Test-set-I", lambda: evaluate.main(["--set", "I", "--fits", str(out)])),
+        ("Test-set-II", lambda: evaluate.main(["--set", "II", "--fits", str(out)])),
         ("analytical", lambda: evaluate.main(["--set", "analytical"])),
     ]
+    t0 = time.perf_counter()
     for name, step in steps:
         print(f"\n===== {name} " + "=" * (70 - len(name)))
         rc = step()
         if rc:
             return rc
-    print(f"\nfits written to {FITS_DIR}; predict with: python -c \"import seer; "
+    print(f"\n===== fresh fits vs bundled {'=' * 51}")
+    print(f"fits written to {out}; compared with the bundled ones in the package:")
+    print("\n".join(compare_with_bundled(out)))
+    print(f"\ndone in {time.perf_counter() - t0:.0f} s; predict with the bundled fits: python -c \"import seer; "
           "print(seer.load('t4').predict(op='bmm', batch=8, m=512, n=512, k=512))\"")
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except SeerError as exc:
-        print(f"seer: {exc}", file=sys.stderr)
-        sys.exit(2)
+    sys.exit(run(main, "seer"))

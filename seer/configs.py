@@ -5,6 +5,8 @@ here from the record's configuration columns (vectorized over a DataFrame).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -13,6 +15,7 @@ from .records import OPS, conv_output_hw
 
 GEMM_OPS = ("gemm", "bmm", "linear")
 FLOAT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "": 4}
+MODEL_DTYPES = ("float32", "float16", "bfloat16")  # what the per-variant models know ("" = float32)
 
 
 def col(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -23,20 +26,69 @@ def col(df: pd.DataFrame, name: str) -> np.ndarray:
 
 
 def check_configs(df: pd.DataFrame, op: str) -> None:
-    """Every dimension `op` needs is present and positive (padding may be 0): one clear error."""
+    """Every dimension `op` needs is a whole number >= 1 (padding >= 0), the dtype one the models
+    know, and for convolutions the groups divide the channels and the output is at least 1x1.
+
+    Impossible configurations would otherwise be predicted (a filter larger than its padded
+    input, 2.5 images). All rows are checked at once; the first bad row (its index in `df`) is
+    named with the first rule it breaks, in one SeerError."""
     if op not in OPS:
         raise SeerError(f"unknown op {op!r}; seer knows {', '.join(OPS)}")
+    problems: list[tuple[np.ndarray, Callable[[int], str]]] = []
+
+    def rule(bad: np.ndarray, what: str, *cols: str) -> None:
+        problems.append((bad, lambda i: f"{what}, got {_values(df, i, cols)}"))
+
+    v: dict[str, np.ndarray] = {}
     for c in OPS[op]:
         if c == "fn":
             continue
         if c not in df:
             raise SeerError(f"configs for op {op} need a column '{c}'")
-        v = col(df, c)
         low = 0 if c.startswith("pad") else 1
-        bad = ~(np.isfinite(v) & (v >= low))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise SeerError(f"config row {i}: '{c}' must be a number >= {low} for op {op}, got {df[c].iloc[i]!r}")
+        v[c] = x = _numbers(df[c])
+        rule(~(np.isfinite(x) & (x >= low)), f"'{c}' must be a number >= {low} for op {op}", c)
+        rule(np.isfinite(x) & (x != np.floor(x)), f"'{c}' must be a whole number for op {op}", c)
+    if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df:
+        rule(~df["dtype"].isin(MODEL_DTYPES + ("",)).to_numpy(),
+             f"'dtype' must be one of {', '.join(MODEL_DTYPES)} for op {op}", "dtype")
+    if op == "conv_fwd":
+        for c in ("c_in", "c_out"):
+            with np.errstate(invalid="ignore"):
+                rule(np.mod(v[c], v["groups"]) > 0, f"'groups' must divide '{c}' for op {op}", "groups", c)
+        P, Q = conv_output_hw(pd.DataFrame(v))
+
+        def output(i: int) -> str:
+            g = {c: f"{x[i]:g}" for c, x in v.items()}
+            return (f"a {g['kh']}x{g['kw']} filter (kh x kw, dilation {g['dil_h']}x{g['dil_w']}) on a "
+                    f"{g['h_in']}x{g['w_in']} input (h_in x w_in, padding {g['pad_h']}x{g['pad_w']}, stride "
+                    f"{g['stride_h']}x{g['stride_w']}) gives a {P[i]:g}x{Q[i]:g} output; expected an output "
+                    f"of at least 1x1 for op {op}")
+        problems.append(((P < 1) | (Q < 1), output))
+    rows = [int(np.argmax(bad)) for bad, _ in problems if bad.any()]
+    if rows:
+        i = min(rows)
+        say = next(say for bad, say in problems if bad[i])
+        raise SeerError(f"config row {df.index[i]}: {say(i)}")
+
+
+def _numbers(s: pd.Series) -> np.ndarray:
+    """A column as float64, NaN where it holds no number (booleans, strings and None count as none)."""
+    if pd.api.types.is_bool_dtype(s):
+        return np.full(len(s), np.nan)
+    if pd.api.types.is_numeric_dtype(s):
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    vals = s.to_numpy(dtype=object)  # object columns only: per value, not the numeric hot path
+    return np.fromiter((float(x) if isinstance(x, (int, float, np.integer, np.floating))
+                        and not isinstance(x, (bool, np.bool_)) else np.nan for x in vals),
+                       dtype=float, count=len(vals))
+
+
+def _values(df: pd.DataFrame, i: int, cols: tuple[str, ...]) -> str:
+    """The values of row position i, as the user wrote them (5, not np.int64(5))."""
+    vals = [df[c].iloc[i] for c in cols]
+    vals = [x.item() if isinstance(x, np.generic) else x for x in vals]
+    return repr(vals[0]) if len(cols) == 1 else ", ".join(f"{c}={x!r}" for c, x in zip(cols, vals))
 
 
 def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:

@@ -21,6 +21,7 @@ import pandas as pd
 
 from . import fit, fitsfile, gpus, records
 from .drift import position
+from .cli import data_path, run, writable_dir, writable_file
 from .errors import SeerError
 from .metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from .predict import Fits, from_doc
@@ -178,9 +179,15 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def need_variant_rows(rec: pd.DataFrame, path, why: str) -> None:
+    if not rec["op"].isin(fit.VARIANT_OPS).any():
+        raise SeerError(f"no {', '.join(fit.VARIANT_OPS)} rows in {path}: {why}")
+
+
 def run_noise(args) -> int:
-    path = Path(args.data) if args.data else fit.default_data()
+    path = args.data if args.data is not None else fit.default_data()
     rec = fit.training_records(records.load(path, gpu=args.gpu))
+    need_variant_rows(rec, path, "the noise floor compares repeated launches of those kernels")
     t = noise_table(rec)
     print(f"Repeated launches in {path}: rows whose kernel, grid and reduction length per block are the "
           "same (a per-variant model predicts them alike); deviation of each from its group's median.\n")
@@ -192,10 +199,11 @@ def run_noise(args) -> int:
 
 
 def run_set_one(args) -> int:
-    path = Path(args.data) if args.data else fit.default_data()
+    path = args.data if args.data is not None else fit.default_data()
     rec = fit.training_records(records.load(path, gpu=args.gpu))
     if args.gpu:
         rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
+    need_variant_rows(rec, path, "Test-set-I scores the per-variant models of those kernels")
     test = test_set_one(rec, Path(args.fits))
     tables = set_one_tables(test)
     print(f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"
@@ -233,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog=__doc__.split("\n", 1)[1])
     ap.add_argument("--set", required=True, choices=["I", "II", "analytical", "noise"],
                     type=lambda s: s if s in ("analytical", "noise") else s.upper(), help="which evaluation")
-    ap.add_argument("--data", help="records to evaluate on (default: as python -m seer.fit)")
+    ap.add_argument("--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit)")
     ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
     ap.add_argument("--gpu", help="only this GPU")
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
@@ -242,21 +250,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workspace-limit", type=float, default=None,
                     help="set II: exclude algorithms needing more workspace than this many bytes")
     args = ap.parse_args(argv)
-    try:
-        if args.set == "I":
-            return run_set_one(args)
-        if args.set == "II":
-            from .selection import run_set_two
+    return run(lambda: _main(args), "seer.evaluate")
 
-            return run_set_two(args)
-        if args.set == "noise":
-            return run_noise(args)
-        from .analytical import report
 
-        return report(args.data, args.out)
-    except SeerError as exc:
-        print(f"seer.evaluate: {exc}", file=sys.stderr)
-        return 2
+def _main(args: argparse.Namespace) -> int:
+    if args.out:  # output paths are checked before the work, not after it
+        writable_file(args.out, "--out", (".json", ".csv"))
+    if args.plots:
+        writable_dir(args.plots, "--plots")
+        _pyplot()
+    if args.set == "I":
+        return run_set_one(args)
+    if args.set == "II":
+        from .selection import run_set_two
+
+        return run_set_two(args)
+    if args.set == "noise":
+        return run_noise(args)
+    from .analytical import report
+
+    return report(args.data, args.out)
 
 
 if __name__ == "__main__":

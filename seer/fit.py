@@ -21,9 +21,10 @@ import pandas as pd
 
 from . import __version__, gpus, records, variants
 from .chooser import fit_chooser
+from .cli import data_path, run, writable_dir
 from .drift import Drift, fit_drift, order_is_random, position
 from .errors import SeerError
-from .fitsfile import FITS_DIR, SCHEMA, write
+from .fitsfile import DEFAULT_OUT, SCHEMA, write
 from .models import MIN_ROWS, VariantModel, fit_variant
 
 VARIANT_OPS = ("conv_fwd", "gemm", "bmm", "linear")
@@ -55,9 +56,10 @@ def training_records(rec: pd.DataFrame) -> pd.DataFrame:
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     """Rows the models learn from: successful main kernels, with their variant and split."""
     rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
-    # a canonical row order, so that the same rows in any order give the same fits
-    order = [c for c in ("gpu", "op", "source", "call_id", *records.OPS["conv_fwd"], "m", "n", "k",
-                         "algo", "kernel", "time_ms") if c in rec]
+    # a canonical row order by configuration (not by file row or call id), so that the same
+    # rows in any order give the same CV folds, staircase subsample and fits
+    order = [c for c in ("gpu", "op", *records.OPS["conv_fwd"], "m", "n", "k", "dtype", "math",
+                         "algo", "kernel", "source", "time_ms", "call_id") if c in rec]
     rec = rec.sort_values(order, kind="mergesort").reset_index(drop=True)
     rec = variants.annotate(rec)
     rec["key"] = rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", "default") + ":" + rec["variant"]
@@ -209,23 +211,7 @@ def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True, jobs: int 
     for name, g, _, _ in work:
         log(f"fitting {name}: {len(g)} rows ...")
     if jobs > 1 and len(work) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # Fresh workers with single-threaded BLAS: the fits are many small WLS problems, and
-        # BLAS threads in every worker would only fight over the cores.
-        saved = {k: os.environ.get(k) for k in _BLAS_THREADS}
-        os.environ.update({k: "1" for k in _BLAS_THREADS})
-        try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work)),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                results = list(pool.map(_fit_one, work))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        results = _fit_parallel(work, min(jobs, len(work)))
     else:
         results = [_fit_one(w) for w in work]
     docs = {}
@@ -233,6 +219,40 @@ def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True, jobs: int 
         log(f"  {slug}: {len(doc['variants'])} variants in {took:.1f} s")
         docs[slug] = doc
     return docs
+
+
+def _fit_parallel(work: list[tuple], jobs: int) -> list[tuple[str, dict, float]]:
+    """Fit GPUs in fresh worker processes with single-threaded BLAS: the fits are many small
+    WLS problems, and BLAS threads in every worker would only fight over the cores. Workers
+    start with Ctrl-C ignored (an ignored signal survives exec), so it reaches only this
+    process, which stops the pool: one message, not a traceback per worker."""
+    import multiprocessing
+    import signal
+    import threading
+
+    saved = {k: os.environ.get(k) for k in _BLAS_THREADS}
+    os.environ.update({k: "1" for k in _BLAS_THREADS})
+    main = threading.current_thread() is threading.main_thread()  # signals: main thread only
+    sigint = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(jobs)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, sigint)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    try:
+        results = pool.map(_fit_one, work, chunksize=1)
+        pool.close()
+        return results
+    except BaseException:  # Ctrl-C or a failed fit: stop the other workers now
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
 
 
 def _shown(path: Path) -> str:
@@ -263,48 +283,50 @@ def main(argv: list[str] | None = None) -> int:
                     "and write one fits file per GPU.",
         epilog="Default data: the project's data/ once it holds measurements, else NeuSight's "
                "../shared/datasets/neusight. Example: python -m seer.fit --data ../shared/datasets/neusight/bmm")
-    ap.add_argument("--data", help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder")
+    ap.add_argument("--data", type=data_path,
+                    help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder")
     ap.add_argument("--gpu", help="only this GPU (also names the GPU of SEER workbooks, which carry none)")
-    ap.add_argument("--out", default=str(FITS_DIR), help="folder for <gpu>.json (default: %(default)s)")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for <gpu>.json (default: %(default)s)")
     ap.add_argument("--drift", choices=["auto", "off"], default="auto",
                     help="remove measurement drift where a file's order is random (default: auto)")
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
     ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
                     help="GPUs fitted at once, one process each (default: %(default)s)")
     args = ap.parse_args(argv)
-    try:
-        path = Path(args.data) if args.data else default_data()
-        if not args.data:
-            print(f"seer.fit: data from {path}")
-        rec = training_records(records.load(path, gpu=args.gpu))
+    return run(lambda: _main(args), "seer.fit")
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise SeerError(f"--jobs must be at least 1, got {args.jobs}")
+    out_dir = writable_dir(args.out, "--out")  # before the fit, not after it
+    path = args.data if args.data is not None else default_data()
+    if args.data is None:
+        print(f"seer.fit: data from {path}")
+    rec = training_records(records.load(path, gpu=args.gpu))
+    if rec.empty:
+        raise SeerError(f"no training records in {path} (Test-set-II rows are never trained on)")
+    if args.gpu:
+        want = gpus.slug_for(args.gpu)
+        rec = rec[[gpus.slug_for(g) == want or g == args.gpu for g in rec["gpu"]]]
         if rec.empty:
-            raise SeerError(f"no training records in {path} (Test-set-II rows are never trained on)")
-        if args.gpu:
-            want = gpus.slug_for(args.gpu)
-            rec = rec[[gpus.slug_for(g) == want or g == args.gpu for g in rec["gpu"]]]
-            if rec.empty:
-                raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
-        t0 = time.perf_counter()
-        if args.jobs < 1:
-            raise SeerError(f"--jobs must be at least 1, got {args.jobs}")
-        docs = fit_all(rec, data_path=_shown(path), drift=args.drift == "auto", jobs=args.jobs)
-        for slug, doc in docs.items():
-            out = write(doc, Path(args.out) / f"{slug}.json")
-            if not args.quiet:
-                print(f"\n{doc['gpu']['name']}: {out}")
-                print(variant_table(doc).to_string(index=False))
-            for key, n in doc["too_few_rows"].items():
-                print(f"warning: {slug} {key}: only {n} training rows (< {MIN_ROWS}); no model, "
-                      "configs that choose it are predicted with the nearest variant that has one",
-                      file=sys.stderr)
-            for src, d in doc["drift"].items():
-                print(f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "
-                      "from training targets (seer.drift)")
-        print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
-        return 0
-    except SeerError as exc:
-        print(f"seer.fit: {exc}", file=sys.stderr)
-        return 2
+            raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
+    t0 = time.perf_counter()
+    docs = fit_all(rec, data_path=_shown(path), drift=args.drift == "auto", jobs=args.jobs)
+    for slug, doc in docs.items():
+        out = write(doc, out_dir / f"{slug}.json")
+        if not args.quiet:
+            print(f"\n{doc['gpu']['name']}: {out}")
+            print(variant_table(doc).to_string(index=False))
+        for key, n in doc["too_few_rows"].items():
+            print(f"warning: {slug} {key}: only {n} training rows (< {MIN_ROWS}); no model, "
+                  "configs that choose it are predicted with the nearest variant that has one",
+                  file=sys.stderr)
+        for src, d in doc["drift"].items():
+            print(f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "
+                  "from training targets (seer.drift)")
+    print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
+    return 0
 
 
 if __name__ == "__main__":

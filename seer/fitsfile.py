@@ -6,13 +6,33 @@ check of the schema version.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from .errors import SeerError
 from .records import atomic_write
 
 SCHEMA = "seer.fits/1"
-FITS_DIR = Path(__file__).resolve().parent.parent / "fits"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _bundled_dir() -> Path:
+    """Where the bundled fits are: the package data `seer.fits` (the repository's fits/ in a
+    source checkout or editable install, a copy inside site-packages in a wheel install)."""
+    try:
+        from importlib.resources import files
+
+        return Path(str(files("seer.fits")))
+    except ModuleNotFoundError:  # run from a source tree that was never installed
+        return REPO / "fits"
+
+
+FITS_DIR = _bundled_dir()
+# What `python -m seer.fit` writes by default: the repository's fits/ in a source checkout
+# (they are what the package bundles), else ./fits, never into an installed package.
+DEFAULT_OUT = REPO / "fits" if (REPO / "pyproject.toml").is_file() else Path("fits")
 
 
 def dumps(doc: dict) -> str:
@@ -33,6 +53,9 @@ def read(path: str | Path) -> dict:
         raise SeerError(f"fits file {path} does not exist") from None
     except OSError as exc:
         raise SeerError(f"fits file {path} cannot be read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise SeerError(f"fits file {path} is not a text file (byte {exc.start} is not UTF-8); "
+                        "give a JSON fits file written by python -m seer.fit") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -46,6 +69,9 @@ def read(path: str | Path) -> dict:
     for key in ("gpu", "variants", "choosers"):
         if key not in doc:
             raise SeerError(f"fits file {path} lacks its '{key}' section; refit it with python -m seer.fit")
+    from .fitscheck import check  # loads the models' feature definitions: only when reading
+
+    check(doc, path)
     return doc
 
 
@@ -67,3 +93,50 @@ def resolve(name: str | Path | None) -> Path:
 
 def bundled() -> list[str]:
     return sorted(p.stem for p in FITS_DIR.glob("*.json")) if FITS_DIR.is_dir() else []
+
+
+REGIMES = ("compute", "memory", "under", "helpers")
+
+
+@dataclass
+class Comparison:
+    """How one fits document differs from another of the same GPU (a refit vs the bundled
+    file): the discrete choices must agree exactly, the coefficients within rounding."""
+
+    added: list[str]  # variants only in the new document
+    removed: list[str]  # variants only in the old one
+    choices: list[str]  # variants whose feature set, B_max or its source differ
+    coef_rdiff: float  # largest relative difference of any regression coefficient
+
+    def same(self, rtol: float = 1e-6) -> bool:
+        return not (self.added or self.removed or self.choices) and self.coef_rdiff <= rtol
+
+    def describe(self) -> str:
+        if self.same():
+            return f"same variants and choices, coefficients within {self.coef_rdiff:.1e} (relative)"
+        parts = [f"{len(v)} variant(s) {what}" for what, v in
+                 (("added", self.added), ("removed", self.removed), ("with other choices", self.choices)) if v]
+        return ", ".join(parts + [f"coefficients differ by up to {self.coef_rdiff:.1e} (relative)"])
+
+
+def compare(new: dict, old: dict) -> Comparison:
+    """Compare the variant models of two fits documents of one GPU."""
+    nv, ov = new["variants"], old["variants"]
+    both = sorted(nv.keys() & ov.keys())
+    choice = ("feature_set", "b_max", "b_max_source")
+    changed = [k for k in both if any(nv[k].get(c) != ov[k].get(c) for c in choice)]
+    worst = 0.0
+    for k in both:
+        if k in changed:
+            continue
+        for reg in REGIMES:
+            a, b = nv[k].get(reg), ov[k].get(reg)
+            if (a is None) != (b is None) or (a and len(a["coef"]) != len(b["coef"])):
+                changed.append(k)
+                break
+            if a:
+                x, y = np.asarray(a["coef"], float), np.asarray(b["coef"], float)
+                scale = np.maximum(np.abs(x), np.abs(y))
+                rd = np.divide(np.abs(x - y), scale, out=np.zeros_like(x), where=scale > 0)
+                worst = max(worst, float(np.max(rd, initial=0.0)))
+    return Comparison(sorted(nv.keys() - ov.keys()), sorted(ov.keys() - nv.keys()), sorted(changed), worst)

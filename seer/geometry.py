@@ -15,6 +15,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from . import configs
+from .errors import SeerError
 from .knn import condense, decode, encode
 
 TILES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
@@ -159,4 +160,9 @@ def fit_geometry(train: pd.DataFrame, op: str) -> Geometry:
             if np.isnan(y).any():
                 continue
         axes[a] = fit_axis(s, logcfg, y)
+    if not axes:  # no wave count without launched blocks: say so, not an IndexError later
+        name = ", ".join(str(train[c].iloc[0]) for c in ("algo", "variant") if c in train)
+        raise SeerError(f"the {op} kernel variant ({name}) cannot be fitted: its training rows need the launch "
+                        "grid (grid_x, grid_y, grid_z) or the blocks launched (SEER's #block-launch), "
+                        "and some have neither")
     return Geometry(op, axes)

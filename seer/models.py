@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
+from scipy.optimize import lsq_linear, nnls
 
 from . import configs
 from .chooser import Chooser
@@ -248,28 +250,54 @@ def _wls_fit(X: np.ndarray, y: np.ndarray):
 
 @dataclass
 class WLSResult:
+    """Non-negative WLS coefficients; their standard errors and R^2 (one statsmodels WLS on
+    the kept columns) are computed on first use: the B_max and feature-set searches fit
+    hundreds of candidates and read only the coefficients."""
+
     params: np.ndarray
-    bse: np.ndarray
-    rsquared: float
+    X: np.ndarray
+    y: np.ndarray
+
+    @cached_property
+    def _stats(self) -> tuple[np.ndarray, float]:
+        se = np.zeros(len(self.params))
+        kept = self.params > 0
+        if not kept.any():
+            return se, float("nan")
+        r = _wls_fit(self.X[:, kept], self.y)
+        se[kept] = np.nan_to_num(r.bse, nan=0.0)
+        return se, float(r.rsquared)
+
+    @property
+    def bse(self) -> np.ndarray:
+        return self._stats[0]
+
+    @property
+    def rsquared(self) -> float:
+        return self._stats[1]
 
 
 def _wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
     """WLS on relative error with every coefficient >= 0: time never falls as waves, work,
-    bytes or launches grow. A negative coefficient (what collinear terms or an unmodelled
-    curvature produce, and what extrapolates into negative or exploding times) is dropped,
-    the most negative t-value first, and the rest refitted: an active-set NNLS whose every
-    step is a statsmodels WLS, standard errors included."""
-    active = np.ones(X.shape[1], bool)
-    while True:
-        r = _wls_fit(X[:, active], y)
-        p = np.zeros(X.shape[1])
-        se = np.zeros(X.shape[1])
-        p[active], se[active] = r.params, r.bse
-        neg = active & (p < 0)
-        if not neg.any() or active.sum() == 1:
-            return WLSResult(p, se, float(r.rsquared))
-        t = np.where(neg, p / np.where(se > 0, se, 1e-300), np.inf)
-        active[int(np.argmin(t))] = False
+    bytes or launches grow (a negative coefficient is what collinear terms or an unmodelled
+    curvature produce, and it extrapolates into negative or exploding times).
+
+    The exact non-negative optimum comes from scipy's NNLS on the weighted system (rows
+    divided by t, columns scaled to unit norm so the solver's tolerances mean the same for
+    every feature); statsmodels' WLS on the columns it keeps gives the standard errors (at
+    the optimum the kept coefficients solve that unconstrained problem)."""
+    Xw = X / y[:, None]
+    norm = np.linalg.norm(Xw, axis=0)
+    usable = norm > 0
+    p = np.zeros(X.shape[1])
+    if usable.any():
+        A = Xw[:, usable] / norm[usable]
+        try:
+            sol = nnls(A, np.ones(len(y)), maxiter=50 * A.shape[1])[0]
+        except RuntimeError:  # NNLS did not converge (degenerate columns): the bounded solver
+            sol = lsq_linear(A, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
+        p[usable] = sol / norm[usable]
+    return WLSResult(p, X, y)
 
 
 @dataclass
@@ -279,9 +307,16 @@ class Bounds:
     a: np.ndarray
     b: np.ndarray | None
     c: np.ndarray
-    se: np.ndarray  # standard errors of (a, b, c) in that order
-    r2: float
+    fit: WLSResult  # the joint WLS of (a, b, c), in that order
     memory_rows: np.ndarray
+
+    @property
+    def se(self) -> np.ndarray:
+        return self.fit.bse
+
+    @property
+    def r2(self) -> float:
+        return self.fit.rsquared
 
     def predict(self, D: Design, floor: float) -> np.ndarray:
         t = D.compute @ self.a
@@ -298,7 +333,7 @@ def fit_bounds(D: Design, y: np.ndarray, iters: int = 8, start: np.ndarray | Non
 
     def compute_only() -> Bounds:
         r = _wls(np.hstack([D.compute, D.helpers]), y)
-        return Bounds(r.params[:nc], None, r.params[nc:], r.bse, float(r.rsquared), np.zeros(len(y), bool))
+        return Bounds(r.params[:nc], None, r.params[nc:], r, np.zeros(len(y), bool))
 
     if start is None:
         fit = compute_only()
@@ -311,8 +346,7 @@ def fit_bounds(D: Design, y: np.ndarray, iters: int = 8, start: np.ndarray | Non
             return compute_only()
         X = np.hstack([D.compute * ~mem[:, None], D.memory * mem[:, None], D.helpers])
         r = _wls(X, y)
-        fit = Bounds(r.params[:nc], r.params[nc:nc + nm], r.params[nc + nm:], r.bse,
-                     float(r.rsquared), mem)
+        fit = Bounds(r.params[:nc], r.params[nc:nc + nm], r.params[nc + nm:], r, mem)
         new = D.memory @ fit.b > D.compute @ fit.a
         if (new == mem).all():
             break
@@ -449,26 +483,49 @@ CV_CLOCK_ITERS = 4  # enough to rank feature sets; the final fit iterates to con
 STAIRCASE_ROWS = 2000  # rows enough to place the wave steps; more only cost time
 
 
-def _staircase(x: Inputs, y: np.ndarray, cands: list[int], sms: int, fs: str, floor: float) -> tuple[float, int]:
-    """(training RMSPE, resident blocks per SM) of the B_max that explains the steps best:
-    a coarse pass over the candidates, then their neighbours, on an evenly spaced subsample."""
+TIE_RTOL = 1e-6  # objectives closer than this (relative) are a tie, whatever the BLAS build
+
+
+def near_best(scores: dict, rtol: float = TIE_RTOL):
+    """The first key (in the dict's order: the fixed tie rule) whose score is within `rtol` of
+    the best: a discrete choice that floating-point noise between machines cannot flip."""
+    lo = min(scores.values())
+    return next(k for k, v in scores.items() if v <= lo + rtol * abs(lo) + 1e-15)
+
+
+@dataclass
+class Staircase:
+    """The resident blocks per SM that explain the wave steps best, and whether the data
+    tells the candidates apart at all (they cannot where every training row launches the same
+    number of waves under each of them, e.g. every row one grid)."""
+
+    bps: int
+    rmspe: float
+    identified: bool
+
+
+def _staircase(x: Inputs, y: np.ndarray, cands: list[int], sms: int, fs: str, floor: float) -> Staircase:
+    """The B_max that explains the steps best: a coarse pass over the candidates, then their
+    neighbours, on an evenly spaced subsample. Candidates that give the same wave counts up to
+    a constant factor fit identically; each such class is fitted once and stands for its
+    smallest member, and near-ties go to the smallest resident-block count."""
     rows = np.linspace(0, len(y) - 1, min(len(y), STAIRCASE_ROWS)).round().astype(int)
     xs, ys = x.take(rows), y[rows]
-    seen: dict[int, float] = {}
+    waves = {b: np.ceil(xs.blocks / (b * sms)) for b in sorted(cands)}
+    cls = {b: (w / max(w.max(), 1.0)).tobytes() for b, w in waves.items()}
+    seen: dict[bytes, float] = {}
 
     def err(bps: int) -> float:
-        if bps not in seen:
+        if cls[bps] not in seen:
             D = design(xs, bps, sms, fs)
-            seen[bps] = _rmspe(fit_bounds(D, ys).predict(D, floor), ys)
-        return seen[bps]
+            seen[cls[bps]] = _rmspe(fit_bounds(D, ys).predict(D, floor), ys)
+        return seen[cls[bps]]
 
-    coarse = [c for c in cands if c <= 6 or c in (8, 10, 12, 16, 20, 24, 28, 32)] or cands
-    best = min(coarse, key=lambda b: (err(b), b))
-    for b in (best - 1, best + 1):
-        if b in cands:
-            err(b)
-    e, bps = min((v, k) for k, v in seen.items())
-    return e, bps
+    coarse = [c for c in sorted(cands) if c <= 6 or c in (8, 10, 12, 16, 20, 24, 28, 32)] or sorted(cands)
+    best = near_best({b: err(b) for b in coarse})
+    tried = {b: err(b) for b in sorted({*coarse, best - 1, best + 1} & set(cands))}
+    bps = near_best(tried)
+    return Staircase(bps, tried[bps], identified=len(set(cls.values())) > 1)
 
 
 def feature_sets(helpers: bool = True, types: bool = False) -> list[str]:
@@ -480,13 +537,14 @@ def feature_sets(helpers: bool = True, types: bool = False) -> list[str]:
 
 
 def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor: float,
-            folds: int, types: np.ndarray | None = None) -> tuple[float, str, int]:
-    """(cross-validated RMSPE, feature set, resident blocks per SM) of the best model."""
+            folds: int, types: np.ndarray | None = None) -> tuple[float, str, Staircase]:
+    """(cross-validated RMSPE, feature set, B_max staircase) of the best model."""
     fold = np.arange(len(y)) % folds
-    best = None
     # B_max: the staircase that the richest bounds fit best on the training rows
     helpers = any(np.any(v != 0) for v in x.helpers.values())  # e.g. no split-K: no helpers
-    bps = _staircase(x, y, cands, sms, "waves+helpers" if helpers else "waves", floor)[1]
+    stair = _staircase(x, y, cands, sms, "waves+helpers" if helpers else "waves", floor)
+    bps = stair.bps
+    scores: dict[str, float] = {}
     for fs in feature_sets(helpers, types is not None):
         D = design(x, bps, sms, fs)
         typed = types if fs.startswith("types") else None
@@ -499,10 +557,9 @@ def _select(x: Inputs, y: np.ndarray, cands: list[int], sms: int, op: str, floor
             m = fit_model(D.take(~te), y[~te], "+clock" in fs, floor, iters=CV_CLOCK_ITERS,
                           types=None if typed is None else typed[~te])
             errs[te] = (m.predict(D.take(te), floor) - y[te]) / y[te]
-        cv = float(np.sqrt(np.mean(errs**2)))
-        if best is None or cv < best[0] - 1e-9:
-            best = (cv, fs, bps)
-    return best
+        scores[fs] = float(np.sqrt(np.mean(errs**2)))
+    fs = near_best(scores)  # near-ties go to the simpler set, listed first
+    return scores[fs], fs, stair
 
 
 def fit_variant(train: pd.DataFrame, *, op: str, algo: str, variant: str, cc: str, sms: int,
@@ -516,17 +573,26 @@ def fit_variant(train: pd.DataFrame, *, op: str, algo: str, variant: str, cc: st
     geom = fit_geometry(train, op)
     types = seer_types(train)
     x = inputs(train, geom, algo, logcfg=types is not None)
-    cv, fs, bps = _select(x, y, bps_candidates(train, cc) if not known_bps else [known_bps],
-                          sms, op, floor, folds, types)
+    cv, fs, stair = _select(x, y, bps_candidates(train, cc) if not known_bps else [known_bps],
+                            sms, op, floor, folds, types)
+    bps = stair.bps
     D = design(x, bps, sms, fs)
     fit = fit_model(D, y, "+clock" in fs, floor, types=types if fs.startswith("types") else None)
     tr_err = _rmspe(fit.predict(D, floor), y)
     regimes = _regimes(fit, D, len(y))
     notes = [f"{a} rule {r.describe()} reproduces {100 * r.match:.0f}% of training grids"
              for a, r in geom.axes.items() if r.match < 0.95]
+    if known_bps:
+        source = "measured occupancy"
+    elif stair.identified:
+        source = "wave staircase of training rows"
+    else:
+        source = "not identified: the smallest candidate"
+        notes.append("B_max not identified: every candidate gives the training rows the same wave "
+                     "steps (up to a factor), so the data cannot tell them apart; the smallest "
+                     f"({bps} block(s) per SM) is taken")
     return VariantModel(op=op, algo=algo, variant=variant, kernel=str(train["kernel"].iloc[0]),
-                        geometry=geom, blocks_per_sm=bps,
-                        bmax_source="measured occupancy" if known_bps else "wave staircase of training rows",
+                        geometry=geom, blocks_per_sm=bps, bmax_source=source,
                         feature_set=fs, **regimes, clock=fit.clock, floor_ms=floor, n_train=len(y),
                         train_rmspe=tr_err, cv_rmspe=cv, sms=sms, notes=notes)
 

@@ -7,6 +7,8 @@ group is one matrix product.
 """
 from __future__ import annotations
 
+import difflib
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +33,8 @@ MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "me
 TRUST_DISTANCE = 1.5
 _DEFAULTS = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
              "groups": 1, "dtype": "float32", "algo": ""}
+# cuDNN's letters for a convolution's sizes, the likeliest "misspelling" of seer's names
+_CONV_LETTERS = {"N": "batch", "C": "c_in", "H": "h_in", "W": "w_in", "K": "c_out", "R": "kh", "S": "kw"}
 
 
 @dataclass
@@ -152,6 +156,8 @@ class Fits:
         if (df["op"] != "conv_fwd").any():
             raise SeerError("rank_algorithms ranks convolution algorithms: every row needs op conv_fwd")
         configs.check_configs(df, "conv_fwd")
+        if isinstance(algorithms, str):  # one name, not its letters
+            algorithms = [algorithms]
         algos = list(algorithms) if algorithms is not None else self.algorithms
         unknown = [a for a in algos if f"conv_fwd:{a}" not in self.choosers]
         if unknown:
@@ -203,6 +209,7 @@ def _frame(configs_, config: dict) -> tuple[pd.DataFrame, bool]:
         single = False
     else:
         raise SeerError(f"configs must be a DataFrame or a dict, not {type(configs_).__name__}")
+    keywords = list(df.columns) if single else list(config)  # a DataFrame may carry other columns
     if len(df) == 0:
         raise SeerError("no configs to predict")
     if "op" not in df:
@@ -220,7 +227,28 @@ def _frame(configs_, config: dict) -> tuple[pd.DataFrame, bool]:
     unknown = sorted(set(map(str, pd.unique(df["op"]))) - set(OPS))
     if unknown:
         raise SeerError(f"unknown op {unknown[0]!r}; seer knows {', '.join(OPS)}")
+    _check_keywords(keywords, [str(op) for op in pd.unique(df["op"])])
     return df, single
+
+
+def _vocabulary(op: str) -> tuple[str, ...]:
+    """The keywords a config of `op` may give."""
+    extra = ("fn", "dtype") if op in MEMORY_OPS else ("dtype", "algo")
+    return tuple(dict.fromkeys(("op", *OPS[op], *extra)))
+
+
+def _check_keywords(keys: Iterable, ops: list[str]) -> None:
+    """Refuse a keyword no op of the configs takes: a misspelt one (K=7, stride=2) would
+    otherwise be ignored or replaced by its default. Names the closest known keyword."""
+    vocab = tuple(dict.fromkeys(k for op in ops for k in _vocabulary(op)))
+    for key in keys:
+        if key in vocab:
+            continue
+        name = str(key)
+        close = _CONV_LETTERS.get(name) if "conv_fwd" in ops else None
+        close = close or next(iter(difflib.get_close_matches(name.lower(), vocab, n=1)), None)
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise SeerError(f"unknown config keyword {key!r}{hint}; configs of {', '.join(ops)} take {', '.join(vocab)}")
 
 
 def from_doc(doc: dict, path: Path) -> Fits:
@@ -244,6 +272,9 @@ def _load(path: str, mtime: float) -> Fits:
 
 def load(name: str | Path | None = None) -> Fits:
     """Fits of a GPU: a bundled name ('t4', 'Tesla T4', 'h100-sxm') or a fits file path."""
+    if name is not None and (not isinstance(name, (str, os.PathLike)) or not str(name).strip()):
+        raise SeerError(f"argument name: expected a GPU name (bundled: {', '.join(available())}) or the "
+                        f"path of a fits file, got {name!r}")
     path = fitsfile.resolve(name)
     try:
         mtime = path.stat().st_mtime

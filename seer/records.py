@@ -6,10 +6,16 @@ into one tidy DataFrame with the columns of `FIELDS`. Loaders validate as they g
 """
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import os
 import re
+import stat
+import sys
 import tempfile
-from dataclasses import dataclass
+import zlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -140,6 +146,13 @@ FIELDS: tuple[Field, ...] = (
 FIELD = {f.name: f for f in FIELDS}
 COLUMNS: tuple[str, ...] = tuple(f.name for f in FIELDS)
 ALWAYS = ("gpu", "op", "time_ms")
+MAX_INT = 2**63  # whole numbers are Int64: a value this large or larger is corrupt (1e30)
+BLOCK_KEY = ("suite", "config_key", "math")  # one configuration's block in a harness store file
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, as the command line tools print theirs (data kept going)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _missing(f: Field, n: int) -> pd.Series:
@@ -161,7 +174,8 @@ def conform(df: pd.DataFrame) -> pd.DataFrame:
         col = df[f.name]
         if f.kind == "int":
             if col.dtype != "Int64":
-                col = pd.to_numeric(col, errors="coerce").round().astype("Int64")
+                num = pd.to_numeric(col, errors="coerce")
+                col = num.where(num.abs() < MAX_INT).round().astype("Int64")  # out of range: NA
         elif f.kind == "float":
             if col.dtype != "float64":
                 col = pd.to_numeric(col, errors="coerce").astype("float64")
@@ -207,6 +221,11 @@ def numeric(raw: pd.Series, file: str, column: str, lines: np.ndarray, *, where:
         bad |= present & num.notna() & (num.fillna(0) % 1 != 0)
     if minimum is not None:
         bad |= present & (num.fillna(minimum) < minimum)
+    if integer:  # 1e30 is a whole number but no count: out of range (Int64 would overflow)
+        huge = present & (num.abs() >= MAX_INT)
+        if (i := _first_bad((bad | huge).to_numpy())) is not None and huge.iloc[i]:
+            raise DataError(file, int(lines[i]), column, f"{what} below 2**63 (the value is out of range)",
+                            raw.iloc[i], where=where)
     i = _first_bad(bad.to_numpy())
     if i is not None:
         val = raw.iloc[i]
@@ -231,6 +250,11 @@ def validate(df: pd.DataFrame, file: str = "<records>", lines: np.ndarray | None
         raise DataError(file, int(lines[i]), names.get(col, col), expected, value, where=where)
 
     _require_columns(df, ALWAYS, file)
+    for f in FIELDS:  # a count of 2**63 or more is corrupt (and would overflow Int64 in conform)
+        if f.kind == "int" and f.name in df and df[f.name].dtype != "Int64":
+            vals = pd.to_numeric(df[f.name], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+            if (i := _first_bad(np.abs(vals) >= MAX_INT)) is not None:
+                err(i, f.name, "a whole number below 2**63 (the value is out of range)", vals[i])
     df = conform(df)
     op = df["op"].to_numpy(dtype=object)
     bad = ~np.isin(op, list(OPS))
@@ -317,6 +341,162 @@ def atomic_write(path: str | Path, write) -> Path:
     return path
 
 
+# ---------------------------------------------------------------- reading files safely
+def data_path(path: str | Path | None, what: str = "an existing file or folder") -> Path:
+    """The path, refused in one sentence if empty, missing, or not a regular file or folder
+    (a FIFO or device would block the reader forever)."""
+    if path is None or not str(path).strip():
+        raise SeerError("no data path given: pass a records file or folder")
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DataError(str(path), None, None, what) from None
+    except OSError as exc:
+        raise DataError(str(path), None, None, f"a readable file or folder ({exc.strerror})") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise DataError(str(path), None, None, "a regular file or folder, not a FIFO, socket or device")
+    return path
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A file's content, gunzipped if it ends in .gz; a missing, special, empty or corrupt file
+    is a DataError naming it."""
+    path = data_path(path, "an existing file")
+    if path.is_dir():
+        raise DataError(str(path), None, None, "a file, not a folder")
+    try:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(str(path), None, None, f"a readable file ({exc})".replace("\n", " ")) from None
+    if not data.strip():
+        raise DataError(str(path), None, None, "a CSV file with a header row, got an empty file")
+    return data
+
+
+def _fields(line: bytes) -> list[str] | None:
+    """The cells of one CSV line, None if it does not parse."""
+    text = line.decode("utf-8", errors="replace").rstrip("\r\n")
+    if '"' not in text:
+        return text.split(",")
+    try:
+        return next(csv.reader([text], strict=True))
+    except (csv.Error, StopIteration):
+        return None
+
+
+@dataclass
+class Blocks:
+    """A store file split into what is kept (the header and every complete configuration
+    block) and what is not (torn lines, garbage, incomplete blocks), with line numbers."""
+
+    keep: bytes
+    kept_lines: list[int] = field(default_factory=list)  # line number of each kept row
+    dropped: list[tuple[int, bytes]] = field(default_factory=list)  # (line number, bytes)
+    done: set[tuple[str, ...]] = field(default_factory=set)  # BLOCK_KEY of every complete block
+
+    @property
+    def dropped_bytes(self) -> int:
+        return sum(len(b) for _, b in self.dropped)
+
+    def describe(self) -> str:
+        """'3 lines (812 bytes: lines 14-16)': what was dropped, for a warning."""
+        runs: list[list[int]] = []
+        for n, _ in self.dropped:
+            if runs and runs[-1][1] == n - 1:
+                runs[-1][1] = n
+            else:
+                runs.append([n, n])
+        shown = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:5])
+        more = f" and {len(runs) - 5} more" if len(runs) > 5 else ""
+        k = len(self.dropped)
+        return f"{k} line{'s' * (k != 1)} ({self.dropped_bytes} bytes: line{'s' * (k != 1)} {shown}{more})"
+
+
+def is_block_file(header: Iterable[str]) -> bool:
+    """Whether a CSV header is a harness store's: every row carries its block's key and length."""
+    return {*BLOCK_KEY, "config_rows"} <= set(header)
+
+
+def scan_blocks(data: bytes) -> Blocks:
+    """Split a store file's bytes into complete blocks and the rest. A block is consecutive rows
+    of one configuration (BLOCK_KEY), each carrying config_rows = the block's length; every
+    complete line ends in a newline, so a last line without one is torn. A bad line or a new
+    block ends the block in progress: an incomplete block is never kept."""
+    if b"\n" not in data:  # a header alone: its newline may be all that is missing
+        data += b"\n"
+    nl = data.find(b"\n")
+    header = _fields(data[:nl]) or []
+    if not is_block_file(header):
+        raise SeerError("scan_blocks needs a store file's header (suite, config_key, math, config_rows)")
+    idx = [header.index(c) for c in BLOCK_KEY]
+    i_rows, width = header.index("config_rows"), len(header)
+    out = Blocks(b"")
+    keep = [data[: nl + 1]]
+    block: list[tuple[int, bytes]] = []
+    key, want = None, 0
+    pos, line = nl + 1, 2
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        chunk = data[pos:] if end < 0 else data[pos: end + 1]
+        cells = _fields(chunk) if end >= 0 else None
+        n = int(cells[i_rows]) if cells and len(cells) == width and cells[i_rows].isdigit() else 0
+        if n < 1:  # torn, blank or garbage: it ends the block in progress
+            out.dropped += block + [(line, chunk)]
+            block, key = [], None
+        else:
+            k = tuple(cells[i] for i in idx)
+            if block and (k, n) != (key, want):  # a new block before the last one was complete
+                out.dropped += block
+                block = []
+            key, want = k, n
+            block.append((line, chunk))
+            if len(block) == want:
+                keep += [c for _, c in block]
+                out.kept_lines += [ln for ln, _ in block]
+                out.done.add(key)
+                block = []
+        pos, line = (len(data) if end < 0 else end + 1), line + 1
+    out.dropped += block
+    out.dropped.sort(key=lambda d: d[0])
+    out.keep = b"".join(keep)
+    return out
+
+
+def read_raw(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
+    """A CSV's cells as text and each row's line number. A harness store file (rows carrying
+    config_rows) keeps only its complete configuration blocks and warns about the rest."""
+    data = read_bytes(path)
+    lines = None
+    if is_block_file(_fields(data.split(b"\n", 1)[0]) or []):
+        blocks = scan_blocks(data)
+        if blocks.dropped:
+            warn(f"{path}: skipped {blocks.describe()}: not part of a complete configuration block "
+                 "(a torn write or garbage)")
+        data, lines = blocks.keep, np.asarray(blocks.kept_lines, dtype=int)
+    try:
+        raw = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(str(path), None, None, f"a readable CSV file ({exc})".replace("\n", " ")) from None
+    return raw, (np.arange(len(raw)) + 2 if lines is None else lines)
+
+
+def drop_duplicates(df: pd.DataFrame, file: str, lines: np.ndarray | None = None) -> pd.DataFrame:
+    """Drop rows equal in every column but `source` and `call_id` to an earlier row: the same
+    measurement read twice (a copied block, a file in a folder twice) must not count twice."""
+    cols = [c for c in df.columns if c not in ("source", "call_id")]
+    dup = df.duplicated(cols).to_numpy()
+    if not dup.any():
+        return df
+    first = int(np.flatnonzero(dup)[0])
+    at = f"line {int(lines[first])}" if lines is not None else f"row {first + 1}"
+    warn(f"{file}: {int(dup.sum())} row(s) repeat an earlier measurement exactly (first at {at}) "
+         "and are dropped")
+    return df[~dup].reset_index(drop=True)
+
+
 # ---------------------------------------------------------------- the harness's CSV
 def write_csv(df: pd.DataFrame, path: str | Path) -> Path:
     """Write records as the harness CSV (gzip if the name ends in .gz), atomically."""
@@ -327,14 +507,8 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> Path:
 def read_csv(path: str | Path) -> pd.DataFrame:
     """Read a harness CSV (columns = record fields; .csv or .csv.gz) and validate it."""
     path = Path(path)
-    try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise DataError(str(path), None, None, "an existing file") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, EOFError, OSError) as exc:
-        raise DataError(str(path), None, None, f"a readable CSV file ({exc})".replace("\n", " ")) from None
+    raw, lines = read_raw(path)
     _require_columns(raw, ALWAYS, str(path))
-    lines = np.arange(len(raw)) + 2
     for f in FIELDS:
         if f.name in raw and f.kind != "str":
             raw[f.name] = numeric(raw[f.name], str(path), f.name, lines, integer=f.kind == "int",
@@ -342,13 +516,15 @@ def read_csv(path: str | Path) -> pd.DataFrame:
     df = validate(raw, str(path), lines)
     if (df["source"] == "").all():
         df["source"] = path.name
-    return df
+    return drop_duplicates(df, str(path), lines)
 
 
 # ---------------------------------------------------------------- NeuSight CSVs
 NEUSIGHT_OPS = {"conv": "conv_fwd", "bmm": "bmm", "linear": "linear", "add": "elementwise",
                 "mul": "elementwise", "relu": "elementwise", "gelu": "elementwise",
                 "tanh": "elementwise", "softmax": "softmax", "ln": "layer_norm"}
+_FN_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # an element-wise function NeuSight names by itself (pow, ...)
+_NOT_POINTWISE = r"(?i)mm|matmul|conv|linear|norm|softmax|embedding|pool|attention|^ln$"
 _NS_COMMON = ("OPName", "Latency", "Device", "Kernel Name", "Grid x", "Grid y", "Grid z",
               "Block x", "Block y", "Block z")
 _NS_CONFIG = {
@@ -374,18 +550,23 @@ def read_neusight_csv(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     file = str(path)
     try:
-        raw = pd.read_csv(path)
-    except FileNotFoundError:
-        raise DataError(file, None, None, "an existing file") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raw = pd.read_csv(io.BytesIO(read_bytes(path)))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise DataError(file, None, None, f"a readable CSV file ({exc})".replace("\n", " ")) from None
     _require_columns(raw, _NS_COMMON, file, " (NeuSight format)")
     lines = np.arange(len(raw)) + 2
-    opname = raw["OPName"].astype(str).str.strip()
-    bad = ~opname.isin(list(NEUSIGHT_OPS)).to_numpy()
-    if (i := _first_bad(bad)) is not None:
-        raise DataError(file, int(lines[i]), "OPName", f"one of {', '.join(NEUSIGHT_OPS)}", opname.iloc[i], where="line")
+    opname = raw["OPName"].fillna("").astype(str).str.strip()
     op = opname.map(NEUSIGHT_OPS)
+    # any other function in an element-wise file (columns B and H) is an element-wise op
+    other = op.isna().to_numpy()
+    if other.any():
+        pointwise = opname.str.fullmatch(_FN_NAME) & ~opname.str.contains(_NOT_POINTWISE)
+        bad = other & ~(pointwise.to_numpy() & ("H" in raw) & ("B" in raw))
+        if (i := _first_bad(bad)) is not None:
+            raise DataError(file, int(lines[i]), "OPName", f"one of {', '.join(NEUSIGHT_OPS)}, or an "
+                            "element-wise function name in a file with columns B and H", opname.iloc[i],
+                            where="line")
+        op = op.fillna("elementwise")
     for o in pd.unique(op):
         _require_columns(raw, _NS_CONFIG[o], file, f" (NeuSight {o})")
     t = numeric(raw["Latency"], file, "Latency", lines, minimum=0, expected="a time in ms > 0")
@@ -435,7 +616,7 @@ def read_neusight_csv(path: str | Path) -> pd.DataFrame:
         "n": col("K").where(is_bmm | is_lin), "k": col("N").where(is_bmm | is_lin),
         "trans": pd.Series("nn", index=raw.index).where(is_bmm, "tn").where(is_bmm | is_lin, ""),
         "rows": col("B").where(rows_ops), "cols": col("H").where(rows_ops),
-        "fn": opname.where(op == "elementwise", ""),
+        "fn": opname.str.lower().where(op == "elementwise", ""),
         "layout": pd.Series("NCHW", index=raw.index).where(is_conv, ""),
     })
     df = pd.DataFrame(rec, index=raw.index)
@@ -451,13 +632,13 @@ def read_neusight_csv(path: str | Path) -> pd.DataFrame:
                             where="line")
         df.loc[is_conv, "algo"] = algo
     df = fill_launch(conform(df))
-    return validate(df, file, lines)
+    return drop_duplicates(validate(df, file, lines), file, lines)
 
 
 def read_neusight(path: str | Path, ops: Iterable[str] | None = None,
                   gpu: str | None = None) -> pd.DataFrame:
     """A NeuSight CSV, or a folder of them (`<op>/<GPU>.csv`), optionally only some ops/GPU."""
-    path = Path(path)
+    path = data_path(path, "an existing NeuSight CSV file or folder")
     if path.is_file():
         files = [path]
     elif path.is_dir():
@@ -504,12 +685,10 @@ def read_seer_excel(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
     """
     from openpyxl import load_workbook
 
-    path = Path(path)
+    path = data_path(path, "an existing file")
     file = str(path)
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
-    except FileNotFoundError:
-        raise DataError(file, None, None, "an existing file") from None
     except Exception as exc:  # openpyxl raises several types for a non-workbook
         raise DataError(file, None, None, f"an .xlsx workbook ({type(exc).__name__})") from None
     frames = []
@@ -540,12 +719,17 @@ def read_seer_excel(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
 def _seer_records(raw: pd.DataFrame, file: str, gpu: str | None) -> pd.DataFrame:
     lines = raw["_line"].to_numpy()
     where_file = [f"{file} [{s}]" for s in raw["_sheet"]]
+    pos = np.arange(len(raw))  # errors are raised at a position, then named by sheet and row
+
+    def located(e: DataError) -> DataError:
+        i = e.row or 0
+        return DataError(where_file[i], int(lines[i]), e.column, e.expected, e.value, where="row")
+
     def num(c, **kw):
         try:
-            return numeric(raw[c], file, c, lines, where="row", **kw)
+            return numeric(raw[c], file, c, pos, where="row", **kw)
         except DataError as e:
-            i = int(np.flatnonzero(lines == e.row)[0]) if e.row is not None else 0
-            raise DataError(where_file[i], e.row, e.column, e.expected, e.value, where="row") from None
+            raise located(e) from None
     ints = {c: num(c, integer=True, minimum=1) for c in
             ("batch_size", "in_chan", "in_wid", "out_chan", "out_wid", "ker_wid", "stride")}
     pad = num("padding", integer=True, minimum=0)
@@ -584,7 +768,10 @@ def _seer_records(raw: pd.DataFrame, file: str, gpu: str | None) -> pd.DataFrame
         "split": raw["_sheet"],
     })
     out_w = ints["out_wid"].to_numpy(dtype=float)
-    rec = validate(df, file, lines, where="row")
+    try:
+        rec = validate(df, file, pos, where="row")
+    except DataError as e:
+        raise located(e) from None
     h, w = conv_output_hw(rec)
     if (i := _first_bad(w != out_w)) is not None:
         raise DataError(where_file[i], int(lines[i]), "out_wid",
@@ -599,8 +786,12 @@ def seer_split(n: int) -> np.ndarray:
 
 def split_rows(df: pd.DataFrame, by: list[str], order: list[str] | None = None) -> np.ndarray:
     """SEER's split within each group of `by` (a variant): after a stable sort of the group's
-    rows by `order` (default: every configuration field present), row index mod 10 < 7 is
-    "train", the rest "test". The same rows always land on the same side."""
+    rows by `order` (default: every configuration field present, then the time), row index
+    mod 10 < 7 is "train", the rest "test"; a configuration measured more than once goes,
+    every row of it, to the side of its first row, so it is never on both sides. The same rows
+    always land on the same side. `time_ms` in `order` only orders, it is no configuration."""
+    if df.empty:
+        return np.empty(0, dtype=object)
     if order is None:
         order = [c for c in ("op", *_CONV, "m", "n", "k", "rows", "cols", "fn", "num_embeddings",
                              "num_tables", "bag_size", "emb_dim", "algo", "time_ms") if c in df]
@@ -612,10 +803,15 @@ def split_rows(df: pd.DataFrame, by: list[str], order: list[str] | None = None) 
             keys[c] = keys[c].astype("float64")
     sorted_idx = keys.sort_values(order, kind="stable").index
     pos = pd.Series(np.arange(len(df)), index=df.index)[sorted_idx]
-    grp = df.loc[sorted_idx, by].astype(str).agg("|".join, axis=1) if by else pd.Series("", index=sorted_idx)
-    rank = grp.groupby(grp, sort=False).cumcount().to_numpy()
+    grp = pd.Series(df.loc[sorted_idx, by].astype(str).groupby(by, sort=False).ngroup().to_numpy()
+                    if by else np.zeros(len(df), dtype=int), name="_group")
+    side = grp.groupby(grp, sort=False).cumcount() % 10 < 7
+    cfg = [c for c in order if c != "time_ms"]
+    if cfg:  # every row of a configuration takes the side of its first row in the group
+        first = pd.concat([grp, keys.loc[sorted_idx, cfg].reset_index(drop=True)], axis=1)
+        side = side.groupby([first[c] for c in first.columns], sort=False, dropna=False).transform("first")
     out = np.empty(len(df), dtype=object)
-    out[pos.to_numpy()] = np.where(rank % 10 < 7, "train", "test")
+    out[pos.to_numpy()] = np.where(side.to_numpy(dtype=bool), "train", "test")
     return out
 
 
@@ -627,7 +823,7 @@ def write_seer_excel(df: pd.DataFrame, path: str | Path) -> Path:
     """
     from openpyxl import Workbook
 
-    rec = conform(df)
+    rec = fill_launch(conform(df))  # #block-launch from the grid where only the grid was recorded
     if (rec["op"] != "conv_fwd").any():
         raise SeerError("SEER workbooks hold convolution rows only (op conv_fwd)")
     split = rec["split"].where(rec["split"] != "", pd.Series(seer_split(len(rec)), index=rec.index))
@@ -668,7 +864,7 @@ def write_seer_excel(df: pd.DataFrame, path: str | Path) -> Path:
 def load(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
     """Read records from any supported source: a harness CSV (.csv, .csv.gz), a NeuSight CSV,
     a SEER .xlsx workbook, or a folder of any of these."""
-    path = Path(path)
+    path = data_path(path)
     if path.is_dir():
         if any(path.glob("*/*.csv")) and not any(path.glob("*.csv*")):
             if _is_neusight(next(path.glob("*/*.csv"))):
@@ -676,9 +872,7 @@ def load(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
         files = sorted(p for p in path.rglob("*") if p.suffix in (".csv", ".gz", ".xlsx"))
         if not files:
             raise DataError(str(path), None, None, "data files (.csv, .csv.gz or .xlsx)")
-        return pd.concat([load(f, gpu) for f in files], ignore_index=True)
-    if not path.exists():
-        raise DataError(str(path), None, None, "an existing file or folder")
+        return drop_duplicates(pd.concat([load(f, gpu) for f in files], ignore_index=True), str(path))
     if path.suffix == ".xlsx":
         return read_seer_excel(path, gpu)
     if _is_neusight(path):
@@ -687,7 +881,7 @@ def load(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
 
 
 def _is_neusight(path: Path) -> bool:
-    if path.suffix != ".csv":
+    if path.suffix != ".csv" or not path.is_file():
         return False
     with open(path, encoding="utf-8", errors="replace") as fh:
         return fh.readline().startswith("OPName,")

@@ -210,7 +210,7 @@ def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
 def run_set_two(args) -> int:
     from .evaluate import write_out
 
-    data = Path(args.data) if args.data else None
+    data = args.data
     own = None
     if data is None:
         root = Path(__file__).resolve().parent.parent / "data"
@@ -224,15 +224,22 @@ def run_set_two(args) -> int:
         if (rec["op"] == "conv_fwd").any() and rec["heuristic_rank"].notna().any():
             return _run_measured(rec, args)
     # no measurements of every algorithm: the CPU-side check on NeuSight
-    path = records.neusight_dir() if data is None else data
-    if path is None:
-        raise SeerError("no Test-set-II measurements (they need a GPU: make collect) and no "
-                        "NeuSight data for the CPU-side check")
-    print("seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
-          "make collect); showing the CPU-side check on NeuSight's conv data instead.\n")
-    rec = records.load(path if Path(path).is_file() else Path(path) / "conv")
+    if data is None:
+        path = records.neusight_dir()
+        if path is None:
+            raise SeerError("no Test-set-II measurements (they need a GPU: make collect) and no "
+                            "NeuSight data for the CPU-side check")
+        rec = records.load(path / "conv")
+    else:
+        path = data
+    rec = rec[rec["op"] == "conv_fwd"]
     if args.gpu:
         rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
+    if rec.empty:
+        raise SeerError(f"no convolution rows{' of GPU ' + repr(args.gpu) if args.gpu else ''} in "
+                        f"{path}: Test-set-II scores the algorithm picked for each convolution")
+    print("seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
+          "make collect); showing the CPU-side check on NeuSight's conv data instead.\n")
     t = autotuner_agreement(rec, Path(args.fits))
     print("How often the model's fastest algorithm is the one cuDNN's autotuner (cudnnFind, "
           "PyTorch benchmark mode) picked, on the held-out configs of each GPU. Only the pick was "

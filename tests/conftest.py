@@ -19,3 +19,13 @@ def neusight(neusight_path):
     from seer.records import read_neusight
 
     return read_neusight(neusight_path)
+
+
+@pytest.fixture(scope="session")
+def a100_80_conv(neusight_path):
+    """NeuSight's A100-80GB conv records and their fits document, fitted once per session."""
+    from seer import fit, records
+
+    rec = records.read_neusight(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv")
+    doc = fit.fit_all(rec, data_path="../shared/datasets/neusight", log=lambda s: None)  # as bundled
+    return rec, doc["a100-80gb-pcie"]

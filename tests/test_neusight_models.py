@@ -6,6 +6,7 @@ import pytest
 
 from seer import evaluate, fit, fitsfile, records, selection
 from seer.metrics import accuracy
+from seer.predict import from_doc
 
 FITS = fitsfile.FITS_DIR
 
@@ -44,21 +45,26 @@ def test_conv_error_near_the_data_noise_floor(neusight_path):
     assert noise["median_dev"].iloc[0] > 0.02  # identical launches already differ by >2%
 
 
-def test_bundled_fits_are_what_fit_writes(neusight_path, monkeypatch):
-    """Refit one bundled GPU from its data: the same models (the date aside)."""
-    committed = json.loads((FITS / "a100-80gb-pcie.json").read_text())
-    rec = records.read_neusight(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv")
-    docs = fit.fit_all(rec, data_path=committed["dataset"]["path"], log=lambda s: None)
-    new = json.loads(fitsfile.dumps(docs["a100-80gb-pcie"]))
-    for doc in (committed, new):
-        doc.pop("date")
+def test_bundled_fits_are_what_fit_writes(a100_80_conv):
+    """Refit one bundled GPU from its data: the same choices exactly (variants, feature sets,
+    B_max), the same coefficients and predictions within rounding (the date aside)."""
+    rec, doc = a100_80_conv
+    committed = fitsfile.read(FITS / "a100-80gb-pcie.json")
+    new = json.loads(fitsfile.dumps(doc))
+    for d in (committed, new):
+        d.pop("date")
     assert new.keys() == committed.keys()
     assert new["dataset"] == committed["dataset"]
-    assert new["variants"].keys() == committed["variants"].keys()
+    cmp = fitsfile.compare(new, committed)
+    assert not (cmp.added or cmp.removed or cmp.choices), cmp
+    assert cmp.coef_rdiff <= 1e-6, cmp
     for k, v in new["variants"].items():
         c = committed["variants"][k]
         assert (v["feature_set"], v["b_max"]) == (c["feature_set"], c["b_max"]), k
         assert np.allclose(v["compute"]["coef"], c["compute"]["coef"], rtol=1e-6, atol=1e-12), k
+    conv = rec[(rec["op"] == "conv_fwd") & (rec["role"] == "main")]
+    a, b = (from_doc(d, FITS / "a100-80gb-pcie.json").predict(conv) for d in (new, committed))
+    assert np.isfinite(a).all() and np.allclose(a, b, rtol=1e-6)
 
 
 def test_autotuner_agreement(neusight_path):

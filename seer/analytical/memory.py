@@ -23,7 +23,7 @@ t = DATASHEET_FLOOR_MS + max(FLOPs / peak FLOP/s, bytes / peak bandwidth).
 from __future__ import annotations
 
 import hashlib
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ import statsmodels.api as sm
 from ..errors import SeerError
 from ..gpus import GPUSpec
 from .. import gpus
+from ..models import TIE_RTOL  # ties between fits: the same rule as the per-variant models
 from ._inputs import Configs, check_choice, check_counts, gather, lookup, unit_factor
 from .hardware import peaks_for, spec_of
 
@@ -42,13 +43,33 @@ SCHEMA = "seer.analytical.memory_bound/1"
 # operation per arithmetic step and one per transcendental function (exp, tanh, erf).
 # The DLRM repo's 175 FLOPs for gelu is not used: at the rate NeuSight measured gelu on an
 # A100 that many FP32 operations would exceed the GPU's peak (see the README).
+# Accesses are the operands read plus the result written: 2 for a unary function, 3 for a
+# binary one, 4 for a ternary one.
 ELEMENTWISE: dict[str, tuple[float, int]] = {
     "add": (1, 3), "sub": (1, 3), "mul": (1, 3), "div": (1, 3),
     "relu": (1, 2), "sigmoid": (4, 2), "tanh": (1, 2), "exp": (1, 2), "neg": (1, 2),
     "gelu": (5, 2),  # erf form: 0.5 * x * (1 + erf(x / sqrt(2)))
     "bce": (7, 3),  # binary cross-entropy, per element
     "copy": (0, 2),
+    # unary
+    "abs": (1, 2), "sqrt": (1, 2), "rsqrt": (1, 2), "reciprocal": (1, 2), "square": (1, 2),
+    "log": (1, 2), "log2": (1, 2), "log10": (1, 2), "log1p": (1, 2), "exp2": (1, 2), "expm1": (1, 2),
+    "sin": (1, 2), "cos": (1, 2), "tan": (1, 2), "erf": (1, 2), "erfc": (1, 2), "sign": (1, 2),
+    "floor": (1, 2), "ceil": (1, 2), "round": (1, 2), "trunc": (1, 2), "clamp": (2, 2), "relu6": (2, 2),
+    "leaky_relu": (2, 2), "hardtanh": (2, 2), "hardsigmoid": (3, 2), "hardswish": (4, 2),
+    "elu": (3, 2), "selu": (4, 2), "celu": (3, 2), "softplus": (3, 2), "silu": (5, 2), "mish": (7, 2),
+    "pow": (3, 2),  # a scalar exponent (x ** 3 in GPT's GELU): log, multiply, exp
+    "fill": (0, 1),  # writes only
+    # binary
+    "maximum": (1, 3), "minimum": (1, 3), "fmod": (1, 3), "remainder": (2, 3), "atan2": (1, 3),
+    "hypot": (3, 3), "eq": (1, 3), "ne": (1, 3), "lt": (1, 3), "le": (1, 3), "gt": (1, 3), "ge": (1, 3),
+    # ternary
+    "where": (1, 4), "addcmul": (2, 4), "addcdiv": (2, 4), "lerp": (2, 4),
 }
+# A function the table lacks (it loads and is fitted like any other): one FLOP, one operand
+# read and the result written per element, i.e. a unary function.
+DEFAULT_FN: tuple[float, int] = (1, 2)
+ARITY = {0: "nullary", 1: "unary", 2: "binary", 3: "ternary"}
 ROW_FLOPS = {"softmax": 5, "layer_norm": 8}  # max, sub, exp, sum, div; mean, var (3), norm (2), affine (2)
 MEMCPY = ("h2d", "d2h", "d2d")
 OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
@@ -64,7 +85,10 @@ REREAD_STEP = 512  # candidate column thresholds for the re-read term: multiples
 
 
 # ---------------------------------------------------------------- work per config
-def _configs(configs, kwargs) -> Configs:
+def _configs(configs, kwargs, fns: Iterable[str] = (), any_fn: bool = False) -> Configs:
+    """Checked configs. An element-wise `fn` must be in ELEMENTWISE or `fns` (functions the
+    parameters were fitted on), so a typo is refused; `any_fn` (fitting measurements) takes
+    every non-empty name, a function the table lacks counting as DEFAULT_FN."""
     cfg = gather(configs, kwargs, ("op", "rows", "cols"), optional=("fn", "dtype", "gpu"),
                  text=("op", "fn", "dtype", "gpu"))
     check_choice(cfg, "op", OPS)
@@ -72,7 +96,10 @@ def _configs(configs, kwargs) -> Configs:
     op = cfg.cols["op"]
     fn = cfg.cols.get("fn", np.full(cfg.n, "", dtype=object))
     cfg.cols["fn"] = fn
-    check_choice(cfg, "fn", list(ELEMENTWISE), mask=op == "elementwise", why=" for op elementwise")
+    ew = op == "elementwise"
+    given = [f for f in pd.unique(fn[ew]) if str(f).strip()] if any_fn else []
+    allowed = list(dict.fromkeys([*ELEMENTWISE, *fns, *given]))
+    check_choice(cfg, "fn", allowed, mask=ew, why=" for op elementwise")
     check_choice(cfg, "fn", MEMCPY, mask=op == "memcpy", why=" (copy direction) for op memcpy")
     dt = cfg.cols.get("dtype", np.full(cfg.n, "", dtype=object))
     dt = np.where(dt == "", "float32", dt).astype(object)
@@ -113,8 +140,8 @@ def _work(cfg: Configs) -> pd.DataFrame:
     acc = np.full(cfg.n, 2.0)  # read + write: softmax, layer norm, concat, transpose, d2d copy
     ew = op == "elementwise"
     if ew.any():
-        flops_pe[ew] = lookup(fn[ew], {k: v[0] for k, v in ELEMENTWISE.items()}).astype(np.float64)
-        acc[ew] = lookup(fn[ew], {k: v[1] for k, v in ELEMENTWISE.items()}).astype(np.float64)
+        flops_pe[ew] = lookup(fn[ew], {k: v[0] for k, v in ELEMENTWISE.items()}, DEFAULT_FN[0]).astype(np.float64)
+        acc[ew] = lookup(fn[ew], {k: v[1] for k, v in ELEMENTWISE.items()}, DEFAULT_FN[1]).astype(np.float64)
     for name, fl in ROW_FLOPS.items():
         flops_pe[op == name] = fl
     host = (op == "memcpy") & (fn != "d2d")
@@ -198,7 +225,7 @@ def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
             return  # the line never clearly rises above the floor: nothing to fit it on
         pred = np.maximum(fl.params[0], lin)
         sse = float(np.sum(((pred - t) / t) ** 2))
-        if best is None or sse < best[0]:
+        if best is None or sse < best[0] * (1 - TIE_RTOL):  # near-ties keep the first (fixed order)
             best = (sse, rows_term, thr, knee, fl, line, pred, int(lo.sum()))
 
     for rows_term, thr in shapes:
@@ -274,7 +301,7 @@ def fit_memory_bound(records: pd.DataFrame) -> dict:
     """
     rec = _memory_records(records)
     cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in rec]
-    cfg = _configs(rec[cols].reset_index(drop=True), {})
+    cfg = _configs(rec[cols].reset_index(drop=True), {}, any_fn=True)
     w = _work(cfg)
     names = rec["gpu"].astype(str).to_numpy(dtype=object)
     w["gpu"] = lookup(names, {g: spec_of(g).slug for g in pd.unique(names)})
@@ -299,10 +326,12 @@ def fit_memory_bound(records: pd.DataFrame) -> dict:
             if fit is not None:
                 kernels[key] = fit
         ew = g[g["op"] == "elementwise"]
-        if ew["key"].nunique() > 1:
-            fit = _fit_kernel(ew, ew["time_ms"].to_numpy(), False)
-            if fit is not None:
-                kernels["elementwise"] = fit
+        pools = [("elementwise", ew)] + list(ew.groupby(ew["key"].map(arity_pool), sort=True))
+        for pool, part in pools:  # all functions, then those of each arity
+            if part["key"].nunique() > 1:
+                fit = _fit_kernel(part, part["time_ms"].to_numpy(), False)
+                if fit is not None:
+                    kernels[pool] = fit
         out["gpus"][spec.slug] = {"name": str(name), "cc": spec.cc,
                                   "datasheet": {"dram_gbs": pk.dram_gbs, "fp32_gflops": pk.fp32_gflops,
                                                 "pcie_gbs": pk.pcie_gbs},
@@ -321,15 +350,33 @@ def _gpu_params(params: Mapping | None, slug: str) -> Mapping | None:
     return params.get("gpus", {}).get(slug)
 
 
+def arity_pool(key: str) -> str:
+    """The pooled kernel of an element-wise key's arity: elementwise(unary), (binary), ..."""
+    fn = key.split(":", 1)[1] if ":" in key else ""
+    return f"elementwise({ARITY.get(ELEMENTWISE.get(fn, DEFAULT_FN)[1] - 1, 'n-ary')})"
+
+
+def _fitted_fns(params: Mapping | None) -> set[str]:
+    """Element-wise functions some GPU of `params` was fitted on (valid in predictions)."""
+    if not isinstance(params, Mapping) or params.get("schema") != SCHEMA:
+        return set()
+    return {k.split(":", 1)[1] for g in params.get("gpus", {}).values()
+            for k in g.get("kernels", {}) if k.startswith("elementwise:")}
+
+
 def _choose(key: str, kernels: Mapping) -> tuple[str | None, str]:
     """The fitted kernel whose line to use for `key` (None: the datasheet bandwidth), and a
-    label of where the numbers come from."""
+    label of where the numbers come from: the key's own fit, else (element-wise) the pooled
+    fit of its arity, else the pooled fit of every element-wise function, else the datasheet."""
     if key in kernels and kernels[key].get("coef") is not None:
         return key, f"fit:{key}"
     if key in kernels:  # measured, but never above its floor: fitted floor, datasheet bandwidth
         return None, f"fit:{key} (floor only) + datasheet"
     if key.startswith("memcpy:") and key != "memcpy:d2d":
         return None, "datasheet"  # host link: no DRAM fit stands in for PCIe
+    pool = arity_pool(key)
+    if key.startswith("elementwise:") and kernels.get(pool, {}).get("coef") is not None:
+        return pool, f"fit:{pool} (pooled stand-in)"
     if "elementwise" in kernels and kernels["elementwise"].get("coef") is not None:
         return "elementwise", "fit:elementwise (pooled stand-in)"
     return None, "datasheet"
@@ -397,7 +444,7 @@ def memory_bound_detail(configs: pd.DataFrame | Mapping | None = None, params: M
     """Per config: kernel key, FLOPs, bytes, compute and memory times, floor, predicted time
     (ms), the bound (floor, memory or compute) and where the numbers come from (fit:<kernel>,
     the GPU's pooled element-wise fit standing in, or datasheet)."""
-    return _detail(_configs(configs, config), params, gpu, floor_ms)
+    return _detail(_configs(configs, config, _fitted_fns(params)), params, gpu, floor_ms)
 
 
 def predict_memory_bound(configs: pd.DataFrame | Mapping | None = None, params: Mapping | None = None,
@@ -410,7 +457,7 @@ def predict_memory_bound(configs: pd.DataFrame | Mapping | None = None, params: 
     `floor_ms` replaces the fitted (or nominal) floor. `unit`: "ms" (default), "us" or "s".
     """
     f = unit_factor(unit)
-    cfg = _configs(configs, config)
+    cfg = _configs(configs, config, _fitted_fns(params))
     vals = _detail(cfg, params, gpu, floor_ms)["time_ms"].to_numpy() * f
     return float(vals[0]) if cfg.single else vals
 

@@ -1,0 +1,61 @@
+"""What every `python -m seer...` command shares: one-line errors, exit codes, and checks of
+paths before any long work (a fit should not run for a minute and then find it cannot write).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .errors import SeerError
+
+INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C (128 + SIGINT)
+
+
+def data_path(text: str) -> Path:
+    """argparse type of --data: a non-empty path (an empty one would silently mean the default)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty: give a data file or folder, or leave --data out "
+                                         "for the default data")
+    return Path(text)
+
+
+def writable_dir(path: str | Path, what: str) -> Path:
+    """Make sure `path` is (or can become) a folder we can write in, by writing a probe file:
+    permission bits alone do not tell (root ignores them; a read-only mount does not)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SeerError(f"{what} {path} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        raise SeerError(f"{what} {path} cannot be written ({exc.strerror or exc})") from None
+    return path
+
+
+def writable_file(path: str | Path, what: str, suffixes: Iterable[str]) -> Path:
+    """Check an output file's name and that its folder takes files, before the work that fills it."""
+    path = Path(path)
+    suffixes = tuple(suffixes)
+    if path.suffix not in suffixes:
+        raise SeerError(f"{what} must end in {' or '.join(suffixes)}, got {str(path)!r}")
+    if path.is_dir():
+        raise SeerError(f"{what} {path} is a folder, not a file")
+    writable_dir(path.parent, f"the folder of {what}")
+    return path
+
+
+def run(main: Callable[[], int], prog: str) -> int:
+    """Run a command's main: a SeerError is one line and exit code 2, Ctrl-C one line and 130."""
+    try:
+        return main()
+    except SeerError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; nothing half-written is left behind", file=sys.stderr)
+        return INTERRUPTED
