@@ -310,7 +310,6 @@ def main(argv: list[str] | None = None) -> int:
 
             if not Path(a.calls).is_file():
                 raise BenchError(f"ncu-worker: the calls file {a.calls} does not exist")
-
             ncu_worker(a.calls, a.backend, a.device)
             return 0
     except SeerError as exc:

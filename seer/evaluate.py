@@ -179,15 +179,22 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def need_variant_rows(rec: pd.DataFrame, path, why: str) -> None:
+def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
+    """The data path (--data, else the default data) and its records that models may score:
+    Test-set-II rows left out, only --gpu's if given, and at least one row of a per-variant op
+    (else one sentence on `why` it is needed)."""
+    path = args.data if args.data is not None else fit.default_data()
+    rec = fit.training_records(records.load(path, gpu=args.gpu))
+    if args.gpu:
+        rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
     if not rec["op"].isin(fit.VARIANT_OPS).any():
-        raise SeerError(f"no {', '.join(fit.VARIANT_OPS)} rows in {path}: {why}")
+        of = f" of GPU {args.gpu!r}" if args.gpu else ""
+        raise SeerError(f"no {', '.join(fit.VARIANT_OPS)} rows{of} in {path}: {why}")
+    return path, rec
 
 
 def run_noise(args) -> int:
-    path = args.data if args.data is not None else fit.default_data()
-    rec = fit.training_records(records.load(path, gpu=args.gpu))
-    need_variant_rows(rec, path, "the noise floor compares repeated launches of those kernels")
+    path, rec = evaluation_records(args, "the noise floor compares repeated launches of those kernels")
     t = noise_table(rec)
     print(f"Repeated launches in {path}: rows whose kernel, grid and reduction length per block are the "
           "same (a per-variant model predicts them alike); deviation of each from its group's median.\n")
@@ -199,11 +206,7 @@ def run_noise(args) -> int:
 
 
 def run_set_one(args) -> int:
-    path = args.data if args.data is not None else fit.default_data()
-    rec = fit.training_records(records.load(path, gpu=args.gpu))
-    if args.gpu:
-        rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
-    need_variant_rows(rec, path, "Test-set-I scores the per-variant models of those kernels")
+    path, rec = evaluation_records(args, "Test-set-I scores the per-variant models of those kernels")
     test = test_set_one(rec, Path(args.fits))
     tables = set_one_tables(test)
     print(f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"

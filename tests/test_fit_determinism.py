@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 import statsmodels.api as sm
 from scipy.optimize import nnls
 

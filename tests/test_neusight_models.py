@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from seer import evaluate, fit, fitsfile, records, selection
+from seer import evaluate, fitsfile, records, selection
 from seer.metrics import accuracy
 from seer.predict import from_doc
 
