@@ -22,6 +22,7 @@ from typing import Callable
 from seer.errors import SeerError
 
 from . import suites as S
+from .cli import Parser
 from .errors import BenchError
 
 EXAMPLES = """
@@ -33,14 +34,6 @@ examples:
   python -m cudnn_bench counters --data data/h100-sxm --counters sample --counters-budget 5m
   python -m cudnn_bench export-excel data/h100-sxm --out data/h100-sxm/seer
 """
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse that reports a bad argument in one line and exits with 2."""
-
-    def error(self, message: str):  # noqa: D401
-        sys.stderr.write(f"cudnn_bench: {message} (see --help)\n")
-        raise SystemExit(2)
 
 
 def size_bytes(text: str) -> int:
@@ -82,6 +75,13 @@ def positive_ms(text: str) -> float:
 def budget(text: str) -> S.Budget:
     try:
         return S.Budget.parse(text)
+    except SeerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def shard(text: str) -> S.Shard:
+    try:
+        return S.Shard.parse(text)
     except SeerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -137,6 +137,10 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
                    help="leave out configurations whose tensors need more than SIZE (default: 16GiB)")
     g.add_argument("--gemm-algos", type=whole(1), default=8, metavar="N",
                    help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)")
+    g.add_argument("--shard", type=shard, default=None, metavar="I/N",
+                   help="only slice I of N of every suite (every N-th configuration of its stratified "
+                        "order, from the I-th): separate sessions or machines each take one slice, "
+                        "together the whole suite")
     t = p.add_argument_group("timing")
     t.add_argument("--reps", type=whole(1), default=10, help="timed repetitions at most (default: 10)")
     t.add_argument("--min-reps", type=whole(1), default=3, help="timed repetitions at least (default: 3)")
@@ -186,6 +190,10 @@ def build_parser() -> Parser:
     _plan_args(pl)
     pl.add_argument("--gpu", default="h100-sxm", help="GPU to estimate for (a seer.gpus name; default: h100-sxm)")
     pl.add_argument("--list", action="store_true", help="list every planned configuration")
+    pl.add_argument("--session", action="store_true",
+                    help="what one-shot device calls (cudnn_bench/gpu_oneshot.sh) cover instead of the plan")
+    pl.add_argument("--calls", type=whole(1), default=1, metavar="N",
+                    help="with --session: this many calls of 9.5 minutes (default: 1)")
 
     k2 = sub.add_parser("counters", help="the ncu counter pass over collected records")
     k2.add_argument("--data", type=Path, required=True, help="the data/<gpu-slug> folder")
@@ -223,13 +231,21 @@ def _options(a: argparse.Namespace):
                    counters_budget=getattr(a, "counters_budget", S.Budget(seconds=180)),
                    workspace_limit=getattr(a, "workspace_limit", 8 << 30), gemm_algos=a.gemm_algos,
                    max_call_ms=a.max_call_ms, max_bytes=a.max_bytes, limit=a.limit,
-                   stop_after=getattr(a, "stop_after", S.Budget()).seconds,
+                   stop_after=getattr(a, "stop_after", S.Budget()).seconds, shard=a.shard,
                    gpu_for_plan=getattr(a, "gpu", "h100-sxm"), progress=not getattr(a, "no_progress", False))
 
 
 def cmd_plan(a) -> int:
     from .collect import plan_for
 
+    if a.session:
+        from .oneshot import session_coverage
+
+        try:
+            print(session_coverage(a.gpu, calls=a.calls))
+        except SeerError as exc:
+            raise BenchError(f"plan --session: {exc}") from None
+        return 0
     opts = _options(a)
     plan = plan_for(opts)
     print(f"plan for {opts.gpu_for_plan} (estimated from datasheet peaks; see cudnn_bench/suites.py CostModel)")
@@ -241,10 +257,37 @@ def cmd_plan(a) -> int:
 
 
 def cmd_info() -> int:
+    """Library paths, the versions they report (loading them as a collection would, runtime
+    dependencies of cuDNN first), notes on version mismatches, then the GPU."""
+    import platform
+
     from . import libs
 
+    print(f"python: {sys.version.split()[0]} ({platform.machine()})")
     for k, v in libs.describe().items():
         print(f"{k}: {v}")
+    from .cublaslt import CublasLt
+    from .cudnn import Cudnn
+
+    versions = {}
+    for kind, cls in (("cudnn", Cudnn), ("cublaslt", CublasLt)):
+        try:
+            lib = cls.load()
+        except BenchError as exc:
+            print(f"{kind} version: not loaded ({exc})")
+            continue
+        versions[kind] = lib.version_str()
+        if isinstance(lib, Cudnn):
+            versions["cuda"] = lib.cudart_version_str()
+    versions["nvrtc"] = libs.nvrtc_version()
+    print("versions: " + ", ".join(f"{k} {v or '-'}" for k, v in versions.items()))
+    for kind, path in libs.loaded().items():
+        print(f"loaded {kind}: {path}")
+    try:
+        for note in libs.version_notes(versions):
+            print(f"note: {note}")
+    except BenchError as exc:
+        print(f"error: {exc}")
     from .runtime import _init_driver, read_device_info
 
     drv, dev = _init_driver(0)  # NoGPUError here on a machine without a GPU

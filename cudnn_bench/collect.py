@@ -9,6 +9,7 @@ functions take an `Env` whose parts (backend, cuDNN, cuBLASLt, tracer) tests rep
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -20,11 +21,12 @@ from seer import gpus, occupancy
 from seer.errors import UnknownGPUError
 from seer.variants import CONV_ALGOS
 
+from . import libs
 from . import suites as S
-from .cublaslt import CublasLt, GemmProblem, LtAlgo
+from .cublaslt import COMPUTE_NAMES, CublasLt, GemmProblem, LtAlgo, compute_types
 from .cudnn import ConvProblem, Cudnn
-from .cupti import KernelRecord, split_calls, summarize
-from .errors import (BenchError, CudnnError, CublasError, DeviceOutOfMemory, FatalGPUError,
+from .cupti import KernelRecord, span_ms, split_calls, summarize
+from .errors import (BenchError, CudnnError, CublasError, CublasNotSupported, DeviceOutOfMemory, FatalGPUError,
                      LibraryStatusError, NoGPUError, status_of)
 from .runtime import Backend, BufferPool, DeviceInfo
 from .store import Store, write_json
@@ -52,6 +54,7 @@ class Options:
     max_bytes: int = 16 * GiB
     limit: int | None = None
     stop_after: float | None = None  # seconds of wall time for this invocation (resume later)
+    shard: S.Shard | None = None  # only this slice of every suite (--shard i/n)
     gpu_for_plan: str = "h100-sxm"  # only for `plan` on a machine without a GPU
     progress: bool = True
 
@@ -94,6 +97,19 @@ class Env:
                 pass
 
 
+SIMULATE = "CUDNN_BENCH_SIMULATE"  # =1: a simulated GPU (cudnn_bench.fakes), to rehearse scripts on a CPU
+
+
+def simulated_env(trace: bool) -> Env:
+    """The fakes' GPU under a name no real GPU has, so its rows never mix with real data."""
+    from .fakes import fake_env
+
+    env = fake_env(tracer=trace)
+    env.device.name = "Simulated GPU"
+    env.notes.append(f"{SIMULATE}=1: a simulated GPU, not a measurement")
+    return env
+
+
 def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True) -> Env:
     """The GPU environment: backend, stream, L2 flusher, cuDNN/cuBLASLt handles, CUPTI, NVML.
 
@@ -101,6 +117,8 @@ def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True
     """
     from .runtime import Nvml, open_backend
 
+    if os.environ.get(SIMULATE) == "1":
+        return simulated_env(trace and opts.launch_meta == "cupti")
     backend = open_backend(opts.backend, opts.device)
     dev = backend.device_info()
     stream = backend.new_stream()
@@ -126,16 +144,21 @@ def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True
                 env.lt_handle = env.lt.create_handle()
             except CublasError as exc:
                 raise NoGPUError(f"cuBLASLt cannot start on this GPU: {exc}") from None
-        env.versions["cuda_version"] = env.versions["cuda_version"] or dev.cuda_driver_api
+        built_for = env.versions["cuda_version"]  # the CUDA version cuDNN was built for
+        env.versions["cuda_version"] = built_for or dev.cuda_driver_api
+        env.notes += libs.version_notes({"cudnn": env.versions["cudnn_version"],
+                                         "cublaslt": env.versions["cublas_version"],
+                                         "nvrtc": libs.nvrtc_version() if need_conv else "",
+                                         "cuda": built_for})
         env.flusher = Flusher(backend, dev.l2_bytes, stream)
         if trace and opts.launch_meta == "cupti":
-            try:
-                from .cupti import CuptiTracer
+            from .cupti import CuptiTracer
 
+            try:
                 env.tracer = CuptiTracer.open()
             except (BenchError, OSError, AttributeError) as exc:
-                env.notes.append(f"CUPTI unavailable ({exc}); kernels are recorded without launch "
-                                 "metadata unless the ncu pass adds it")
+                raise BenchError(f"CUPTI cannot trace kernels here ({exc}); without kernel names the "
+                                 "rows are useless to seer.fit (--launch-meta none measures anyway)") from None
     except BaseException:
         env.close()
         raise
@@ -157,13 +180,18 @@ def base_row(env: Env, item: S.PlanItem) -> dict:
     return row
 
 
+HOST_GAP = 0.10  # events longer than the kernels' GPU span by more than this: host-bound
+
+
 def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sms: int) -> list[dict] | None:
-    """Per-kernel fields of one call from a tracer's records of all its repetitions."""
+    """Per-kernel fields of one call from a tracer's records of all its repetitions; every
+    row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms)."""
     from .counters import _roles
 
     per_call = split_calls(kernels, calls)
     if not per_call:
         return None
+    span = span_ms(per_call, timed)
     summ = summarize(per_call, timed)
     names = [s.record.name for s in summ]
     roles = _roles(names, [s.median_ms for s in summ])
@@ -174,7 +202,9 @@ def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sm
                "grid_x": r.grid[0], "grid_y": r.grid[1], "grid_z": r.grid[2], "block_x": r.block[0],
                "block_y": r.block[1], "block_z": r.block[2], "blocks": r.blocks,
                "regs_per_thread": r.regs, "smem_static": r.smem_static, "smem_dynamic": r.smem_dynamic,
-               "kernel_time_ms": s.median_ms, "kernel_time_source": "cupti"}
+               "kernel_time_ms": s.median_ms, "kernel_time_source": "cupti", "gpu_span_ms": span}
+        if r.cluster is not None:
+            row.update(cluster_x=r.cluster[0], cluster_y=r.cluster[1], cluster_z=r.cluster[2])
         try:
             bps = int(occupancy.blocks_per_sm(cc, max(1, r.threads), r.regs, r.smem_static + r.smem_dynamic))
             row.update(blocks_per_sm=bps, model_blocks_per_sm=bps, b_max=bps * sms,
@@ -201,6 +231,8 @@ def call_rows(base: dict, call: dict, timing: Timing | None, kernels: list[Kerne
     ks = kernel_rows(kernels, timing.reps, timing.calls, env.device.cc, env.device.sms) if kernels else None
     if not ks:
         return [{**common, "role": "main", "kernel_index": 0}]
+    span = ks[0]["gpu_span_ms"]
+    common["host_gap"] = bool(span > 0 and timing.median_ms > (1 + HOST_GAP) * span)
     return [{**common, **k} for k in ks]
 
 
@@ -209,11 +241,15 @@ def _error_fields(exc: BaseException) -> tuple[str, str]:
 
 
 def _timed(env: Env, fn: Callable[[], None], opts: Options) -> tuple[Timing, list[KernelRecord]]:
-    if env.tracer is not None:
-        env.tracer.take()  # drop whatever ran before this call
+    """Time a call; its kernel records, or [] where there is no tracer or CUPTI dropped some
+    of them (a partial record list would split into wrong calls)."""
+    if env.tracer is None:
+        return time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events), []
+    env.tracer.take()  # drop whatever ran before this call
+    dropped = getattr(env.tracer, "dropped", 0)
     timing = time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events)
-    kernels = env.tracer.take() if env.tracer is not None else []
-    return timing, kernels
+    kernels = env.tracer.take()
+    return timing, ([] if getattr(env.tracer, "dropped", 0) > dropped else kernels)
 
 
 def _after_error(env: Env) -> None:
@@ -339,11 +375,12 @@ def measure_conv(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
 
 # ====================================================================== GEMM
 class GemmRunner(_Runner):
-    def __init__(self, env: Env, cfg: S.GemmConfig, math_mode: str, max_workspace: int):
+    def __init__(self, env: Env, cfg: S.GemmConfig, math_mode: str, max_workspace: int,
+                 compute: int | None = None):
         self.env, self.cfg = env, cfg
         self.dtype = S.MATH_DTYPE[math_mode]
         self.prob = GemmProblem(env.lt, batch=cfg.batch, m=cfg.m, n=cfg.n, k=cfg.k, trans=cfg.trans,
-                                math=math_mode, max_workspace=max_workspace)
+                                math=math_mode, max_workspace=max_workspace, compute=compute)
         try:
             tb = cfg.tensor_bytes(self.dtype)
             self.a = env.pool.get("a", tb["a"], self.dtype)
@@ -373,26 +410,40 @@ def lt_fields(a: LtAlgo) -> dict:
             "call_suffix": f"lt{a.rank}:" + ",".join("" if v is None else str(v) for v in a.signature())}
 
 
+def gemm_runner(env: Env, item: S.PlanItem, opts: Options) -> tuple[GemmRunner, list[LtAlgo]]:
+    """A runner and cuBLASLt's algorithms, trying the math family's compute types in order
+    (cublaslt.compute_types) until the heuristic offers one; raises the last error, or
+    CublasNotSupported where none offers an algorithm."""
+    last: BenchError | None = None
+    for compute in compute_types(item.math):
+        runner = GemmRunner(env, item.config, item.math, opts.workspace_limit, compute)
+        try:
+            algos = runner.heuristics(opts.gemm_algos)
+        except CublasError as exc:
+            runner.close()
+            last = exc
+            continue
+        if algos:
+            return runner, algos
+        runner.close()
+    raise last or CublasNotSupported(15, "CUBLAS_STATUS_NOT_SUPPORTED",
+                                     "cuBLASLt's heuristic returned no usable algorithm", "cublasLtMatmulAlgoGetHeuristic")
+
+
 def measure_gemm(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
     """Up to opts.gemm_algos cuBLASLt heuristic algorithms of one GEMM, each timed."""
     base = base_row(env, item)
     fail = {"algo": "lt:-1", "call_suffix": "heuristic"}
     try:
-        runner = GemmRunner(env, item.config, item.math, opts.workspace_limit)
+        runner, algos = gemm_runner(env, item, opts)
     except FatalGPUError:
         raise
     except BenchError as exc:
         return call_rows(base, fail, None, None, env, *_error_fields(exc))
     rows: list[dict] = []
     with runner:
-        try:
-            algos = runner.heuristics(opts.gemm_algos)
-        except CublasError as exc:
-            return call_rows(base, fail, None, None, env, *_error_fields(exc))
-        if not algos:
-            return call_rows(base, fail, None, None, env, "not_supported",
-                             "cuBLASLt's heuristic returned no usable algorithm")
         base["heuristic_pick"] = algos[0].name
+        base["compute_type"] = COMPUTE_NAMES.get(runner.prob.compute, str(runner.prob.compute))
         for a in algos:
             call = lt_fields(a)
             try:
@@ -485,7 +536,7 @@ def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec |
     cost = S.CostModel.for_gpu(spec, warmup=t.warmup, reps=t.reps, min_reps=t.min_reps,
                                target_ms=t.target_ms, slow_ms=t.slow_ms, gemm_algos=opts.gemm_algos)
     return S.make_plan(opts.suites, opts.maths, opts.budget, cost, max_call_ms=opts.max_call_ms,
-                       max_bytes=opts.max_bytes, limit=opts.limit)
+                       max_bytes=opts.max_bytes, limit=opts.limit, shard=opts.shard)
 
 
 def device_spec(dev: DeviceInfo) -> gpus.GPUSpec:
@@ -509,6 +560,16 @@ class RunResult:
     stopped_early: bool = False  # --stop-after ended this invocation before the plan did
 
 
+def library_table(env: Env) -> dict[str, dict[str, str]]:
+    """Each GPU library the run loaded: resolved path and version (device.json)."""
+    paths = libs.loaded()
+    if getattr(env.tracer, "path", ""):
+        paths.setdefault("cupti", libs.resolved(env.tracer.path))
+    versions = {"cudnn": env.versions.get("cudnn_version", ""), "cublaslt": env.versions.get("cublas_version", ""),
+                "nvrtc": libs.nvrtc_version(), "cupti": str(getattr(env.tracer, "version", "") or "")}
+    return {kind: {"path": path, "version": versions.get(kind, "")} for kind, path in sorted(paths.items())}
+
+
 def open_stores(folder: Path, suites: Iterable[str]) -> dict[str, Store]:
     """One locked store per suite; if one cannot be had, those already opened are let go."""
     stores: dict[str, Store] = {}
@@ -522,6 +583,12 @@ def open_stores(folder: Path, suites: Iterable[str]) -> dict[str, Store]:
     return stores
 
 
+def unnamed(rows: list[dict]) -> bool:
+    """A configuration whose successful calls all came back without a kernel name."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    return bool(ok) and not any(str(r.get("kernel") or "").strip() for r in ok)
+
+
 def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> RunResult:
     """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
@@ -533,8 +600,7 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
     # second run into the folder is refused before it writes anything, device.json included
     write_json(folder / "device.json", {
         "device": env.device.to_dict(), "versions": env.versions, "backend": env.backend.name,
-        "libraries": {"cudnn": getattr(env.dnn, "path", ""), "cublaslt": getattr(env.lt, "path", ""),
-                      "cupti": getattr(env.tracer, "path", "")},
+        "libraries": library_table(env),
         "sm_clock_mhz_at_start": env.sm_clock_mhz(), "plan": plan.summary().splitlines(),
         "options": {k: str(v) for k, v in vars(opts).items()}, "notes": env.notes, "written_at": _now()})
     for note in env.notes:
@@ -564,6 +630,10 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
             stores[item.suite].append(rows)
             measured += 1
             prog.update(item.est_s, wall, item.config.name or item.config.key())
+            if env.tracer is not None and unnamed(rows):
+                raise BenchError(f"CUPTI gave no kernel names for {item.config.key()}: rows without names are "
+                                 f"useless to seer.fit, so the run stops ({measured} configurations are saved "
+                                 f"in {folder}; --launch-meta none measures without names)")
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -571,6 +641,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
         for st in stores.values():
             st.close()
     left = len(todo) - measured
+    if getattr(env.tracer, "dropped", 0):
+        log(f"CUPTI dropped {env.tracer.dropped} activity records; the calls they belonged to are "
+            "recorded without per-kernel rows")
     if interrupted:
         log(f"interrupted: {measured} configurations saved in {folder}; rerun the same command to resume")
     elif left:

@@ -42,6 +42,19 @@ MATH_MODES: dict[str, tuple[str, int]] = {
     "bf16": ("bfloat16", CUBLAS_COMPUTE_32F),
 }
 
+COMPUTE_NAMES = {CUBLAS_COMPUTE_32F: "CUBLAS_COMPUTE_32F", CUBLAS_COMPUTE_32F_PEDANTIC: "CUBLAS_COMPUTE_32F_PEDANTIC",
+                 CUBLAS_COMPUTE_32F_FAST_TF32: "CUBLAS_COMPUTE_32F_FAST_TF32"}
+
+
+def compute_types(math: str) -> tuple[int, ...]:
+    """Compute types to try for a math family, in order. cuBLASLt may offer no algorithm for
+    PEDANTIC (strict FP32, no reduced-precision reductions); COMPUTE_32F is still FP32 without
+    TF32 (TF32 needs FAST_TF32 or the handle's TF32 math mode), so `fma` falls back to it and
+    the rows say which compute type ran."""
+    first = MATH_MODES[math][1]
+    return (first, CUBLAS_COMPUTE_32F) if first == CUBLAS_COMPUTE_32F_PEDANTIC else (first,)
+
+
 # cublasLtMatmulAlgoConfigAttributes_t: (name in records, enum, ctypes type of the value)
 ALGO_CONFIG: tuple[tuple[str, int, Any], ...] = (
     ("id", 0, c_int32), ("tile", 1, c_uint32), ("splitk", 2, c_int32), ("reduction", 3, c_uint32),
@@ -263,9 +276,10 @@ class GemmProblem:
     """Descriptors of one (batched) GEMM: op desc, A, B, C layouts and a preference."""
 
     def __init__(self, lt: CublasLt, *, batch: int, m: int, n: int, k: int, trans: str = "nn",
-                 math: str = "fma", max_workspace: int = 1 << 30):
+                 math: str = "fma", max_workspace: int = 1 << 30, compute: int | None = None):
         self.lt = lt
-        self.dtype, compute = MATH_MODES[math]
+        self.dtype, default = MATH_MODES[math]
+        self.compute = compute = default if compute is None else int(compute)
         self.op = self.a = self.b = self.c = self.pref = None
         shapes = gemm_shapes(m, n, k, trans)
         try:

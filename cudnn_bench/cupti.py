@@ -12,6 +12,10 @@ the library writes:
     blockZ@72 (int32), staticSharedMemory@76 dynamicSharedMemory@80 (int32),
     localMemoryPerThread@84 localMemoryTotal@88 correlationId@92 (uint32), gridId@96 (int64),
     name@104 (const char *)
+From CUpti_ActivityKernel8 (CUPTI API version 18, CUDA 11.8) through 13 (checked in the headers of
+the wheels nvidia-cuda-cupti 13.0.85, whose CUPTI writes Kernel10, and 13.5.25) the prefix goes on
+to clusterX@176 clusterY@180 clusterZ@184 (uint32): the thread-block cluster of an sm_90 launch,
+read only when cuptiGetVersion says the records have it.
 CUPTI_ACTIVITY_KIND_KERNEL = 3, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10;
 cuptiActivityGetNextRecord returns CUPTI_ERROR_MAX_LIMIT_REACHED (12) at a buffer's end;
 CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1. Kernel names in these records are mangled C++ names;
@@ -36,6 +40,8 @@ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10
 CUPTI_ERROR_MAX_LIMIT_REACHED = 12
 CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1
 BUFFER_BYTES = 8 << 20
+CLUSTER_OFFSET = 176  # clusterX; clusterY and clusterZ follow (uint32 each)
+CLUSTER_SINCE = 18  # CUPTI API version of CUDA 11.8, the first with CUpti_ActivityKernel8
 
 
 class ActivityKernelPrefix(ctypes.Structure):
@@ -69,6 +75,7 @@ class KernelRecord:
     smem_dynamic: int
     stream: int = 0
     correlation: int = 0
+    cluster: tuple[int, int, int] | None = None  # thread-block cluster dims; None: not recorded
 
     @property
     def duration_ms(self) -> float:
@@ -114,14 +121,17 @@ def demangle(name: str) -> str:
         ctypes.CDLL(None).free(c_void_p(ptr))
 
 
-def kernel_from_address(addr: int) -> KernelRecord:
-    """Read one kernel activity record at a memory address."""
+def kernel_from_address(addr: int, clusters: bool = False) -> KernelRecord:
+    """Read one kernel activity record at a memory address; `clusters` where the record
+    version has the cluster fields (CUPTI API version >= CLUSTER_SINCE)."""
     r = ActivityKernelPrefix.from_address(addr)
     raw = r.name.decode(errors="replace") if r.name else ""
+    cluster = tuple(int(c_uint32.from_address(addr + CLUSTER_OFFSET + 4 * i).value) for i in range(3)) \
+        if clusters else None
     return KernelRecord(demangle(raw), int(r.start), int(r.end), (r.gridX, r.gridY, r.gridZ),
                         (r.blockX, r.blockY, r.blockZ), int(r.registersPerThread),
                         int(r.staticSharedMemory), int(r.dynamicSharedMemory), int(r.streamId),
-                        int(r.correlationId))
+                        int(r.correlationId), cluster)
 
 
 # ---------------------------------------------------------------- the tracer
@@ -137,9 +147,14 @@ class CuptiTracer:
         self._buffers: dict[int, ctypes.Array] = {}
         self._records: list[KernelRecord] = []
         self._lock = threading.Lock()
-        self.dropped = 0
+        self.dropped = 0  # records CUPTI could not store (a full buffer): counted per buffer
         lib.cuptiActivityGetNextRecord.argtypes = [POINTER(c_uint8), c_size_t, POINTER(c_void_p)]
         lib.cuptiGetResultString.argtypes = [c_int, POINTER(c_char_p)]
+        lib.cuptiActivityGetNumDroppedRecords.argtypes = [c_void_p, c_uint32, POINTER(c_size_t)]
+        version = c_uint32(0)
+        self._check(lib.cuptiGetVersion(ctypes.pointer(version)), "cuptiGetVersion")
+        self.version = int(version.value)
+        self.clusters = self.version >= CLUSTER_SINCE
         self._req = _REQUEST(self._on_request)  # kept alive as long as the tracer
         self._done = _COMPLETE(self._on_complete)
         self._check(lib.cuptiActivityRegisterCallbacks(self._req, self._done), "cuptiActivityRegisterCallbacks")
@@ -179,9 +194,13 @@ class CuptiTracer:
                 break
             kind = c_uint32.from_address(rec.value).value
             if kind in (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL):
-                out.append(kernel_from_address(rec.value))
+                out.append(kernel_from_address(rec.value, self.clusters))
+        dropped = c_size_t(0)
+        if int(self.lib.cuptiActivityGetNumDroppedRecords(ctx, stream, ctypes.pointer(dropped))) != 0:
+            dropped.value = 0
         with self._lock:
             self._records.extend(out)
+            self.dropped += int(dropped.value)
             self._buffers.pop(addr, None)
 
     def take(self) -> list[KernelRecord]:
@@ -241,3 +260,12 @@ def summarize(per_call: list[list[KernelRecord]], timed: int) -> list[KernelSumm
         d = [c[j].duration_ms for c in use if j < len(c)]
         out.append(KernelSummary(j, rec, float(np.median(d)) if d else math.nan))
     return out
+
+
+def span_ms(per_call: list[list[KernelRecord]], timed: int) -> float:
+    """Median over the last `timed` calls of the call's GPU span (first kernel start to last
+    kernel end), ms: the call's time without the host's enqueue gaps before its first kernel."""
+    use = per_call[-timed:] if timed > 0 else per_call
+    spans = [(max(k.end for k in c) - min(k.start for k in c)) / 1e6 for c in use if c]
+    return float(np.median(spans)) if spans else math.nan
+

@@ -84,6 +84,19 @@ def report(data: str | Path) -> str:
             f"{traced.mean() * 100 if len(traced) else 0:.0f}% of ok calls, counters for "
             f"{counted.mean() * 100 if len(counted) else 0:.0f}%; {len(variants)} main-kernel variants; "
             f"wall {wall / 60:.1f} min vs estimate {est / 60:.1f} min (x{wall / est if est else float('nan'):.2f})")
+    if "host_gap" in df:
+        calls = df[df["status"] == "ok"].drop_duplicates("call_id")
+        gap = calls["host_gap"].astype(str).str.lower() == "true"
+        known = calls["host_gap"].notna() & (calls["host_gap"].astype(str) != "")
+        if known.any():
+            events = pd.to_numeric(calls["event_time_ms"], errors="coerce").fillna(calls["time_ms"])
+            ratio = (events / pd.to_numeric(calls["gpu_span_ms"], errors="coerce"))[known]
+            lines.append(f"host-bound calls (events > GPU span + 10%): {gap[known].mean() * 100:.1f}% of "
+                         f"{int(known.sum())}; events / span median {ratio.median():.3f}, p95 {ratio.quantile(0.95):.3f}")
+    if "compute_type" in df:
+        ct = df[df["op"] == "gemm"].drop_duplicates("config_key")["compute_type"].dropna().astype(str)
+        if len(ct):
+            lines.append("cuBLASLt compute types: " + ", ".join(f"{k} {v}" for k, v in ct.value_counts().items()))
     if "ncu_blocks_per_sm" in df and "model_blocks_per_sm" in df:
         both = df[["ncu_blocks_per_sm", "model_blocks_per_sm"]].apply(pd.to_numeric, errors="coerce").dropna()
         if len(both):

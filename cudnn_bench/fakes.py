@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .cupti import KernelRecord
 from .runtime import Backend, DeviceInfo
@@ -80,15 +80,25 @@ class FakeBackend(Backend):
 
 
 class FakeTracer:
-    """Stands in for CuptiTracer: library fakes append kernel records, take() returns them."""
+    """Stands in for CuptiTracer: library fakes append kernel records, take() returns them.
+    `nameless` strips the names (a CUPTI that gives none); `drop_every` counts one dropped
+    record on every n-th take (a full buffer)."""
 
     path = "fake-cupti"
+    version = 130001
 
-    def __init__(self):
+    def __init__(self, nameless: bool = False, drop_every: int = 0):
         self.records: list[KernelRecord] = []
+        self.nameless, self.drop_every = nameless, drop_every
+        self.dropped, self._takes = 0, 0
 
     def take(self) -> list[KernelRecord]:
         out, self.records = self.records, []
+        self._takes += 1
+        if self.drop_every and self._takes % self.drop_every == 0:
+            self.dropped += 1
+        if self.nameless:
+            out = [replace(r, name="") for r in out]
         return out
 
     def close(self) -> None:
@@ -144,9 +154,10 @@ class FakeCudnnLib(Recorder):
     """The cuDNN functions the bindings call, with cuDNN 9's status codes and shape rules."""
 
     def __init__(self, backend: FakeBackend | None = None, tracer: FakeTracer | None = None,
-                 tflops: float = 30.0, fail: dict | None = None):
+                 tflops: float = 30.0, fail: dict | None = None, host_gap_ms: float = 0.0):
         super().__init__()
         self.backend, self.tracer, self.tflops = backend, tracer, tflops
+        self.host_gap_ms = host_gap_ms  # host enqueue time before a call's first kernel starts
         self.tensors: dict[int, tuple] = {}
         self.filters: dict[int, tuple] = {}
         self.convs: dict[int, dict] = {}
@@ -300,6 +311,7 @@ class FakeCudnnLib(Recorder):
             return self._err(self.fail[algo], "injected failure")
         t = self._time_ms(algo, xd, wd, conv)
         if self.backend is not None:
+            self.backend.clock_ms += self.host_gap_ms
             start = self.backend.clock_ms
             self.backend.clock_ms += t
             if self.tracer is not None:
@@ -318,9 +330,10 @@ class FakeLtLib(Recorder):
     """The cuBLASLt functions of the bindings; the heuristic offers `n_algos` tile variants."""
 
     def __init__(self, backend: FakeBackend | None = None, tracer: FakeTracer | None = None,
-                 n_algos: int = 4, tflops: float = 40.0):
+                 n_algos: int = 4, tflops: float = 40.0, no_algos_for: tuple[int, ...] = ()):
         super().__init__()
         self.backend, self.tracer, self.n_algos, self.tflops = backend, tracer, n_algos, tflops
+        self.no_algos_for = no_algos_for  # compute types for which the heuristic offers nothing
         self.attrs: dict[tuple[int, int], bytes] = {}
         self.layouts: dict[int, tuple] = {}
         self.descs: dict[int, dict] = {}
@@ -386,7 +399,7 @@ class FakeLtLib(Recorder):
 
     def cublasLtMatmulAlgoGetHeuristic(self, h, op, a, b, c, d, pref, req, arr, got):
         self.log("cublasLtMatmulAlgoGetHeuristic", (_v(h), _v(op), _v(a), _v(b), _v(c), _v(d), _v(pref), req))
-        n = min(req, self.n_algos)
+        n = 0 if self.descs.get(_v(op), {}).get("compute") in self.no_algos_for else min(req, self.n_algos)
         for i in range(n):
             arr[i].algo.data[0] = 20 + i  # the fake's "config": id in data[0], tile in data[1]
             arr[i].algo.data[1] = 10 + i
@@ -420,8 +433,9 @@ class FakeLtLib(Recorder):
         return 0
 
 
-def fake_env(tracer: bool = True, fail: dict | None = None, n_algos: int = 4, mem_bytes: int = 80 << 30,
-             nvml_mhz: float = 1755.0):
+def fake_env(tracer: bool | FakeTracer = True, fail: dict | None = None, n_algos: int = 4,
+             mem_bytes: int = 80 << 30, nvml_mhz: float = 1755.0, host_gap_ms: float = 0.0,
+             no_algos_for: tuple[int, ...] = ()):
     """A collect.Env wired to the fakes (cuDNN and cuBLASLt through the real bindings)."""
     from .collect import Env
     from .cublaslt import CublasLt
@@ -430,9 +444,9 @@ def fake_env(tracer: bool = True, fail: dict | None = None, n_algos: int = 4, me
     from .timing import EventPool, Flusher
 
     backend = FakeBackend(mem_bytes=mem_bytes)
-    tr = FakeTracer() if tracer else None
-    dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail))
-    lt = CublasLt(FakeLtLib(backend, tr, n_algos=n_algos))
+    tr = tracer if isinstance(tracer, FakeTracer) else (FakeTracer() if tracer else None)
+    dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms))
+    lt = CublasLt(FakeLtLib(backend, tr, n_algos=n_algos, no_algos_for=no_algos_for))
     stream = backend.new_stream()
 
     class _Nvml:

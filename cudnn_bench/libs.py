@@ -14,6 +14,13 @@ libcudnn.so.9 is a shim that dlopens libcudnn_graph/ops/cnn.so.9 on first use an
 process* when one is missing (seen on CPU with the shim alone: "Invalid handle. Cannot load
 symbol cudnnGetVersion", then SIGABRT). So the sub-libraries are checked, and loaded first,
 before the shim is touched: a missing one is a one-sentence error, not a core dump.
+
+cuDNN's engines also dlopen libcublasLt and NVRTC (libnvrtc + libnvrtc-builtins, for the
+runtime-compiled engines) by soname at run time. The wheels put those in nvidia/cu13/lib (or
+nvidia/cublas/lib, nvidia/cuda_nvrtc/lib for CUDA 12), which cuDNN's RUNPATH ($ORIGIN) does
+not reach, so without help those engines fail. `preload_runtime_deps` loads them RTLD_GLOBAL
+by full path before any cuDNN library: the dynamic loader then answers cuDNN's dlopen by
+soname with the copy already loaded. `loaded()` gives the resolved paths for device.json.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ from pathlib import Path
 from .errors import LibraryNotFound, NoGPUError
 
 CUDNN_SUBLIBS = ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9")
+RUNTIME_DEPS = ("cublaslt", "nvrtc", "nvrtc_builtins")  # what cuDNN dlopens itself
 
 
 def _wheel_dirs(package: str) -> list[Path]:
@@ -52,6 +60,11 @@ def _system_dirs() -> list[Path]:
     return dirs
 
 
+def _expand(path: str) -> list[str]:
+    """A path, or where it holds a '*' the files it matches (newest version last)."""
+    return sorted(glob.glob(path)) if "*" in path else [path]
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One place a library may be: a full path, or a bare soname for the dynamic loader."""
@@ -61,9 +74,11 @@ class Candidate:
 
 
 def candidates(kind: str) -> list[Candidate]:
-    """Where to look for a library kind: cudnn, cublaslt, cupti, nvtx, in search order."""
+    """Where to look for a library kind (cudnn, cublaslt, cupti, nvtx, nvrtc, nvrtc_builtins),
+    in search order."""
     out: list[Candidate] = []
-    env = {"cudnn": "SEER_CUDNN_LIB", "cublaslt": "SEER_CUBLASLT_LIB", "cupti": "SEER_CUPTI_LIB"}.get(kind)
+    env = {"cudnn": "SEER_CUDNN_LIB", "cublaslt": "SEER_CUBLASLT_LIB", "cupti": "SEER_CUPTI_LIB",
+           "nvrtc": "SEER_NVRTC_LIB"}.get(kind)
     if env and os.environ.get(env):
         out.append(Candidate(os.environ[env], "env"))
     wheel: list[tuple[str, str]] = {
@@ -71,19 +86,26 @@ def candidates(kind: str) -> list[Candidate]:
         "cublaslt": [("nvidia.cu13", "lib/libcublasLt.so.13"), ("nvidia.cublas", "lib/libcublasLt.so.12")],
         "cupti": [("nvidia.cu13", "lib/libcupti.so.13"), ("nvidia.cuda_cupti", "lib/libcupti.so.12")],
         "nvtx": [("nvidia.nvtx", "lib/libnvToolsExt.so.1"), ("nvidia.cu13", "lib/libnvToolsExt.so.1")],
+        "nvrtc": [("nvidia.cu13", "lib/libnvrtc.so.13"), ("nvidia.cuda_nvrtc", "lib/libnvrtc.so.12")],
+        # the builtins' soname carries major.minor (libnvrtc-builtins.so.13.0): globbed below
+        "nvrtc_builtins": [("nvidia.cu13", "lib/libnvrtc-builtins.so.*"),
+                           ("nvidia.cuda_nvrtc", "lib/libnvrtc-builtins.so.*")],
     }[kind]
     for pkg, rel in wheel:
         for d in _wheel_dirs(pkg):
-            out.append(Candidate(str(d / rel), "wheel"))
+            out += [Candidate(p, "wheel") for p in _expand(str(d / rel))]
     names = {"cudnn": ["libcudnn.so.9"], "cublaslt": ["libcublasLt.so.13", "libcublasLt.so.12"],
              "cupti": ["libcupti.so.13", "libcupti.so.12", "libcupti.so"],
-             "nvtx": ["libnvToolsExt.so.1"]}[kind]
+             "nvtx": ["libnvToolsExt.so.1"], "nvrtc": ["libnvrtc.so.13", "libnvrtc.so.12"],
+             "nvrtc_builtins": ["libnvrtc-builtins.so.*"]}[kind]
     for d in _system_dirs():
         for n in names:
-            out.append(Candidate(str(d / n), "system"))
+            out += [Candidate(p, "system") for p in _expand(str(d / n))]
     for n in names:
-        out.append(Candidate(n, "loader"))
-    short = {"cudnn": "cudnn", "cublaslt": "cublasLt", "cupti": "cupti", "nvtx": "nvToolsExt"}[kind]
+        if "*" not in n:
+            out.append(Candidate(n, "loader"))
+    short = {"cudnn": "cudnn", "cublaslt": "cublasLt", "cupti": "cupti", "nvtx": "nvToolsExt",
+             "nvrtc": "nvrtc", "nvrtc_builtins": "nvrtc-builtins"}[kind]
     found = ctypes.util.find_library(short)
     if found:
         out.append(Candidate(found, "loader"))
@@ -133,10 +155,54 @@ def find(kind: str) -> Candidate | None:
 _LOADED: dict[str, tuple[ctypes.CDLL, str]] = {}
 
 
+def preload_runtime_deps() -> dict[str, str]:
+    """Load what cuDNN dlopens at run time (cuBLASLt, NVRTC and its builtins), RTLD_GLOBAL, by
+    full path; returns kind -> path of those found. A missing one is no error here: only the
+    engines that need it fail, and device.json says which were not found."""
+    out = {}
+    for kind in RUNTIME_DEPS:
+        if kind in _LOADED:
+            out[kind] = _LOADED[kind][1]
+            continue
+        for c in candidates(kind):
+            if _is_path(c.path) and not Path(c.path).is_file():
+                continue
+            try:
+                _LOADED[kind] = (_load(c.path), c.path)
+            except OSError:
+                continue
+            out[kind] = c.path
+            break
+    return out
+
+
+def resolved(path: str) -> str:
+    """The file a loaded library came from: a full path as it is, a bare soname looked up in
+    /proc/self/maps (what the dynamic loader actually mapped)."""
+    if _is_path(path):
+        return str(Path(path).resolve())
+    try:
+        with open("/proc/self/maps") as fh:
+            for line in fh:
+                f = line.split()[-1] if line.strip() else ""
+                if f.startswith("/") and Path(f).name.startswith(path):
+                    return f
+    except OSError:
+        pass
+    return path
+
+
+def loaded() -> dict[str, str]:
+    """kind -> resolved path of every library loaded so far (for device.json)."""
+    return {kind: resolved(path) for kind, (_, path) in sorted(_LOADED.items())}
+
+
 def load_cudnn() -> tuple[ctypes.CDLL, str]:
-    """Load libcudnn.so.9 after its sub-libraries; returns (library, where it came from)."""
+    """Load libcudnn.so.9 after what it dlopens at run time and after its sub-libraries;
+    returns (library, where it came from)."""
     if "cudnn" in _LOADED:
         return _LOADED["cudnn"]
+    preload_runtime_deps()
     errors = []
     for c in candidates("cudnn"):
         if _is_path(c.path):
@@ -233,9 +299,67 @@ def ncu_path() -> str | None:
 def describe() -> dict[str, str]:
     """Where each library would come from (for `python -m cudnn_bench info`); loads nothing."""
     out = {}
-    for kind in ("cudnn", "cublaslt", "cupti", "nvtx"):
+    for kind in ("cudnn", "cublaslt", "nvrtc", "nvrtc_builtins", "cupti", "nvtx"):
         c = find(kind) if kind != "cudnn" else next(
             (c for c in candidates("cudnn") if _is_path(c.path) and Path(c.path).is_file()), None)
         out[kind] = f"{c.path} ({c.origin})" if c else "not found"
     out["ncu"] = ncu_path() or "not found"
     return out
+
+
+# ---------------------------------------------------------------- versions, checked at run time
+# The versions whose headers the ctypes bindings were checked against (structs, enums; see
+# cudnn.py, cublaslt.py, cupti.py). The GPU image may hold others (e.g. cuDNN 9.19, cuBLAS
+# 13.1): within cuDNN 9 and cuBLASLt 12/13 the legacy structs are stable, so another minor
+# version is a note in device.json, another major an error.
+CHECKED_AGAINST = {"cudnn": "9.28.0", "cublaslt": "13.10.0", "cupti": "13.5.25"}
+SUPPORTED_MAJORS = {"cudnn": (9,), "cublaslt": (12, 13)}
+
+
+def nvrtc_version() -> str:
+    """'13.0' from nvrtcVersion of the preloaded NVRTC; '' when none is loaded."""
+    if "nvrtc" not in _LOADED:
+        return ""
+    major, minor = ctypes.c_int(0), ctypes.c_int(0)
+    try:
+        fn = _LOADED["nvrtc"][0].nvrtcVersion
+        if int(fn(ctypes.byref(major), ctypes.byref(minor))) != 0:
+            return ""
+    except (AttributeError, OSError):
+        return ""
+    return f"{major.value}.{minor.value}"
+
+
+def _major(version: str) -> int | None:
+    try:
+        return int(str(version).split(".")[0])
+    except ValueError:
+        return None
+
+
+def version_notes(versions: dict[str, str]) -> list[str]:
+    """Check the versions found at run time; returns notes for device.json and raises
+    LibraryNotFound (one sentence) for a major version the bindings do not speak.
+
+    versions: cudnn, cublaslt, nvrtc, cuda (the CUDA version cuDNN was built for), any may be ''.
+    """
+    notes = []
+    for kind, majors in SUPPORTED_MAJORS.items():
+        v = versions.get(kind, "")
+        if v and _major(v) not in majors:
+            raise LibraryNotFound(f"{kind} {v} was found, but the harness speaks {kind} "
+                                  f"{' or '.join(map(str, majors))}.x; point SEER_{kind.upper()}_LIB at one")
+        if v and v != CHECKED_AGAINST[kind]:
+            notes.append(f"{kind} {v} runs; the bindings were checked against the headers of "
+                         f"{CHECKED_AGAINST[kind]} (same major version: the structs and enums used agree)")
+    cuda = _major(versions.get("cuda", ""))
+    for kind in ("cublaslt", "nvrtc"):
+        m = _major(versions.get(kind, ""))
+        if cuda is not None and m is not None and m != cuda:
+            notes.append(f"cuDNN was built for CUDA {cuda} but {kind} {versions[kind]} was loaded: "
+                         "engines that need it may fail (install the CUDA "
+                         f"{cuda} wheel of {kind})")
+    if versions.get("cudnn") and not versions.get("nvrtc"):
+        notes.append("NVRTC was not found: cuDNN's runtime-compiled engines cannot run "
+                     "(install nvidia-cuda-nvrtc for cuDNN's CUDA version)")
+    return notes

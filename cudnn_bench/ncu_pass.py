@@ -45,6 +45,7 @@ class CallRef:
     kernels: int  # kernels the timing pass saw (0 if unknown)
     variant: str
     est_s: float
+    compute: str = ""  # cuBLASLt compute type the timing pass used (cublaslt.COMPUTE_NAMES)
 
 
 def _int(v) -> int | None:
@@ -81,8 +82,9 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -
                     est = cost.ncu_s(S.config_from_key(str(r["config_key"])), str(r["math"]), max(1, len(named)))
                 except (BenchError, KeyError, ValueError):
                     pass
+            compute = str(r.get("compute_type", "") or "")
             out.append(CallRef(suite, int(cid), str(r["config_key"]), str(r["math"]), op, str(r["algo"]),
-                               sig, len(named), variant, est))
+                               sig, len(named), variant, est, "" if compute == "nan" else compute))
     return out
 
 
@@ -232,6 +234,7 @@ def ncu_worker(calls_json: str, backend: str = "auto", device: int = 0,
                log: Callable[[str], None] | None = None) -> int:
     """Make each listed call once, profiled, inside NVTX range seer:<call_id>; returns calls made."""
     from .collect import ConvRunner, GemmRunner, Options, open_env
+    from .cublaslt import COMPUTE_NAMES
     from .nvtx import open_nvtx
     from .runtime import Driver
 
@@ -255,7 +258,8 @@ def ncu_worker(calls_json: str, backend: str = "auto", device: int = 0,
                     ws = runner.workspace(algo)
                     fn = runner.fn(algo, env.pool.get("ws", ws) if ws else 0, ws)
                 else:
-                    runner = GemmRunner(env, cfg, c.math, opts.workspace_limit)
+                    compute = {v: k for k, v in COMPUTE_NAMES.items()}.get(c.compute)  # None: the default
+                    runner = GemmRunner(env, cfg, c.math, opts.workspace_limit, compute)
                     found = [a for a in runner.heuristics(32) if list(a.signature()) == list(c.signature or [])]
                     if not found:
                         log(f"ncu-worker: cuBLASLt no longer offers {c.algo} {c.signature} for {c.config_key}")

@@ -51,6 +51,9 @@ EXTRA: tuple[str, ...] = (
     "achieved_occupancy_pct",  # sm__warps_active.avg.pct_of_peak_sustained_active
     "ncu_kernel_time_ms",  # gpu__time_duration.sum under ncu (caches flushed, serialized)
     "ncu_sm_clock_mhz",  # sm__cycles_elapsed.avg.per_second under ncu
+    "compute_type",  # cuBLASLt compute type that ran (PEDANTIC falls back to COMPUTE_32F)
+    "host_gap",  # True where the events exceed the kernels' GPU span by > 10% (host-bound)
+    "cluster_x", "cluster_y", "cluster_z",  # thread-block cluster dims (CUPTI, sm_90)
     "est_s",  # planned GPU seconds of the configuration (suites.CostModel)
     "wall_s",  # measured wall seconds of the configuration
     "measured_at",  # UTC time the block was written

@@ -420,7 +420,8 @@ class PlanItem:
 class Plan:
     items: list[PlanItem]
     dropped: dict[str, int] = field(default_factory=dict)  # suite -> configs left out by budget or caps
-    total: dict[str, int] = field(default_factory=dict)  # suite -> configs in the full suite
+    total: dict[str, int] = field(default_factory=dict)  # suite -> configs in the full suite (or shard)
+    shard: Shard | None = None
 
     @property
     def est_s(self) -> float:
@@ -432,7 +433,9 @@ class Plan:
             sel = [i for i in self.items if i.suite == s]
             lines.append(f"{s}: {len(sel)} of {self.total.get(s, len(sel))} configurations x math, "
                          f"about {sum(i.est_s for i in sel) / 60:.1f} GPU minutes")
-        lines.append(f"total: {len(self.items)} configurations, about {self.est_s / 60:.1f} GPU minutes")
+        lines.append(f"total: {len(self.items)} configurations, about {self.est_s / 60:.1f} GPU minutes"
+                     + (f" (shard {self.shard}: 1 in {self.shard.count} configurations of each stratum)"
+                        if self.shard else ""))
         return "\n".join(lines)
 
 
@@ -493,6 +496,38 @@ def stratified_order(cfgs: list, salt: str = "") -> list:
     return out
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Slice `index` (1-based) of `count` of every suite: within each stratum, in hash order,
+    the configurations at places index-1 modulo count. Each shard is itself a stratified spread
+    (every stratum shares out evenly), the shards of one count are disjoint and together whole,
+    and membership depends on nothing but the configurations (so separate sessions or machines
+    can each take one)."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> "Shard":
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            raise BenchError(f"--shard {text!r} is not i/n with 1 <= i <= n (e.g. 2/5)")
+        return cls(int(m.group(1)), int(m.group(2)))
+
+    def select(self, cfgs: list, salt: str = "") -> list:
+        """This shard's configurations, in their given order."""
+        place: dict[str, int] = {}
+        seen: dict[tuple, int] = {}
+        for c in sorted(cfgs, key=lambda c: stable_hash(salt + c.key())):
+            k = stratum(c)
+            place[c.key()] = seen.get(k, 0)
+            seen[k] = place[c.key()] + 1
+        return [c for c in cfgs if place[c.key()] % self.count == self.index - 1]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
 def select(items: list[PlanItem], budget: Budget) -> tuple[list[PlanItem], int]:
     """Take items in order until the budget is spent (skipping ones that no longer fit)."""
     if budget.count is not None:
@@ -508,21 +543,24 @@ def select(items: list[PlanItem], budget: Budget) -> tuple[list[PlanItem], int]:
 
 
 def make_plan(suites: list[str], maths: list[str], budget: Budget, cost: CostModel, *,
-              max_call_ms: float = 250.0, max_bytes: int = 16 << 30, limit: int | None = None) -> Plan:
+              max_call_ms: float = 250.0, max_bytes: int = 16 << 30, limit: int | None = None,
+              shard: Shard | None = None) -> Plan:
     """The configurations to run, per suite, within the budget (shared by suite weights).
 
     Configurations whose fastest call is estimated above `max_call_ms`, or whose tensors need
     more than `max_bytes`, are left out (SEER kept kernels of 1 ms to 1000 ms on a Titan Xp;
     an H100 is several times faster). A suite that needs less than its share gives the rest to
-    the suites after it.
+    the suites after it. With a `shard`, each suite is first cut to that shard.
     """
     per_suite: dict[str, list[PlanItem]] = {}
     total: dict[str, int] = {}
     for s in suites:
-        cfgs = SUITES[s].build()
+        cfgs = stratified_order(SUITES[s].build(), salt=s)
+        if shard is not None:
+            cfgs = shard.select(cfgs, salt=s)
         total[s] = len(cfgs) * len(maths)
         keep = []
-        for c in stratified_order(cfgs, salt=s):
+        for c in cfgs:
             for mth in maths:
                 dtype = MATH_DTYPE[mth]
                 if not c.valid or sum(c.tensor_bytes(dtype).values()) > max_bytes:
@@ -549,7 +587,7 @@ def make_plan(suites: list[str], maths: list[str], budget: Budget, cost: CostMod
         per_suite[s] = items_s
     for s in suites:  # execution order: the order the suites were given (RUN_ORDER)
         items += per_suite[s]
-    return Plan(items, dropped, total)
+    return Plan(items, dropped, total, shard)
 
 
 def with_overrides(cfg: Config, **kw) -> Config:

@@ -73,7 +73,9 @@ def split(rec: pd.DataFrame) -> np.ndarray:
 
 
 def content_hash(rec: pd.DataFrame) -> str:
-    cols = [c for c in records.COLUMNS if c in rec and c not in ("source",)]
+    """The data's fingerprint: record columns that hold anything (so a schema that grows by a
+    column these data lack keeps their hash), rows in a canonical order."""
+    cols = [c for c in records.COLUMNS if c in rec and c not in ("source",) and rec[c].notna().any()]
     keyed = rec[cols].sort_values(["gpu", "op", "call_id", "kernel"], kind="mergesort")
     h = pd.util.hash_pandas_object(keyed.astype(str), index=False).to_numpy().tobytes()
     return hashlib.sha256(h).hexdigest()

@@ -34,7 +34,8 @@ def test_demangle():
 
 
 def _write_record(buf_addr: int, names: list, kind: int = 10, start: int = 1000, end: int = 3000,
-                  name: bytes = b"_Z3fooPf", grid=(4, 2, 1), block=(128, 1, 1), regs=40, ss=1024, sd=2048):
+                  name: bytes = b"_Z3fooPf", grid=(4, 2, 1), block=(128, 1, 1), regs=40, ss=1024, sd=2048,
+                  cluster=(2, 1, 1)):
     ctypes.memset(buf_addr, 0, REC_BYTES)
     r = U.ActivityKernelPrefix.from_address(buf_addr)
     s = ctypes.create_string_buffer(name)
@@ -44,6 +45,8 @@ def _write_record(buf_addr: int, names: list, kind: int = 10, start: int = 1000,
     r.blockX, r.blockY, r.blockZ = block
     r.staticSharedMemory, r.dynamicSharedMemory, r.correlationId = ss, sd, 77
     ctypes.c_void_p.from_address(buf_addr + 104).value = ctypes.addressof(s)
+    for i, c in enumerate(cluster):  # clusterX/Y/Z, offsetof in CUpti_ActivityKernel8..13
+        ctypes.c_uint32.from_address(buf_addr + 176 + 4 * i).value = c
 
 
 def test_kernel_from_address():
@@ -53,14 +56,31 @@ def test_kernel_from_address():
     k = U.kernel_from_address(ctypes.addressof(buf))
     assert k == KernelRecord("foo(float*)", 1000, 3000, (4, 2, 1), (128, 1, 1), 40, 1024, 2048, 0, 77)
     assert k.duration_ms == pytest.approx(0.002) and k.blocks == 8 and k.threads == 128
+    assert k.cluster is None  # not asked for: older record versions end before the cluster fields
+    assert U.kernel_from_address(ctypes.addressof(buf), clusters=True).cluster == (2, 1, 1)
+
+
+def test_cluster_offset_matches_the_header():
+    # CUpti_ActivityKernel10 (CUPTI 13.0.85) and 13 (13.5.25): after name@104 come reserved0,
+    # queued, submitted (8 each), 4 bytes, sharedMemoryExecuted, graphNodeId (8),
+    # shmemLimitConfig, graphId, pAccessPolicyWindow (8), channelID, channelType, then clusterX
+    assert 104 + 8 + 8 + 8 + 8 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 4 == U.CLUSTER_OFFSET == 176
 
 
 class FakeCupti:
     """Calls the tracer's ctypes callbacks the way CUPTI does, with a buffer of real records."""
 
-    def __init__(self, records: list[dict]):
+    def __init__(self, records: list[dict], version: int = 130001, dropped: int = 0):
         self.records, self.keep, self.enabled = records, [], []
         lib = self
+
+        def get_version(out):
+            out.contents.value = version
+            return 0
+
+        def num_dropped(ctx, stream, out):
+            out.contents.value = dropped
+            return 0
 
         def register(req, done):
             lib.req, lib.done = req, done
@@ -95,6 +115,8 @@ class FakeCupti:
         self.cuptiGetResultString = result_string
         self.cuptiActivityEnable = lambda kind: self.enabled.append(kind) or 0
         self.cuptiActivityDisable = lambda kind: 0
+        self.cuptiGetVersion = get_version
+        self.cuptiActivityGetNumDroppedRecords = num_dropped
 
 
 def test_tracer_reads_kernel_records_through_the_callbacks():
@@ -107,6 +129,15 @@ def test_tracer_reads_kernel_records_through_the_callbacks():
     assert [k.name for k in got] == ["sm90_xmma_gemm", "b()"]  # sorted by start time
     assert got[0].regs == 168 and got[1].duration_ms == pytest.approx(40e-6)
     assert tr.take() == [] and tr._buffers == {}  # buffers are handed back
+    assert got[0].cluster == (2, 1, 1) and tr.dropped == 0
+
+
+def test_tracer_counts_dropped_records_and_reads_clusters_by_version():
+    lib = FakeCupti([{"start": 10, "end": 40, "name": b"k"}], version=17, dropped=3)
+    tr = U.CuptiTracer(lib)
+    got = tr.take()
+    assert tr.version == 17 and tr.dropped == 3
+    assert got[0].cluster is None  # CUDA 11.6's records end before the cluster fields
 
 
 def _recs(names: list[str], t0: int = 0) -> list[KernelRecord]:

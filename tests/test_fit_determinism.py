@@ -88,3 +88,13 @@ def test_nonnegative_wls_is_the_exact_optimum():
     ref = sm.WLS(y, X[:, kept], weights=1 / y**2).fit()
     assert np.allclose(r.params[kept], ref.params, rtol=1e-6)
     assert np.allclose(r.bse[kept], ref.bse, rtol=1e-9) and (r.bse[~kept] == 0).all()
+
+
+def test_the_data_hash_survives_a_schema_that_grows(a100_80_conv):
+    """A record column the data lack (added to the schema later) leaves their hash alone; a
+    value in it does not."""
+    rec = a100_80_conv[0].copy()
+    assert "gpu_span_ms" in records.COLUMNS
+    before = fit.content_hash(rec.drop(columns=["gpu_span_ms"], errors="ignore"))
+    assert fit.content_hash(rec.assign(gpu_span_ms=np.nan)) == before
+    assert fit.content_hash(rec.assign(gpu_span_ms=1.0)) != before

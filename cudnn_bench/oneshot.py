@@ -1,0 +1,331 @@
+"""One device call that does a whole GPU session's work and always hands back what it measured.
+
+    python3 -m cudnn_bench.oneshot [--out-dir DIR] [--data data] [--limit 9.5m] [--shard I/N]
+    (or: bash cudnn_bench/gpu_oneshot.sh, which runs it with the GPU image's python3 into $OUT)
+
+A lent GPU comes for 10 minutes a command, results come back only through one folder ($OUT),
+and a command that runs past its limit is killed. So this runs every step as a subprocess
+bounded by the time left, most valuable first, and a packer thread copies `data/` into
+DIR/data.tgz every minute: a killed call still returns what was measured. A second call with
+the data unpacked in the working tree resumes (the stores skip what they hold).
+
+Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
+sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: the
+SEER grid in stratified order (any prefix is a spread-out sample) until the reserve for 5, the
+ncu counters of a stratified sample; 6 `cudnn_bench report`. The backend is the pure-ctypes
+`driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy.
+`session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import suites as S
+from .errors import BenchError
+
+LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute of margin
+VERSIONS_S = 45.0  # nvidia-smi + `info` (loads every library once)
+CORE_MAX_S = 240.0  # Test-set-II and the GEMM layers, at most
+TRACES_S = 90.0  # PyTorch profiler traces
+COUNTERS_S = 60.0  # the ncu sample's budget (its timeout is 1.5x)
+FINISH_S = 30.0  # report and final packing
+PACK_EVERY_S = 60.0
+STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
+CORE_SUITES = ("gemm_layers", "test_set_ii")
+GRID_SUITE = "seer_grid"
+MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
+
+
+# ====================================================================== running steps
+@dataclass
+class StepResult:
+    name: str
+    rc: int
+    seconds: float
+
+
+@dataclass
+class Session:
+    """Where things go and how much time is left."""
+
+    out_dir: Path
+    data: Path
+    deadline: float
+    log_path: Path
+    results: list[StepResult] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def log(self, line: str) -> None:
+        with self._lock:
+            print(line, flush=True)
+            with open(self.log_path, "a") as fh:
+                fh.write(line + "\n")
+
+
+def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
+    """Run one step, its output into the log; past `timeout` it gets SIGINT (the harness
+    then saves and stops), and SIGKILL after STOP_GRACE_S. Returns its exit code."""
+    if timeout <= 1:
+        sess.log(f"=== {name}: skipped, no time left")
+        sess.results.append(StepResult(name, -1, 0.0))
+        return -1
+    sess.log(f"=== {name} (at most {timeout:.0f} s): {' '.join(argv)}")
+    t0 = time.monotonic()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", env=env)
+    except OSError as exc:
+        sess.log(f"{name}: cannot start ({exc})")
+        sess.results.append(StepResult(name, 127, 0.0))
+        return 127
+    reader = threading.Thread(target=lambda: [sess.log(f"  {ln.rstrip()}") for ln in proc.stdout], daemon=True)
+    reader.start()
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sess.log(f"{name}: time is up, stopping it")
+        proc.send_signal(signal.SIGINT)
+        try:
+            rc = proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+    reader.join(timeout=5)
+    secs = time.monotonic() - t0
+    sess.log(f"=== {name}: exit {rc} after {secs:.0f} s")
+    sess.results.append(StepResult(name, rc, secs))
+    return rc
+
+
+# ====================================================================== packing
+def pack(data: Path, out_dir: Path) -> list[str]:
+    """data/ into out_dir/data.tgz (ncu reports apart, into ncu.tgz: they are large), each
+    written beside and renamed over the last, so a kill mid-write leaves the previous one."""
+    if not data.is_dir():
+        return []
+    written = []
+    for name, want in (("data.tgz", lambda p: not p.name.endswith(".ncu-rep")),
+                       ("ncu.tgz", lambda p: p.name.endswith(".ncu-rep"))):
+        files = sorted(p for p in data.rglob("*") if p.is_file() and want(p) and not p.name.startswith(".")
+                       and not p.name.endswith(".lock"))
+        if not files:
+            continue
+        part = out_dir / f"{name}.part"
+        with tarfile.open(part, "w:gz") as tar:
+            for p in files:
+                try:
+                    tar.add(p, arcname=str(p.relative_to(data.parent)))
+                except OSError:  # a file replaced while packing: the next pack has it
+                    continue
+        if part.stat().st_size > MAX_PART_BYTES:
+            part.unlink()
+            written.append(f"{name} left out: over {MAX_PART_BYTES >> 20} MiB")
+            continue
+        os.replace(part, out_dir / name)
+        written.append(name)
+    return written
+
+
+class Packer(threading.Thread):
+    """Packs every PACK_EVERY_S seconds until stopped."""
+
+    def __init__(self, sess: Session, every: float = PACK_EVERY_S):
+        super().__init__(daemon=True)
+        self.sess, self.every, self.stop = sess, every, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every):
+            try:
+                pack(self.sess.data, self.sess.out_dir)
+            except Exception as exc:  # noqa: BLE001 - packing must never end the session
+                self.sess.log(f"packing failed ({exc}); the next try may work")
+
+
+# ====================================================================== the session
+def gpu_folder(data: Path) -> Path | None:
+    """The data/<gpu-slug> folder the collection writes (the newest device.json)."""
+    found = sorted(data.glob("*/device.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1].parent if found else None
+
+
+def rows_by_suite(folder: Path) -> dict[str, int]:
+    """Data lines per suite file (a quick count for the summary; header excluded)."""
+    out = {}
+    for p in sorted(folder.glob("*.csv")):
+        with open(p, "rb") as fh:
+            out[p.stem] = max(0, sum(1 for _ in fh) - 1)
+    return out
+
+
+def collect_argv(py: str, data: Path, suites: tuple[str, ...], backend: str, stop_after: float,
+                 extra: list[str]) -> list[str]:
+    return [py, "-m", "cudnn_bench", "collect", "--out", str(data), "--suite", ",".join(suites),
+            "--budget", "none", "--stop-after", f"{max(1, int(stop_after))}s", "--counters", "none",
+            "--backend", backend, "--no-progress", *extra]
+
+
+def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_step) -> int:
+    """The steps in order of value; returns 0 when the core step measured something."""
+    py, data = sys.executable, sess.data
+    extra = ["--limit", str(args.max_configs)] if args.max_configs else []
+    step(sess, "versions: nvidia-smi", ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
+                                        "power.limit,temperature.gpu,memory.used,memory.total",
+                                        "--format=csv"], min(15.0, sess.left()))
+    step(sess, "versions: libraries and device", [py, "-m", "cudnn_bench", "info"], min(VERSIONS_S, sess.left()))
+    reserve = COUNTERS_S * 1.5 + FINISH_S
+    backend = args.backend
+    core_s = min(CORE_MAX_S, sess.left() - reserve)
+    rc = step(sess, "core: Test-set-II and GEMM layers",
+              collect_argv(py, data, CORE_SUITES, backend, core_s, extra), core_s + STOP_GRACE_S)
+    if rc == 2 and backend == "driver" and gpu_folder(data) is None:
+        sess.log("the driver backend could not start: trying CuPy's")
+        backend = "cupy"
+        core_s = min(CORE_MAX_S, sess.left() - reserve)
+        rc = step(sess, "core (cupy)", collect_argv(py, data, CORE_SUITES, backend, core_s, extra),
+                  core_s + STOP_GRACE_S)
+    folder = gpu_folder(data)
+    if folder is None:
+        sess.log("nothing was measured: see the lines above")
+        return 1
+    pack(data, sess.out_dir)
+    if "traces" not in args.skip and not (folder / "traces" / "traces.json").is_file():
+        step(sess, "traces: PyTorch profiler", [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
+             min(TRACES_S, sess.left() - reserve))
+    grid_s = sess.left() - reserve
+    if "grid" not in args.skip:
+        shard = ["--shard", args.shard] if args.shard else []
+        step(sess, "grid: SEER grid, stratified", collect_argv(py, data, (GRID_SUITE,), backend, grid_s - STOP_GRACE_S,
+                                                               extra + shard), grid_s)
+    if "counters" not in args.skip:
+        step(sess, "counters: ncu sample", [py, "-m", "cudnn_bench", "counters", "--data", str(folder),
+                                            "--counters", "sample", "--counters-budget", f"{int(COUNTERS_S)}s",
+                                            "--backend", backend], min(COUNTERS_S * 1.5, sess.left() - FINISH_S))
+    try:
+        report = subprocess.run([py, "-m", "cudnn_bench", "report", str(folder)], capture_output=True, text=True,
+                                timeout=max(5.0, min(60.0, sess.left())))
+        text = report.stdout + report.stderr
+    except subprocess.TimeoutExpired:
+        text = "report: no time left"
+    (sess.out_dir / "report.txt").write_text(text)
+    sess.log(text.strip())
+    return 0 if any(rows_by_suite(folder).values()) else 1
+
+
+def summary(sess: Session, t0: float) -> str:
+    lines = [f"{'step':<40} {'exit':>5} {'seconds':>8}"]
+    lines += [f"{r.name[:40]:<40} {r.rc:>5} {r.seconds:>8.0f}" for r in sess.results]
+    folder = gpu_folder(sess.data)
+    if folder is not None:
+        lines.append(f"rows in {folder}: " + ", ".join(f"{k} {v}" for k, v in rows_by_suite(folder).items()))
+    lines.append(f"wall time {time.monotonic() - t0:.0f} s; files in {sess.out_dir}: "
+                 + ", ".join(sorted(p.name for p in sess.out_dir.iterdir() if p.is_file())))
+    return "\n".join(lines)
+
+
+# ====================================================================== what one call covers
+def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1) -> str:
+    """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model."""
+    from seer import gpus
+
+    spec = gpus.lookup(gpu)
+    cost = S.CostModel.for_gpu(spec)
+    core = S.make_plan(list(CORE_SUITES), ["fma"], S.Budget(), cost)
+    full = S.make_plan([GRID_SUITE], ["fma"], S.Budget(), cost)
+    fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
+    grid_s = max(0.0, calls * (limit_s - fixed) - core.est_s)
+    grid = S.make_plan([GRID_SUITE], ["fma"], S.Budget(seconds=grid_s), cost)
+    whole = full.est_s / max(1.0, limit_s - fixed)
+    n_core = {s: sum(1 for i in core.items if i.suite == s) for s in CORE_SUITES}
+    return "\n".join([
+        f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
+        "by the planner's cost model (datasheet peaks; `report` shows how far off it was):",
+        f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
+        f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
+        f"  test_set_ii: all {n_core['test_set_ii']} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 "
+        f"x batch 1, 32, 128: all 12 sets), gemm_layers: all {n_core['gemm_layers']}, "
+        f"about {core.est_s / 60:.1f} GPU minutes (first call)",
+        f"  seer_grid: {len(grid.items)} of {len(full.items)} plannable configurations "
+        f"({100 * len(grid.items) / max(1, len(full.items)):.0f}%) in {grid_s / 60:.1f} minutes, a stratified "
+        f"spread (filter size x stride), of {full.total.get(GRID_SUITE, 0)} in the grid "
+        "(--max-call-ms leaves out the slowest)",
+        f"  the whole plannable grid is about {full.est_s / 60:.0f} GPU minutes: about {whole:.0f} such calls "
+        "(each later call resumes where the last stopped; --shard I/N splits it between machines)",
+        "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
+    ])
+
+
+# ====================================================================== CLI
+def seconds(text: str) -> float:
+    try:
+        b = S.Budget.parse(text)
+    except BenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if b.seconds is None or b.seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a time such as 9.5m or 570s, got {text!r}")
+    return b.seconds
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .__main__ import Parser, shard, whole
+
+    p = Parser(prog="python -m cudnn_bench.oneshot", description=__doc__.split("\n\n")[1],
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "oneshot-out")),
+                   help="where data.tgz, ncu.tgz, oneshot.log and report.txt go (default: $OUT, else ./oneshot-out)")
+    p.add_argument("--data", type=Path, default=Path("data"), help="the data folder to resume and extend (default: data)")
+    p.add_argument("--limit", type=seconds, default=LIMIT_S, metavar="TIME",
+                   help=f"wall time of the whole call (default: {LIMIT_S / 60:.1f}m)")
+    p.add_argument("--shard", type=lambda t: str(shard(t)), default=None, metavar="I/N",
+                   help="only this slice of the SEER grid (python -m cudnn_bench collect --help)")
+    p.add_argument("--backend", choices=("driver", "cupy", "pycuda", "auto"), default="driver",
+                   help="GPU runtime (default: driver, pure ctypes, nothing to build)")
+    p.add_argument("--skip", type=lambda t: {s.strip() for s in t.split(",") if s.strip()}, default=set(),
+                   metavar="STEPS", help="steps to leave out: traces, grid, counters")
+    p.add_argument("--max-configs", type=whole(1), default=None, metavar="N",
+                   help="at most N configurations per suite (smoke runs)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    t0 = time.monotonic()
+    try:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        args.data.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        sys.stderr.write(f"cudnn_bench.oneshot: cannot create {exc.filename}: {exc.strerror}\n")
+        return 2
+    sess = Session(args.out_dir, args.data, t0 + args.limit, args.out_dir / "oneshot.log")
+    sess.log(f"cudnn_bench one-shot session, {args.limit:.0f} s, data {args.data}, out {args.out_dir}, "
+             f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    packer = Packer(sess)
+    packer.start()
+    try:
+        rc = run_session(args, sess)
+    except KeyboardInterrupt:
+        rc = 130
+    finally:
+        packer.stop.set()
+        sess.log("packed: " + ", ".join(pack(sess.data, sess.out_dir)))
+        sess.log(summary(sess, t0))
+        (args.out_dir / "steps.json").write_text(json.dumps([vars(r) for r in sess.results], indent=1))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""What a lent GPU session needs, checked on the CPU: cuDNN's runtime dependencies loaded first
+and their versions checked, the cuBLASLt compute-type fallback, CUPTI's dropped records and
+missing names, the GPU span of a call, shards of the plan, and the one-shot call."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cudnn_bench import collect as K
+from cudnn_bench import libs
+from cudnn_bench import oneshot as O
+from cudnn_bench import suites as S
+from cudnn_bench.cublaslt import CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC, COMPUTE_NAMES
+from cudnn_bench.errors import BenchError, LibraryNotFound
+from cudnn_bench.fakes import FakeTracer, fake_env
+from cudnn_bench.ncu_pass import calls_of
+from seer import gpus, records
+
+REPO = Path(__file__).resolve().parents[1]
+CONV = S.ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
+GEMM = S.GemmConfig(1, 256, 128, 64, "tn", "layer")
+
+
+def _opts(**kw):
+    return K.Options(progress=False, timing=K.TimingOptions(warmup=1, reps=4, min_reps=2), **kw)
+
+
+def _measure(cfg, env, suite="test_set_ii"):
+    return pd.DataFrame(K.measure(env, S.PlanItem(suite, cfg, "fma", 0.1), _opts()))
+
+
+# ---------------------------------------------------------------- libraries
+def test_cudnns_runtime_dependencies_load_before_cudnn(tmp_path, monkeypatch):
+    """cuBLASLt, NVRTC and its builtins are loaded (by full path) before any cuDNN library."""
+    names = {"cublaslt": "libcublasLt.so.13", "nvrtc": "libnvrtc.so.13",
+             "nvrtc_builtins": "libnvrtc-builtins.so.13.0", "cudnn": "libcudnn.so.9"}
+    for n in [*names.values(), *libs.CUDNN_SUBLIBS]:
+        (tmp_path / n).write_bytes(b"")
+    order: list[str] = []
+    monkeypatch.setattr(libs, "candidates", lambda kind: [libs.Candidate(str(tmp_path / names[kind]), "wheel")])
+    monkeypatch.setattr(libs, "_load", lambda path, mode=0: order.append(Path(path).name) or object())
+    monkeypatch.setattr(libs, "_LOADED", {})
+    libs.load_cudnn()
+    assert order == ["libcublasLt.so.13", "libnvrtc.so.13", "libnvrtc-builtins.so.13.0",
+                     *libs.CUDNN_SUBLIBS, "libcudnn.so.9"]
+    assert set(libs.loaded()) == {"cublaslt", "nvrtc", "nvrtc_builtins", "cudnn"}
+    assert libs.loaded()["nvrtc"] == str((tmp_path / "libnvrtc.so.13").resolve())
+
+
+def test_missing_runtime_dependencies_are_a_note_not_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(libs, "candidates", lambda kind: [libs.Candidate(str(tmp_path / "absent.so"), "wheel")])
+    monkeypatch.setattr(libs, "_LOADED", {})
+    assert libs.preload_runtime_deps() == {}
+    notes = libs.version_notes({"cudnn": "9.28.0", "cublaslt": "13.10.0", "nvrtc": "", "cuda": "13.0"})
+    assert notes == [n for n in notes if "NVRTC was not found" in n] and len(notes) == 1
+
+
+def test_builtins_are_found_by_their_versioned_soname(tmp_path, monkeypatch):
+    lib = tmp_path / "nvidia_cu13" / "lib"
+    lib.mkdir(parents=True)
+    for n in ("libnvrtc-builtins.so.13.0", "libnvrtc-builtins.alt.so.13.0"):
+        (lib / n).write_bytes(b"")
+    monkeypatch.setattr(libs, "_wheel_dirs", lambda pkg: [tmp_path / pkg.replace(".", "_")])
+    first = libs.candidates("nvrtc_builtins")[0]
+    assert first == libs.Candidate(str(lib / "libnvrtc-builtins.so.13.0"), "wheel")
+
+
+@pytest.mark.parametrize("versions, expect", [
+    ({"cudnn": "9.19.0", "cublaslt": "13.1.0", "nvrtc": "13.0", "cuda": "13.0"}, ["cudnn 9.19.0", "cublaslt 13.1.0"]),
+    ({"cudnn": "9.28.0", "cublaslt": "12.9.1", "nvrtc": "13.0", "cuda": "13.0"}, ["cublaslt 12.9.1", "CUDA 13"]),
+    ({"cudnn": "9.28.0", "cublaslt": "13.10.0", "nvrtc": "13.0", "cuda": "13.0"}, []),
+])
+def test_version_notes(versions, expect):
+    notes = libs.version_notes(versions)
+    assert len(notes) == len(expect) and all(e in n for e, n in zip(expect, notes))
+
+
+def test_another_major_version_is_one_sentence():
+    with pytest.raises(LibraryNotFound, match=r"cudnn 8\.9\.7 was found.*cudnn 9\.x") as info:
+        libs.version_notes({"cudnn": "8.9.7"})
+    assert "\n" not in str(info.value)
+
+
+def test_real_nvrtc_where_installed():
+    if libs.find("nvrtc") is None:
+        pytest.skip("no NVRTC here (the GPU image has the wheel)")
+    libs.preload_runtime_deps()
+    assert libs.nvrtc_version().split(".")[0].isdigit()
+
+
+# ---------------------------------------------------------------- cuBLASLt compute type
+def test_pedantic_without_algorithms_falls_back_to_compute_32f():
+    env = fake_env(no_algos_for=(CUBLAS_COMPUTE_32F_PEDANTIC,))
+    df = _measure(GEMM, env, "gemm_layers")
+    assert (df["status"] == "ok").all() and set(df["compute_type"]) == {"CUBLAS_COMPUTE_32F"}
+    computes = [a[1] for a in env.lt.lib.named("cublasLtMatmulDescCreate")]
+    assert computes == [CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_COMPUTE_32F]
+    # the ncu worker must make the same call: the compute type travels with it
+    df["fp32_inst"] = float("nan")
+    refs = calls_of({"gemm_layers": df})
+    assert {r.compute for r in refs} == {"CUBLAS_COMPUTE_32F"}
+    assert {v: k for k, v in COMPUTE_NAMES.items()}[refs[0].compute] == CUBLAS_COMPUTE_32F
+
+
+def test_pedantic_is_kept_where_it_works_and_no_algorithm_at_all_is_a_status():
+    df = _measure(GEMM, fake_env(), "gemm_layers")
+    assert set(df["compute_type"]) == {"CUBLAS_COMPUTE_32F_PEDANTIC"}
+    df = _measure(GEMM, fake_env(no_algos_for=(CUBLAS_COMPUTE_32F_PEDANTIC, CUBLAS_COMPUTE_32F)), "gemm_layers")
+    assert list(df["status"]) == ["not_supported"] and "no usable algorithm" in df["message"].iloc[0]
+
+
+# ---------------------------------------------------------------- CUPTI: span, names, dropped records
+def test_gpu_span_and_host_gap_flag():
+    quiet = _measure(CONV, fake_env())
+    gappy = _measure(CONV, fake_env(host_gap_ms=0.05))
+    for df in (quiet, gappy):
+        ok = df[df["status"] == "ok"]
+        assert ok["gpu_span_ms"].notna().all()
+        # the span covers every kernel of the call, so it is at least the longest kernel's time
+        assert (ok.groupby("call_id")["gpu_span_ms"].first()
+                >= ok.groupby("call_id")["kernel_time_ms"].max() - 1e-9).all()
+    q, g = (d[d["status"] == "ok"].groupby("algo").first() for d in (quiet, gappy))
+    assert (q["gpu_span_ms"] - g["gpu_span_ms"]).abs().max() < 1e-6  # the gap is not GPU time
+    assert (g["time_ms"] > q["time_ms"] + 0.04).all()  # the events see it
+    assert not q["host_gap"].astype(bool).any()
+    fast = g[g["gpu_span_ms"] < 0.5]  # where 0.05 ms is more than 10% of the call
+    assert len(fast) and fast["host_gap"].astype(bool).all()
+
+
+def test_seer_learns_from_the_gpu_span_where_there_is_one(tmp_path):
+    df = _measure(CONV, fake_env(host_gap_ms=0.05))
+    path = tmp_path / "test_set_ii.csv"
+    records.write_csv(df, path)
+    rec = records.read_csv(path)
+    ok = rec["status"] == "ok"
+    assert (rec.loc[ok, "time_ms"] == rec.loc[ok, "gpu_span_ms"]).all()
+    assert (rec.loc[ok, "event_time_ms"] > rec.loc[ok, "time_ms"]).all()
+    again = records.read_csv(records.write_csv(rec, tmp_path / "again.csv"))
+    assert (again.loc[ok, "time_ms"] == rec.loc[ok, "time_ms"]).all()  # idempotent
+    assert (again.loc[ok, "event_time_ms"] == rec.loc[ok, "event_time_ms"]).all()
+
+
+def test_dropped_records_leave_the_call_without_kernel_rows():
+    df = _measure(CONV, fake_env(tracer=FakeTracer(drop_every=4)))
+    ok = df[df["status"] == "ok"]
+    no_kernels = ok[ok["kernel"].isna()]
+    assert len(no_kernels) and len(ok[ok["kernel"].notna()])
+    assert no_kernels["gpu_span_ms"].isna().all() and (no_kernels["role"] == "main").all()
+
+
+def test_a_run_without_kernel_names_stops_with_one_sentence(tmp_path):
+    env = fake_env(tracer=FakeTracer(nameless=True))
+    opts = _opts(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3))
+    with pytest.raises(BenchError, match="no kernel names") as info:
+        K.run(opts, env, log=lambda s: None)
+    assert "\n" not in str(info.value)
+    saved = pd.read_csv(next(tmp_path.glob("*/test_set_ii.csv")))
+    assert saved["config_key"].nunique() == 1  # the first configuration is kept, the run stopped
+
+
+def test_cluster_dims_are_recorded_where_cupti_has_them():
+    from cudnn_bench.cupti import KernelRecord
+
+    rows = K.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0, cluster=(2, 1, 1))] * 2,
+                         1, 2, "9.0", 132)
+    assert (rows[0]["cluster_x"], rows[0]["cluster_y"], rows[0]["cluster_z"]) == (2, 1, 1)
+    rows = K.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0)] * 2, 1, 2, "9.0", 132)
+    assert "cluster_x" not in rows[0]
+
+
+# ---------------------------------------------------------------- shards
+def test_shards_are_disjoint_stratified_and_whole():
+    cost = S.CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    full = S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(), cost)
+    parts = [S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(), cost, shard=S.Shard(i, 4))
+             for i in range(1, 5)]
+    keys = [{it.key for it in p.items} for p in parts]
+    assert sum(len(k) for k in keys) == len(full.items) and set().union(*keys) == {it.key for it in full.items}
+    strata = {S.stratum(it.config) for it in full.items if it.suite == "seer_grid"}
+    for p in parts:  # every shard spreads over the filter sizes and strides
+        assert {S.stratum(it.config) for it in p.items if it.suite == "seer_grid"} == strata
+    assert parts[1].total["seer_grid"] == 1080 and "shard 2/4" in parts[1].summary()
+
+
+@pytest.mark.parametrize("text", ["0/3", "4/3", "1", "a/b", "1/0"])
+def test_bad_shards(text):
+    with pytest.raises(BenchError):
+        S.Shard.parse(text)
+
+
+# ---------------------------------------------------------------- the one-shot call
+def _oneshot(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {"CUDNN_BENCH_SIMULATE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "cudnn_bench.oneshot", "--out-dir", str(tmp_path / "out"),
+                           "--data", str(tmp_path / "data"), "--max-configs", "2", "--limit", "200s", *extra],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+
+
+def test_oneshot_packs_what_it_measured_and_a_second_call_resumes(tmp_path):
+    first = _oneshot(tmp_path)
+    assert first.returncode == 0, first.stdout[-2000:]
+    out = tmp_path / "out"
+    assert {"data.tgz", "oneshot.log", "report.txt", "steps.json"} <= {p.name for p in out.iterdir()}
+    assert not list(out.glob("*.part"))
+    with tarfile.open(out / "data.tgz") as tar:
+        names = tar.getnames()
+    assert {"data/simulated-gpu/test_set_ii.csv", "data/simulated-gpu/gemm_layers.csv",
+            "data/simulated-gpu/seer_grid.csv", "data/simulated-gpu/device.json"} <= set(names)
+    assert not [n for n in names if n.endswith(".lock")]
+    steps = {s["name"]: s["rc"] for s in json.loads((out / "steps.json").read_text())}
+    assert steps["core: Test-set-II and GEMM layers"] == 0 and steps["grid: SEER grid, stratified"] == 0
+    before = (tmp_path / "data" / "simulated-gpu" / "test_set_ii.csv").read_bytes()
+    second = _oneshot(tmp_path, "--skip", "grid,counters,traces")
+    assert second.returncode == 0
+    assert "already in" in second.stdout  # the stores skip what they hold
+    assert (tmp_path / "data" / "simulated-gpu" / "test_set_ii.csv").read_bytes() == before
+
+
+def test_a_step_past_its_time_is_interrupted_and_the_session_goes_on(tmp_path):
+    sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 60, tmp_path / "log")
+    t0 = time.monotonic()
+    rc = O.run_step(sess, "sleeper", [sys.executable, "-c", "import time; print('hi', flush=True); time.sleep(30)"], 1.5)
+    assert rc != 0 and time.monotonic() - t0 < 10
+    log = (tmp_path / "log").read_text()
+    assert "  hi" in log and "time is up" in log
+    assert O.run_step(sess, "late", ["true"], 0.5) == -1  # no time left: skipped, not run
+
+
+def test_session_coverage_is_computed_from_the_plan():
+    text = O.session_coverage("h100-sxm")
+    core = S.make_plan(["test_set_ii", "gemm_layers"], ["fma"], S.Budget(),
+                       S.CostModel.for_gpu(gpus.lookup("h100-sxm")))
+    n = sum(1 for i in core.items if i.suite == "test_set_ii")
+    assert f"all {n} configurations" in text and "all 12 sets" in text
+    one = int(text.split("seer_grid: ")[1].split(" of ")[0])
+    two = int(O.session_coverage("h100-sxm", calls=2).split("seer_grid: ")[1].split(" of ")[0])
+    assert 0 < one < two
+
+
+def test_the_shell_wrapper_parses():
+    assert subprocess.run(["bash", "-n", str(REPO / "cudnn_bench" / "gpu_oneshot.sh")]).returncode == 0
