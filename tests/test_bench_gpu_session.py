@@ -246,3 +246,39 @@ def test_session_coverage_is_computed_from_the_plan():
 
 def test_the_shell_wrapper_parses():
     assert subprocess.run(["bash", "-n", str(REPO / "cudnn_bench" / "gpu_oneshot.sh")]).returncode == 0
+
+
+def _scripted(tmp_path: Path, first_core_says: str):
+    """run_session with a stand-in for run_step: the first core step fails saying
+    `first_core_says`, every later step succeeds and the collection writes its folder."""
+    import argparse
+
+    calls: list[list[str]] = []
+
+    def step(sess, name, argv, timeout):
+        calls.append(argv)
+        core = "collect" in argv and "seer_grid" not in argv
+        if core and len([c for c in calls if "collect" in c]) == 1:
+            sess.last_output = [first_core_says]
+            return 2
+        if "collect" in argv:
+            (sess.data / "gpu").mkdir(parents=True, exist_ok=True)
+            (sess.data / "gpu" / "device.json").write_text("{}")
+        sess.last_output = []
+        return 0
+
+    sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
+    args = argparse.Namespace(backend="driver", max_configs=None, skip={"traces", "counters"}, shard=None)
+    O.run_session(args, sess, step=step)
+    return [c for c in calls if "collect" in c]
+
+
+def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
+    core = _scripted(tmp_path, "cudnn_bench: CUPTI cannot trace kernels here (...)")
+    assert "--launch-meta" not in core[0] and core[1][core[1].index("--launch-meta") + 1] == "none"
+    assert core[1][core[1].index("--backend") + 1] == "driver"
+
+
+def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
+    core = _scripted(tmp_path, "cudnn_bench: no usable CUDA GPU: ...")
+    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy"]  # core, retry, grid
