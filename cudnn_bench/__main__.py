@@ -138,9 +138,9 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gemm-algos", type=whole(1), default=8, metavar="N",
                    help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)")
     g.add_argument("--shard", type=shard, default=None, metavar="I/N",
-                   help="only slice I of N of every suite (every N-th configuration of its stratified "
-                        "order, from the I-th): separate sessions or machines each take one slice, "
-                        "together the whole suite")
+                   help="only slice I of N of every suite (1 in N configurations of each stratum: "
+                        "filter size x stride, GEMM batch x transposes): separate sessions or machines "
+                        "each take one slice, disjoint and together the whole suite")
     t = p.add_argument_group("timing")
     t.add_argument("--reps", type=whole(1), default=10, help="timed repetitions at most (default: 10)")
     t.add_argument("--min-reps", type=whole(1), default=3, help="timed repetitions at least (default: 3)")

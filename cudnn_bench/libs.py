@@ -161,19 +161,25 @@ def preload_runtime_deps() -> dict[str, str]:
     engines that need it fail, and device.json says which were not found."""
     out = {}
     for kind in RUNTIME_DEPS:
-        if kind in _LOADED:
+        if _try_load(kind, []) is not None:
             out[kind] = _LOADED[kind][1]
-            continue
-        for c in candidates(kind):
-            if _is_path(c.path) and not Path(c.path).is_file():
-                continue
-            try:
-                _LOADED[kind] = (_load(c.path), c.path)
-            except OSError:
-                continue
-            out[kind] = c.path
-            break
     return out
+
+
+def _try_load(kind: str, errors: list[str]) -> tuple[ctypes.CDLL, str] | None:
+    """The first candidate of `kind` that loads (kept in _LOADED), or None; why the others
+    failed goes into `errors`."""
+    if kind in _LOADED:
+        return _LOADED[kind]
+    for c in candidates(kind):
+        if _is_path(c.path) and not Path(c.path).is_file():
+            continue
+        try:
+            _LOADED[kind] = (_load(c.path), c.path)
+            return _LOADED[kind]
+        except OSError as exc:
+            errors.append(str(exc))
+    return None
 
 
 def resolved(path: str) -> str:
@@ -232,17 +238,10 @@ def load_cudnn() -> tuple[ctypes.CDLL, str]:
 
 
 def _load_kind(kind: str, what: str, hint: str) -> tuple[ctypes.CDLL, str]:
-    if kind in _LOADED:
-        return _LOADED[kind]
-    errors = []
-    for c in candidates(kind):
-        if _is_path(c.path) and not Path(c.path).is_file():
-            continue
-        try:
-            _LOADED[kind] = (_load(c.path), c.path)
-            return _LOADED[kind]
-        except OSError as exc:
-            errors.append(str(exc))
+    errors: list[str] = []
+    found = _try_load(kind, errors)
+    if found is not None:
+        return found
     why = f" ({errors[0]})" if errors else ""
     raise LibraryNotFound(f"{what} was not found: {hint}{why}")
 

@@ -198,21 +198,21 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     step(sess, "versions: libraries and device", [py, "-m", "cudnn_bench", "info"], min(VERSIONS_S, sess.left()))
     reserve = COUNTERS_S * 1.5 + FINISH_S
     backend = args.backend
-    core_s = min(CORE_MAX_S, sess.left() - reserve)
-    rc = step(sess, "core: Test-set-II and GEMM layers",
-              collect_argv(py, data, CORE_SUITES, backend, core_s, extra), core_s + STOP_GRACE_S)
+
+    def core(label: str, more: list[str]) -> int:
+        core_s = min(CORE_MAX_S, sess.left() - reserve)
+        return step(sess, label, collect_argv(py, data, CORE_SUITES, backend, core_s, extra + more),
+                    core_s + STOP_GRACE_S)
+
+    rc = core("core: Test-set-II and GEMM layers", [])
     if rc == 2 and any("CUPTI" in ln for ln in sess.last_output):
         # Test-set-II's scoring (each algorithm's time, cuDNN's ranking) needs no kernel names
         sess.log("CUPTI failed: measuring Test-set-II and the GEMM layers without kernel names")
-        core_s = min(CORE_MAX_S, sess.left() - reserve)
-        rc = step(sess, "core (no CUPTI)", collect_argv(py, data, CORE_SUITES, backend, core_s,
-                                                        extra + ["--launch-meta", "none"]), core_s + STOP_GRACE_S)
+        rc = core("core (no CUPTI)", ["--launch-meta", "none"])
     elif rc == 2 and backend == "driver" and gpu_folder(data) is None:
         sess.log("the driver backend could not start: trying CuPy's")
         backend = "cupy"
-        core_s = min(CORE_MAX_S, sess.left() - reserve)
-        rc = step(sess, "core (cupy)", collect_argv(py, data, CORE_SUITES, backend, core_s, extra),
-                  core_s + STOP_GRACE_S)
+        rc = core("core (cupy)", [])
     folder = gpu_folder(data)
     if folder is None:
         sess.log("nothing was measured: see the lines above")
