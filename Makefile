@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test fit evaluate collect bench clean
+.PHONY: install run test lint fit evaluate collect bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ run: install          ## fit and evaluate on the built-in data
 
 test: install         ## the whole test suite (no GPU needed)
 	$(PY) -m pytest -q
+
+lint: install         ## ruff (lint + format check) and mypy over seer/ and cudnn_bench/
+	$(BIN)/ruff check seer cudnn_bench
+	$(BIN)/ruff format --check seer cudnn_bench
+	$(BIN)/mypy
 
 fit: install          ## fit per-variant models: python -m seer.fit --help
 	$(PY) -m seer.fit $(ARGS)

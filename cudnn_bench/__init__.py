@@ -6,10 +6,14 @@ suites and writes seer's measurement records (`seer.records`) to data/<gpu-slug>
 the functions that need them, so that `python -m cudnn_bench ...` on a machine without a GPU
 ends with one sentence and exit code 2. See cudnn_bench/GPU_RUN.md for a GPU session's steps.
 
-Modules: suites (grids as data, cost model, budget), cudnn and cublaslt (ctypes bindings),
-runtime (pycuda / driver / CuPy backends, buffers, NVML), timing (warm-up, L2 flush, events),
-cupti (kernel activity records), counters and ncu_pass (Nsight Compute), store (resumable
-files), collect (the run), export (SEER Excel), nvtx.
+Modules: suites (grids as data, cost model, budget), maths (math families and their dtypes),
+cudnn and cublaslt (ctypes bindings), runtime (pycuda / driver / CuPy backends, buffers, NVML),
+timing (warm-up, L2 flush, events), cupti (kernel activity records), options (what a run was
+asked to do), env (the GPU environment, or a simulated one), runners (a configuration's calls
+on the GPU), measure (one configuration timed into record rows), collect (the run), counters
+and ncu_pass (Nsight Compute), store (resumable files), export (SEER Excel), nvtx, argtypes and
+cli (command-line values), oneshot (a whole session in one device call), torch_traces.
 """
+
 __all__ = ["__version__"]
 __version__ = "0.1.0"

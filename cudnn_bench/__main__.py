@@ -10,20 +10,30 @@
 
 Every failure the user can act on ends with one sentence on stderr and exit code 2.
 """
+
 from __future__ import annotations
 
 import argparse
-import math
-import re
+import platform
 import sys
 from pathlib import Path
-from typing import Callable
 
 from seer.errors import SeerError
 
+from . import collect, libs, ncu_pass, runtime
 from . import suites as S
+from .argtypes import algos, budget, maths, positive_ms, shard, size_bytes, suites, whole
 from .cli import Parser
+from .cublaslt import CublasLt
+from .cudnn import Cudnn
 from .errors import BenchError
+from .export import export_seer_excel, report
+from .maths import MATHS
+from .oneshot import session_coverage
+from .options import Options
+from .runtime import BACKENDS
+from .store import store_files
+from .timing import TimingOptions
 
 EXAMPLES = """
 examples:
@@ -36,176 +46,183 @@ examples:
 """
 
 
-def size_bytes(text: str) -> int:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b)?\s*", str(text).lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 8GiB, 512MiB, 1000000)")
-    mult = {None: 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-            "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
-            "tib": 1 << 40}[m.group(2)]
-    return int(float(m.group(1)) * mult)
-
-
-def whole(minimum: int) -> Callable[[str], int]:
-    """argparse type: a whole number >= minimum (a negative count would be taken as given and
-    quietly change what is measured)."""
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
-        return value
-
-    return parse
-
-
-def positive_ms(text: str) -> float:
-    """argparse type: a time in ms, finite and > 0 (nan or inf would break the repetition plan)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"expected a time in ms > 0, got {text!r}")
-    return value
-
-
-def budget(text: str) -> S.Budget:
-    try:
-        return S.Budget.parse(text)
-    except SeerError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def shard(text: str) -> S.Shard:
-    try:
-        return S.Shard.parse(text)
-    except SeerError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def maths(text: str) -> list[str]:
-    names = S.MATHS if text.strip() == "all" else [m.strip() for m in text.split(",") if m.strip()]
-    bad = [m for m in names if m not in S.MATHS]
-    if bad or not names:
-        raise argparse.ArgumentTypeError(f"math must be one or more of {', '.join(S.MATHS)} (or all)")
-    return list(names)
-
-
-def suites(text: str) -> list[str]:
-    if not any(part.strip() for part in text.split(",")):  # "" or ",": not all suites by accident
-        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(S.SUITES)} (or all), got {text!r}")
-    try:
-        return S.parse_suites(text)
-    except SeerError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def algos(text: str) -> tuple[int, ...]:
-    out = []
-    for part in text.split(","):
-        part = part.strip()
-        if re.fullmatch(r"\d+-\d+", part):
-            a, b = map(int, part.split("-"))
-            out += range(a, b + 1)
-        elif part.isdigit():
-            out.append(int(part))
-        else:
-            raise argparse.ArgumentTypeError(f"{text!r}: algorithms are numbers 0-7, e.g. 0-7 or 0,1,2")
-    if not out or any(a < 0 or a > 7 for a in out):
-        raise argparse.ArgumentTypeError("algorithms are numbers 0-7")
-    return tuple(dict.fromkeys(out))
-
-
 def _plan_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("what to measure")
-    g.add_argument("--suite", type=suites, default=list(S.RUN_ORDER), metavar="NAMES",
-                   help=f"comma-separated suites: {', '.join(S.SUITES)}, or all (default: all)")
-    g.add_argument("--math", type=maths, default=["fma"], metavar="MODES",
-                   help="math families: fma (FP32, no TF32; SEER's setting), tf32, fp16, bf16, or all; "
-                        "each is recorded as its own variant family (default: fma)")
-    g.add_argument("--budget", type=budget, default=S.Budget(seconds=14 * 60), metavar="B",
-                   help="time limit of the timing pass (20m, 900s, 1h), or a count of configurations (500), "
-                        "or none; the suites are subsampled deterministically to fit (default: 14m)")
-    g.add_argument("--limit", type=whole(1), default=None, metavar="N",
-                   help="at most N configurations per suite before the budget (for smoke runs)")
-    g.add_argument("--max-call-ms", type=positive_ms, default=250.0, metavar="MS",
-                   help="leave out configurations whose fastest call is estimated above MS (default: 250)")
-    g.add_argument("--max-bytes", type=size_bytes, default=16 << 30, metavar="SIZE",
-                   help="leave out configurations whose tensors need more than SIZE (default: 16GiB)")
-    g.add_argument("--gemm-algos", type=whole(1), default=8, metavar="N",
-                   help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)")
-    g.add_argument("--shard", type=shard, default=None, metavar="I/N",
-                   help="only slice I of N of every suite (1 in N configurations of each stratum: "
-                        "filter size x stride, GEMM batch x transposes): separate sessions or machines "
-                        "each take one slice, disjoint and together the whole suite")
+    g.add_argument(
+        "--suite",
+        type=suites,
+        default=list(S.RUN_ORDER),
+        metavar="NAMES",
+        help=f"comma-separated suites: {', '.join(S.SUITES)}, or all (default: all)",
+    )
+    g.add_argument(
+        "--math",
+        type=maths,
+        default=["fma"],
+        metavar="MODES",
+        help="math families: fma (FP32, no TF32; SEER's setting), tf32, fp16, bf16, or all; "
+        "each is recorded as its own variant family (default: fma)",
+    )
+    g.add_argument(
+        "--budget",
+        type=budget,
+        default=S.Budget(seconds=14 * 60),
+        metavar="B",
+        help="time limit of the timing pass (20m, 900s, 1h), or a count of configurations (500), "
+        "or none; the suites are subsampled deterministically to fit (default: 14m)",
+    )
+    g.add_argument(
+        "--limit",
+        type=whole(1),
+        default=None,
+        metavar="N",
+        help="at most N configurations per suite before the budget (for smoke runs)",
+    )
+    g.add_argument(
+        "--max-call-ms",
+        type=positive_ms,
+        default=250.0,
+        metavar="MS",
+        help="leave out configurations whose fastest call is estimated above MS (default: 250)",
+    )
+    g.add_argument(
+        "--max-bytes",
+        type=size_bytes,
+        default=16 << 30,
+        metavar="SIZE",
+        help="leave out configurations whose tensors need more than SIZE (default: 16GiB)",
+    )
+    g.add_argument(
+        "--gemm-algos",
+        type=whole(1),
+        default=8,
+        metavar="N",
+        help="cuBLASLt heuristic algorithms timed per GEMM (default: 8)",
+    )
+    g.add_argument(
+        "--shard",
+        type=shard,
+        default=None,
+        metavar="I/N",
+        help="only slice I of N of every suite (1 in N configurations of each stratum: "
+        "filter size x stride, GEMM batch x transposes): separate sessions or machines "
+        "each take one slice, disjoint and together the whole suite",
+    )
     t = p.add_argument_group("timing")
     t.add_argument("--reps", type=whole(1), default=10, help="timed repetitions at most (default: 10)")
     t.add_argument("--min-reps", type=whole(1), default=3, help="timed repetitions at least (default: 3)")
     t.add_argument("--warmup", type=whole(0), default=2, help="warm-up calls (default: 2)")
-    t.add_argument("--target-ms", type=positive_ms, default=200.0,
-                   help="timed work per call; long calls get fewer repetitions (default: 200)")
+    t.add_argument(
+        "--target-ms",
+        type=positive_ms,
+        default=200.0,
+        help="timed work per call; long calls get fewer repetitions (default: 200)",
+    )
 
 
 def build_parser() -> Parser:
-    p = Parser(prog="python -m cudnn_bench", description=__doc__.split("\n\n")[0],
-               formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    p = Parser(
+        prog="python -m cudnn_bench",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=EXAMPLES,
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
-    c = sub.add_parser("collect", help="measure on this machine's GPU", epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description="Measure cuDNN convolution-forward algorithms and cuBLASLt GEMM algorithms "
-                                   "over the suites, appending records to OUT/<gpu-slug>/<suite>.csv; a rerun "
-                                   "skips what is there. Then (unless --counters none) profile a sample of the "
-                                   "calls under Nsight Compute and merge the counters into the records.")
+    c = sub.add_parser(
+        "collect",
+        help="measure on this machine's GPU",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Measure cuDNN convolution-forward algorithms and cuBLASLt GEMM algorithms "
+        "over the suites, appending records to OUT/<gpu-slug>/<suite>.csv; a rerun "
+        "skips what is there. Then (unless --counters none) profile a sample of the "
+        "calls under Nsight Compute and merge the counters into the records.",
+    )
     _plan_args(c)
     c.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data)")
     r = c.add_argument_group("GPU")
-    r.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto",
-                   help="GPU runtime for memory, streams and events: pycuda (primary), the CUDA driver "
-                        "API through ctypes, or CuPy; auto = the first that works in that order")
+    r.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="GPU runtime for memory, streams and events: pycuda (primary), the CUDA driver "
+        "API through ctypes, or CuPy; auto = the first that works in that order",
+    )
     r.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
-    r.add_argument("--workspace-limit", type=size_bytes, default=8 << 30, metavar="SIZE",
-                   help="largest workspace an algorithm may use; larger is recorded as "
-                        "workspace_too_large (default: 8GiB)")
-    r.add_argument("--algos", type=algos, default=tuple(range(8)), metavar="LIST",
-                   help="cuDNN forward algorithms to run, e.g. 0-7 (default) or 0,1,2,5-7")
-    r.add_argument("--launch-meta", choices=("cupti", "none"), default="cupti",
-                   help="per-kernel names, launch geometry, registers, shared memory and durations "
-                        "from CUPTI activity records (default), or none (the ncu pass can add them)")
+    r.add_argument(
+        "--workspace-limit",
+        type=size_bytes,
+        default=8 << 30,
+        metavar="SIZE",
+        help="largest workspace an algorithm may use; larger is recorded as workspace_too_large (default: 8GiB)",
+    )
+    r.add_argument(
+        "--algos",
+        type=algos,
+        default=tuple(range(8)),
+        metavar="LIST",
+        help="cuDNN forward algorithms to run, e.g. 0-7 (default) or 0,1,2,5-7",
+    )
+    r.add_argument(
+        "--launch-meta",
+        choices=("cupti", "none"),
+        default="cupti",
+        help="per-kernel names, launch geometry, registers, shared memory and durations "
+        "from CUPTI activity records (default), or none (the ncu pass can add them)",
+    )
     k = c.add_argument_group("counters")
-    k.add_argument("--counters", choices=("all", "sample", "none"), default="sample",
-                   help="ncu counter pass over all measured calls, a stratified sample, or none "
-                        "(default: sample)")
-    k.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B",
-                   help="time limit of the counter pass, or a count of calls (default: 3m)")
-    c.add_argument("--stop-after", type=budget, default=S.Budget(), metavar="TIME",
-                   help="stop this invocation after TIME (e.g. 9m) of measuring, whatever the plan; "
-                        "the same command later resumes (for machines with a per-command time limit)")
+    k.add_argument(
+        "--counters",
+        choices=("all", "sample", "none"),
+        default="sample",
+        help="ncu counter pass over all measured calls, a stratified sample, or none (default: sample)",
+    )
+    k.add_argument(
+        "--counters-budget",
+        type=budget,
+        default=S.Budget(seconds=3 * 60),
+        metavar="B",
+        help="time limit of the counter pass, or a count of calls (default: 3m)",
+    )
+    c.add_argument(
+        "--stop-after",
+        type=budget,
+        default=S.Budget(),
+        metavar="TIME",
+        help="stop this invocation after TIME (e.g. 9m) of measuring, whatever the plan; "
+        "the same command later resumes (for machines with a per-command time limit)",
+    )
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     pl = sub.add_parser("plan", help="print the collection plan and its GPU minutes (no GPU needed)")
     _plan_args(pl)
     pl.add_argument("--gpu", default="h100-sxm", help="GPU to estimate for (a seer.gpus name; default: h100-sxm)")
     pl.add_argument("--list", action="store_true", help="list every planned configuration")
-    pl.add_argument("--session", action="store_true",
-                    help="what one-shot device calls (cudnn_bench/gpu_oneshot.sh) cover instead of the plan")
-    pl.add_argument("--calls", type=whole(1), default=1, metavar="N",
-                    help="with --session: this many calls of 9.5 minutes (default: 1)")
+    pl.add_argument(
+        "--session",
+        action="store_true",
+        help="what one-shot device calls (cudnn_bench/gpu_oneshot.sh) cover instead of the plan",
+    )
+    pl.add_argument(
+        "--calls",
+        type=whole(1),
+        default=1,
+        metavar="N",
+        help="with --session: this many calls of 9.5 minutes (default: 1)",
+    )
 
     k2 = sub.add_parser("counters", help="the ncu counter pass over collected records")
     k2.add_argument("--data", type=Path, required=True, help="the data/<gpu-slug> folder")
     k2.add_argument("--counters", choices=("all", "sample"), default="sample")
     k2.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B")
-    k2.add_argument("--backend", choices=("auto", "pycuda", "driver", "cupy"), default="auto")
+    k2.add_argument("--backend", choices=BACKENDS, default="auto")
     k2.add_argument("--device", type=whole(0), default=0)
 
     e = sub.add_parser("export-excel", help="SEER-format workbooks from records")
     e.add_argument("data", help="a record CSV or a data/<gpu-slug> folder")  # str: '' is refused, not '.'
     e.add_argument("--out", type=Path, required=True, help="folder for the .xlsx files")
-    e.add_argument("--math", choices=S.MATHS, default="fma")
+    e.add_argument("--math", choices=MATHS, default="fma")
 
     sub.add_parser("info", help="the GPU, libraries and tools that would be used")
 
@@ -219,35 +236,42 @@ def build_parser() -> Parser:
     return p
 
 
-def _options(a: argparse.Namespace):
-    from .collect import Options
-    from .timing import TimingOptions
-
-    return Options(out=getattr(a, "out", Path("data")), suites=a.suite, maths=a.math, budget=a.budget,
-                   timing=TimingOptions(warmup=a.warmup, reps=max(1, a.reps), min_reps=max(1, min(a.min_reps, a.reps)),
-                                        target_ms=a.target_ms),
-                   backend=getattr(a, "backend", "auto"), device=getattr(a, "device", 0),
-                   launch_meta=getattr(a, "launch_meta", "cupti"), algos=getattr(a, "algos", tuple(range(8))), counters=getattr(a, "counters", "none"),
-                   counters_budget=getattr(a, "counters_budget", S.Budget(seconds=180)),
-                   workspace_limit=getattr(a, "workspace_limit", 8 << 30), gemm_algos=a.gemm_algos,
-                   max_call_ms=a.max_call_ms, max_bytes=a.max_bytes, limit=a.limit,
-                   stop_after=getattr(a, "stop_after", S.Budget()).seconds, shard=a.shard,
-                   gpu_for_plan=getattr(a, "gpu", "h100-sxm"), progress=not getattr(a, "no_progress", False))
+def _options(a: argparse.Namespace) -> Options:
+    return Options(
+        out=getattr(a, "out", Path("data")),
+        suites=a.suite,
+        maths=a.math,
+        budget=a.budget,
+        timing=TimingOptions(
+            warmup=a.warmup, reps=max(1, a.reps), min_reps=max(1, min(a.min_reps, a.reps)), target_ms=a.target_ms
+        ),
+        backend=getattr(a, "backend", "auto"),
+        device=getattr(a, "device", 0),
+        launch_meta=getattr(a, "launch_meta", "cupti"),
+        algos=getattr(a, "algos", tuple(range(8))),
+        counters=getattr(a, "counters", "none"),
+        counters_budget=getattr(a, "counters_budget", S.Budget(seconds=180)),
+        workspace_limit=getattr(a, "workspace_limit", 8 << 30),
+        gemm_algos=a.gemm_algos,
+        max_call_ms=a.max_call_ms,
+        max_bytes=a.max_bytes,
+        limit=a.limit,
+        stop_after=getattr(a, "stop_after", S.Budget()).seconds,
+        shard=a.shard,
+        gpu_for_plan=getattr(a, "gpu", "h100-sxm"),
+        progress=not getattr(a, "no_progress", False),
+    )
 
 
 def cmd_plan(a) -> int:
-    from .collect import plan_for
-
     if a.session:
-        from .oneshot import session_coverage
-
         try:
             print(session_coverage(a.gpu, calls=a.calls))
         except SeerError as exc:
             raise BenchError(f"plan --session: {exc}") from None
         return 0
     opts = _options(a)
-    plan = plan_for(opts)
+    plan = collect.plan_for(opts)
     print(f"plan for {opts.gpu_for_plan} (estimated from datasheet peaks; see cudnn_bench/suites.py CostModel)")
     print(plan.summary())
     if a.list:
@@ -259,16 +283,9 @@ def cmd_plan(a) -> int:
 def cmd_info() -> int:
     """Library paths, the versions they report (loading them as a collection would, runtime
     dependencies of cuDNN first), notes on version mismatches, then the GPU."""
-    import platform
-
-    from . import libs
-
     print(f"python: {sys.version.split()[0]} ({platform.machine()})")
     for k, v in libs.describe().items():
         print(f"{k}: {v}")
-    from .cublaslt import CublasLt
-    from .cudnn import Cudnn
-
     versions = {}
     for kind, cls in (("cudnn", Cudnn), ("cublaslt", CublasLt)):
         try:
@@ -288,10 +305,8 @@ def cmd_info() -> int:
             print(f"note: {note}")
     except BenchError as exc:
         print(f"error: {exc}")
-    from .runtime import _init_driver, read_device_info
-
-    drv, dev = _init_driver(0)  # NoGPUError here on a machine without a GPU
-    info = read_device_info(drv, dev, 0)
+    drv, dev = runtime._init_driver(0)  # NoGPUError here on a machine without a GPU
+    info = runtime.read_device_info(drv, dev, 0)
     for k, v in info.to_dict().items():
         print(f"{k}: {v}")
     return 0
@@ -300,22 +315,19 @@ def cmd_info() -> int:
 def cmd_counters(a) -> int:
     """The counter pass alone: it needs records, a GPU and ncu; without any of them it stops
     with one sentence and exit code 2 (exit 0 would read as counters collected)."""
-    from .collect import Options
-    from .libs import ncu_path
-    from .ncu_pass import counters_pass
-    from .runtime import _init_driver
-    from .store import store_files
-
     if not a.data.is_dir() or not list(store_files(a.data)):
-        raise BenchError(f"counters: --data {a.data} is not a folder of collected records "
-                         "(data/<gpu-slug> with <suite>.csv files from collect)")
-    _init_driver(a.device)  # NoGPUError on a machine without a GPU
-    ncu = ncu_path()
+        raise BenchError(
+            f"counters: --data {a.data} is not a folder of collected records "
+            "(data/<gpu-slug> with <suite>.csv files from collect)"
+        )
+    runtime._init_driver(a.device)  # NoGPUError on a machine without a GPU
+    ncu = libs.ncu_path()
     if not ncu:
-        raise BenchError("counters: ncu (Nsight Compute) was not found, so no counters can be collected; "
-                         "set NCU or put ncu on PATH")
+        raise BenchError(
+            "counters: ncu (Nsight Compute) was not found, so no counters can be collected; set NCU or put ncu on PATH"
+        )
     opts = Options(backend=a.backend, device=a.device, counters=a.counters, counters_budget=a.counters_budget)
-    counters_pass(a.data, opts, ncu=ncu)
+    ncu_pass.counters_pass(a.data, opts, ncu=ncu)
     return 0
 
 
@@ -329,31 +341,23 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "plan":
             return cmd_plan(a)
         if a.command == "collect":
-            from .collect import collect
-
-            res = collect(_options(a))
+            res = collect.collect(_options(a))
             return 130 if res.interrupted else 0
         if a.command == "counters":
             return cmd_counters(a)
         if a.command == "export-excel":
-            from .export import export_seer_excel
-
             files = export_seer_excel(a.data, a.out, a.math)
             print(f"wrote {len(files)} workbooks to {a.out}")
             return 0
         if a.command == "info":
             return cmd_info()
         if a.command == "report":
-            from .export import report
-
             print(report(a.data))
             return 0
         if a.command == "ncu-worker":
-            from .ncu_pass import ncu_worker
-
             if not Path(a.calls).is_file():
                 raise BenchError(f"ncu-worker: the calls file {a.calls} does not exist")
-            ncu_worker(a.calls, a.backend, a.device)
+            ncu_pass.ncu_worker(a.calls, a.backend, a.device)
             return 0
     except SeerError as exc:
         sys.stderr.write(f"cudnn_bench: {exc}\n")

@@ -1,6 +1,7 @@
 """The command-line rule every cudnn_bench entry point shares: a bad argument is one line on
 stderr and exit code 2. Kept apart (no pandas, no GPU module) so that light entry points such
 as `cudnn_bench.torch_traces` can use it."""
+
 from __future__ import annotations
 
 import argparse

@@ -16,6 +16,7 @@ per metric), a units row (empty under the first columns), then one row per kerne
 carry thousands separators; ncu's own lines start with "==PROF==" / "==WARNING==".
 Metric names: REFERENCE.md section 3 (the nvprof -> ncu table).
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,8 @@ import io
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -47,17 +48,38 @@ COUNTER_METRICS: dict[str, str] = {
     "ncu_sm_clock": "sm__cycles_elapsed.avg.per_second",
 }
 LAUNCH_METRICS: tuple[str, ...] = (
-    "launch__grid_size", "launch__block_size", "launch__registers_per_thread",
-    "launch__shared_mem_per_block_static", "launch__shared_mem_per_block_dynamic",
-    "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
-    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
-    "launch__waves_per_multiprocessor", "launch__sm_count",
+    "launch__grid_size",
+    "launch__block_size",
+    "launch__registers_per_thread",
+    "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic",
+    "launch__occupancy_limit_blocks",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+    "launch__waves_per_multiprocessor",
+    "launch__sm_count",
 )
-OCC_LIMITS = ("launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
-              "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps")
+OCC_LIMITS = (
+    "launch__occupancy_limit_blocks",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
+    "launch__occupancy_limit_warps",
+)
 RANGE_PREFIX = "seer:"
-FIXED_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                 "Block Size", "Grid Size", "Device", "CC")
+FIXED_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
 
 
 def metric_list(counters: bool = True) -> list[str]:
@@ -69,9 +91,24 @@ def profile_command(ncu: str, report_base: str, worker: Sequence[str], metrics: 
     """ncu over the worker: no clock locking (shared machines; the SM clock is recorded
     instead), NVTX on, profiling only between cuProfilerStart and cuProfilerStop, kernel replay
     with ncu's default cache flush before each pass (cold caches, as SEER measured)."""
-    return [ncu, "--target-processes", "all", "--clock-control", "none", "--nvtx",
-            "--profile-from-start", "off", "--replay-mode", "kernel",
-            "--metrics", ",".join(metrics), "-f", "-o", report_base, *worker]
+    return [
+        ncu,
+        "--target-processes",
+        "all",
+        "--clock-control",
+        "none",
+        "--nvtx",
+        "--profile-from-start",
+        "off",
+        "--replay-mode",
+        "kernel",
+        "--metrics",
+        ",".join(metrics),
+        "-f",
+        "-o",
+        report_base,
+        *worker,
+    ]
 
 
 def import_command(ncu: str, report: str, rename: bool = False) -> list[str]:
@@ -99,7 +136,7 @@ class NcuKernel:
     def call_id(self) -> int | None:
         if self.range.startswith(RANGE_PREFIX):
             try:
-                return int(self.range[len(RANGE_PREFIX):])
+                return int(self.range[len(RANGE_PREFIX) :])
             except ValueError:
                 return None
         return None
@@ -108,11 +145,18 @@ class NcuKernel:
 _NUM = re.compile(r"^[-+]?(\d{1,3}(,\d{3})+|\d+)(\.\d*)?([eE][-+]?\d+)?$")
 _DIMS = re.compile(r"\(?\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)?")
 # unit -> factor into the harness's unit: ms for times, bytes, Hz for rates, plain otherwise
-_TIME = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0,
-         "second": 1e3, "s": 1e3}
+_TIME = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}
 _BYTES = {"byte": 1.0, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12}
-_RATE = {"hz": 1.0, "khz": 1e3, "mhz": 1e6, "ghz": 1e9, "cycle/second": 1.0, "cycle/usecond": 1e6,
-         "cycle/nsecond": 1e9, "cycle/msecond": 1e3}
+_RATE = {
+    "hz": 1.0,
+    "khz": 1e3,
+    "mhz": 1e6,
+    "ghz": 1e9,
+    "cycle/second": 1.0,
+    "cycle/usecond": 1e6,
+    "cycle/nsecond": 1e9,
+    "cycle/msecond": 1e3,
+}
 
 
 def number(text: str) -> float:
@@ -156,16 +200,22 @@ def parse_raw_csv(text: str) -> list[NcuKernel]:
     if body and body[0][col["ID"]].strip() == "":
         units = {m: body[0][col[m]] for m in metrics if col[m] < len(body[0])}
         body = body[1:]
-    out = []
+    out: list[NcuKernel] = []
     for r in body:
         if len(r) != len(header):
             continue
         vals = {m: scale(number(r[col[m]]), units.get(m, "")) for m in metrics}
         kid = number(r[col["ID"]])
-        out.append(NcuKernel(int(kid) if math.isfinite(kid) else len(out), r[col["Kernel Name"]],
-                             dims(r[col["Grid Size"]]) if "Grid Size" in col else (0, 0, 0),
-                             dims(r[col["Block Size"]]) if "Block Size" in col else (0, 0, 0),
-                             vals, units))
+        out.append(
+            NcuKernel(
+                int(kid) if math.isfinite(kid) else len(out),
+                r[col["Kernel Name"]],
+                dims(r[col["Grid Size"]]) if "Grid Size" in col else (0, 0, 0),
+                dims(r[col["Block Size"]]) if "Block Size" in col else (0, 0, 0),
+                vals,
+                units,
+            )
+        )
     return sorted(out, key=lambda k: k.id)
 
 
@@ -182,11 +232,13 @@ def attach_by_sequence(kernels: list[NcuKernel], manifest: Sequence[tuple[int, i
     """Without NVTX: the worker ran the calls in manifest order, each launching n kernels."""
     want = sum(n for _, n in manifest)
     if want != len(kernels):
-        raise BenchError(f"ncu profiled {len(kernels)} kernels but the calls launch {want}: "
-                         "cannot attribute kernels without NVTX ranges")
+        raise BenchError(
+            f"ncu profiled {len(kernels)} kernels but the calls launch {want}: "
+            "cannot attribute kernels without NVTX ranges"
+        )
     i = 0
     for call_id, n in manifest:
-        for k in kernels[i:i + n]:
+        for k in kernels[i : i + n]:
             k.range = f"{RANGE_PREFIX}{call_id}"
         i += n
     return kernels
@@ -222,28 +274,33 @@ def seer_type(fp32_util_pct: float, dram_util_pct: float) -> str:
 def counter_fields(k: NcuKernel, cc: str, sms: int | None = None) -> dict:
     """Record fields from one ncu kernel: counters, ncu's occupancy and waves."""
     g = k.get
-    out = {
+    fp32_util, dram_util = g(COUNTER_METRICS["fp32_util_pct"]), g(COUNTER_METRICS["dram_util_pct"])
+    out: dict[str, object] = {
         "fp32_inst": g(COUNTER_METRICS["fp32_inst"]),
         "dram_read_bytes": g(COUNTER_METRICS["dram_read_sectors"]) * SECTOR_BYTES,
         "dram_write_bytes": g(COUNTER_METRICS["dram_write_sectors"]) * SECTOR_BYTES,
-        "fp32_util_pct": g(COUNTER_METRICS["fp32_util_pct"]),
-        "dram_util_pct": g(COUNTER_METRICS["dram_util_pct"]),
+        "fp32_util_pct": fp32_util,
+        "dram_util_pct": dram_util,
         "achieved_occupancy_pct": g(COUNTER_METRICS["achieved_occupancy_pct"]),
         "ncu_kernel_time_ms": g(COUNTER_METRICS["ncu_kernel_time"]),
         "ncu_sm_clock_mhz": g(COUNTER_METRICS["ncu_sm_clock"]) / 1e6,
         "ncu_waves_per_sm": g("launch__waves_per_multiprocessor"),
     }
-    out["kernel_type"] = seer_type(out["fp32_util_pct"], out["dram_util_pct"])
+    out["kernel_type"] = seer_type(fp32_util, dram_util)
     lim = [g(m) for m in OCC_LIMITS]
     if all(math.isfinite(v) for v in lim):
         bps = int(min(lim))
-        n_sm = g("launch__sm_count")
-        n_sm = int(n_sm) if math.isfinite(n_sm) else sms
+        sm_count = g("launch__sm_count")
+        n_sm = int(sm_count) if math.isfinite(sm_count) else sms
         blocks = k.grid[0] * k.grid[1] * k.grid[2]
         out["ncu_blocks_per_sm"] = bps
         if n_sm:
-            out.update(blocks_per_sm=bps, b_max=bps * n_sm, occupancy_source="ncu",
-                       waves=int(occupancy.waves(blocks, bps * n_sm)) if bps > 0 else pd.NA)
+            out.update(
+                blocks_per_sm=bps,
+                b_max=bps * n_sm,
+                occupancy_source="ncu",
+                waves=int(occupancy.waves(blocks, bps * n_sm)) if bps > 0 else pd.NA,
+            )
     return {k2: v for k2, v in out.items() if not (isinstance(v, float) and math.isnan(v))}
 
 
@@ -253,25 +310,37 @@ def launch_fields(k: NcuKernel, cc: str, sms: int) -> dict:
     regs = g("launch__registers_per_thread")
     ss, sd = g("launch__shared_mem_per_block_static"), g("launch__shared_mem_per_block_dynamic")
     threads = k.block[0] * k.block[1] * k.block[2]
-    out = {"kernel": k.name, "grid_x": k.grid[0], "grid_y": k.grid[1], "grid_z": k.grid[2],
-           "block_x": k.block[0], "block_y": k.block[1], "block_z": k.block[2],
-           "blocks": k.grid[0] * k.grid[1] * k.grid[2],
-           "regs_per_thread": int(regs) if math.isfinite(regs) else pd.NA,
-           "smem_static": int(ss) if math.isfinite(ss) else pd.NA,
-           "smem_dynamic": int(sd) if math.isfinite(sd) else pd.NA,
-           "kernel_time_ms": g(COUNTER_METRICS["ncu_kernel_time"]), "kernel_time_source": "ncu"}
+    out = {
+        "kernel": k.name,
+        "grid_x": k.grid[0],
+        "grid_y": k.grid[1],
+        "grid_z": k.grid[2],
+        "block_x": k.block[0],
+        "block_y": k.block[1],
+        "block_z": k.block[2],
+        "blocks": k.grid[0] * k.grid[1] * k.grid[2],
+        "regs_per_thread": int(regs) if math.isfinite(regs) else pd.NA,
+        "smem_static": int(ss) if math.isfinite(ss) else pd.NA,
+        "smem_dynamic": int(sd) if math.isfinite(sd) else pd.NA,
+        "kernel_time_ms": g(COUNTER_METRICS["ncu_kernel_time"]),
+        "kernel_time_source": "ncu",
+    }
     if threads and math.isfinite(regs):
         try:
             bps = int(occupancy.blocks_per_sm(cc, threads, int(regs), int(np.nan_to_num(ss + sd))))
-            out.update(model_blocks_per_sm=bps, blocks_per_sm=bps, b_max=bps * sms,
-                       waves=int(occupancy.waves(out["blocks"], bps * sms)) if bps else pd.NA,
-                       occupancy_source="model")
-        except Exception:  # noqa: BLE001 - an unsupported CC leaves these empty
+            out.update(
+                model_blocks_per_sm=bps,
+                blocks_per_sm=bps,
+                b_max=bps * sms,
+                waves=int(occupancy.waves(out["blocks"], bps * sms)) if bps else pd.NA,
+                occupancy_source="model",
+            )
+        except Exception:  # an unsupported CC leaves these empty
             pass
     return out
 
 
-def _roles(names: list[str], times: list[float]) -> list[str]:
+def kernel_roles(names: list[str], times: list[float]) -> list[str]:
     """main = the longest kernel; helpers by their parsed role, else by position."""
     if not names:
         return []
@@ -295,7 +364,8 @@ def _set(df: pd.DataFrame, i, f: str, v) -> None:
     if col.dtype != object:
         num = isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
         fits = (pd.api.types.is_float_dtype(col) and num) or (
-            pd.api.types.is_integer_dtype(col) and isinstance(v, (int, np.integer)))
+            pd.api.types.is_integer_dtype(col) and isinstance(v, (int, np.integer))
+        )
         if not fits:
             df[f] = col.astype(object)
     df.at[i, f] = v
@@ -313,17 +383,20 @@ def merge(df: pd.DataFrame, calls: dict[int, list[NcuKernel]], cc: str, sms: int
         return df, 0
     df = df.copy()
     cid = pd.to_numeric(df["call_id"], errors="coerce")
-    keep, add, merged = [], [], 0
+    keep: list = []  # index labels of the rows kept as they are
+    add: list[dict] = []  # rows made from ncu's kernels
+    merged = 0
     for call_id, group in df.groupby(cid, sort=False):
         idx = list(group.index)
-        ks = calls.get(int(call_id)) if pd.notna(call_id) else None
+        ks: list[NcuKernel] | None = calls.get(int(call_id)) if pd.notna(call_id) else None
         if not ks:
             keep += idx
             continue
         merged += 1
         named = [i for i in idx if str(df.at[i, "kernel"]).strip()]
         if named:
-            order = sorted(named, key=lambda i: pd.to_numeric(df.at[i, "kernel_index"], errors="coerce"))
+            position = pd.to_numeric(df.loc[named, "kernel_index"], errors="coerce")
+            order = sorted(named, key=lambda i: position[i])
             pool: dict[str, list[NcuKernel]] = defaultdict(list)
             for k in ks:
                 pool[norm_name(k.name)].append(k)
@@ -348,7 +421,7 @@ def merge(df: pd.DataFrame, calls: dict[int, list[NcuKernel]], cc: str, sms: int
         base = df.loc[idx[0]].to_dict()
         names = [k.name for k in ks]
         times = [k.get(COUNTER_METRICS["ncu_kernel_time"]) for k in ks]
-        roles = _roles(names, times)
+        roles = kernel_roles(names, times)
         for j, k in enumerate(ks):
             row = dict(base)
             row.update(launch_fields(k, cc, sms))

@@ -14,6 +14,7 @@ CLUSTER_SHAPE_ID 8 (uint16).
 
 The record's GEMM is column-major C[m, n] = op(A)[m, k] op(B)[k, n], `trans` = "nn", "tn", ...
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,8 +22,9 @@ from ctypes import POINTER, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import libs
 from .errors import CublasError, cublas_error_class
-from .libs import bind
+from .maths import MATH_DTYPE
 
 CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF = 0, 2, 14
 DATA_TYPE = {"float32": CUDA_R_32F, "float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF}
@@ -35,15 +37,19 @@ CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1
 
 # math family -> (data type, compute type); the scale type is always CUDA_R_32F.
 # fma: FP32 without TF32 (PEDANTIC), the SEER-style setting; tf32 allows TF32 tensor cores.
-MATH_MODES: dict[str, tuple[str, int]] = {
-    "fma": ("float32", CUBLAS_COMPUTE_32F_PEDANTIC),
-    "tf32": ("float32", CUBLAS_COMPUTE_32F_FAST_TF32),
-    "fp16": ("float16", CUBLAS_COMPUTE_32F),
-    "bf16": ("bfloat16", CUBLAS_COMPUTE_32F),
+COMPUTE_TYPE = {
+    "fma": CUBLAS_COMPUTE_32F_PEDANTIC,
+    "tf32": CUBLAS_COMPUTE_32F_FAST_TF32,
+    "fp16": CUBLAS_COMPUTE_32F,
+    "bf16": CUBLAS_COMPUTE_32F,
 }
+MATH_MODES: dict[str, tuple[str, int]] = {m: (MATH_DTYPE[m], t) for m, t in COMPUTE_TYPE.items()}
 
-COMPUTE_NAMES = {CUBLAS_COMPUTE_32F: "CUBLAS_COMPUTE_32F", CUBLAS_COMPUTE_32F_PEDANTIC: "CUBLAS_COMPUTE_32F_PEDANTIC",
-                 CUBLAS_COMPUTE_32F_FAST_TF32: "CUBLAS_COMPUTE_32F_FAST_TF32"}
+COMPUTE_NAMES = {
+    CUBLAS_COMPUTE_32F: "CUBLAS_COMPUTE_32F",
+    CUBLAS_COMPUTE_32F_PEDANTIC: "CUBLAS_COMPUTE_32F_PEDANTIC",
+    CUBLAS_COMPUTE_32F_FAST_TF32: "CUBLAS_COMPUTE_32F_FAST_TF32",
+}
 
 
 def compute_types(math: str) -> tuple[int, ...]:
@@ -57,15 +63,30 @@ def compute_types(math: str) -> tuple[int, ...]:
 
 # cublasLtMatmulAlgoConfigAttributes_t: (name in records, enum, ctypes type of the value)
 ALGO_CONFIG: tuple[tuple[str, int, Any], ...] = (
-    ("id", 0, c_int32), ("tile", 1, c_uint32), ("splitk", 2, c_int32), ("reduction", 3, c_uint32),
-    ("swizzle", 4, c_uint32), ("custom", 5, c_uint32), ("stages", 6, c_uint32),
-    ("inner_shape", 7, c_uint16), ("cluster_shape", 8, c_uint16),
+    ("id", 0, c_int32),
+    ("tile", 1, c_uint32),
+    ("splitk", 2, c_int32),
+    ("reduction", 3, c_uint32),
+    ("swizzle", 4, c_uint32),
+    ("custom", 5, c_uint32),
+    ("stages", 6, c_uint32),
+    ("inner_shape", 7, c_uint16),
+    ("cluster_shape", 8, c_uint16),
 )
-STATUS_NAMES = {0: "CUBLAS_STATUS_SUCCESS", 1: "CUBLAS_STATUS_NOT_INITIALIZED",
-                3: "CUBLAS_STATUS_ALLOC_FAILED", 7: "CUBLAS_STATUS_INVALID_VALUE",
-                8: "CUBLAS_STATUS_ARCH_MISMATCH", 11: "CUBLAS_STATUS_MAPPING_ERROR",
-                13: "CUBLAS_STATUS_EXECUTION_FAILED", 14: "CUBLAS_STATUS_INTERNAL_ERROR",
-                15: "CUBLAS_STATUS_NOT_SUPPORTED", 16: "CUBLAS_STATUS_LICENSE_ERROR"}
+# The record's column of each config attribute but the id (the algorithm's name carries that).
+RECORD_FIELDS: tuple[tuple[str, str], ...] = tuple((f"lt_{name}", name) for name, _, _ in ALGO_CONFIG[1:])
+STATUS_NAMES = {
+    0: "CUBLAS_STATUS_SUCCESS",
+    1: "CUBLAS_STATUS_NOT_INITIALIZED",
+    3: "CUBLAS_STATUS_ALLOC_FAILED",
+    7: "CUBLAS_STATUS_INVALID_VALUE",
+    8: "CUBLAS_STATUS_ARCH_MISMATCH",
+    11: "CUBLAS_STATUS_MAPPING_ERROR",
+    13: "CUBLAS_STATUS_EXECUTION_FAILED",
+    14: "CUBLAS_STATUS_INTERNAL_ERROR",
+    15: "CUBLAS_STATUS_NOT_SUPPORTED",
+    16: "CUBLAS_STATUS_LICENSE_ERROR",
+}
 
 
 class MatmulAlgo(ctypes.Structure):
@@ -77,8 +98,13 @@ class MatmulAlgo(ctypes.Structure):
 class HeuristicResult(ctypes.Structure):
     """cublasLtMatmulHeuristicResult_t: 96 bytes, wavesCount at offset 76."""
 
-    _fields_ = [("algo", MatmulAlgo), ("workspaceSize", c_size_t), ("state", c_int),
-                ("wavesCount", c_float), ("reserved", c_int * 4)]
+    _fields_ = [
+        ("algo", MatmulAlgo),
+        ("workspaceSize", c_size_t),
+        ("state", c_int),
+        ("wavesCount", c_float),
+        ("reserved", c_int * 4),
+    ]
 
 
 _P = POINTER
@@ -97,13 +123,32 @@ SIGNATURES: dict[str, tuple[Any, list]] = {
     "cublasLtMatmulPreferenceCreate": (c_int, [_P(c_void_p)]),
     "cublasLtMatmulPreferenceDestroy": (c_int, [c_void_p]),
     "cublasLtMatmulPreferenceSetAttribute": (c_int, [c_void_p, c_int, c_void_p, c_size_t]),
-    "cublasLtMatmulAlgoGetHeuristic": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p,
-                                               c_void_p, c_void_p, c_int, _P(HeuristicResult), _P(c_int)]),
-    "cublasLtMatmulAlgoConfigGetAttribute": (c_int, [_P(MatmulAlgo), c_int, c_void_p, c_size_t,
-                                                     _P(c_size_t)]),
-    "cublasLtMatmul": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p,
-                               c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, _P(MatmulAlgo),
-                               c_void_p, c_size_t, c_void_p]),
+    "cublasLtMatmulAlgoGetHeuristic": (
+        c_int,
+        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(HeuristicResult), _P(c_int)],
+    ),
+    "cublasLtMatmulAlgoConfigGetAttribute": (c_int, [_P(MatmulAlgo), c_int, c_void_p, c_size_t, _P(c_size_t)]),
+    "cublasLtMatmul": (
+        c_int,
+        [
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            _P(MatmulAlgo),
+            c_void_p,
+            c_size_t,
+            c_void_p,
+        ],
+    ),
 }
 
 
@@ -133,19 +178,16 @@ class LtAlgo:
         return tuple(self.config.get(k) for k, _, _ in ALGO_CONFIG)
 
 
-
 class CublasLt:
     """The cuBLASLt calls of the harness, each checked; `lib` is a CDLL or a test fake."""
 
     def __init__(self, lib, path: str = ""):
         self.lib, self.path = lib, path
-        bind(lib, SIGNATURES)
+        libs.bind(lib, SIGNATURES)
 
     @classmethod
-    def load(cls) -> "CublasLt":
-        from .libs import load_cublaslt
-
-        lib, path = load_cublaslt()
+    def load(cls) -> CublasLt:
+        lib, path = libs.load_cublaslt()
         return cls(lib, path)
 
     def version(self) -> int:
@@ -202,14 +244,20 @@ class CublasLt:
 
     def layout(self, dtype: str, rows: int, cols: int, ld: int, batch: int = 1) -> c_void_p:
         """A column-major matrix layout; batch > 1 makes it strided-batched (stride rows*cols)."""
-        d = self._create("cublasLtMatrixLayoutCreate", DATA_TYPE[dtype], c_uint64(int(rows)),
-                         c_uint64(int(cols)), c_int64(int(ld)))
+        d = self._create(
+            "cublasLtMatrixLayoutCreate", DATA_TYPE[dtype], c_uint64(int(rows)), c_uint64(int(cols)), c_int64(int(ld))
+        )
         try:
             if batch > 1:
-                self._set("cublasLtMatrixLayoutSetAttribute", d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                          c_int32(int(batch)))
-                self._set("cublasLtMatrixLayoutSetAttribute", d, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                          c_int64(int(ld) * int(cols)))
+                self._set(
+                    "cublasLtMatrixLayoutSetAttribute", d, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, c_int32(int(batch))
+                )
+                self._set(
+                    "cublasLtMatrixLayoutSetAttribute",
+                    d,
+                    CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                    c_int64(int(ld) * int(cols)),
+                )
         except BaseException:
             self.lib.cublasLtMatrixLayoutDestroy(d)
             raise
@@ -218,8 +266,12 @@ class CublasLt:
     def preference(self, max_workspace: int) -> c_void_p:
         p = self._create("cublasLtMatmulPreferenceCreate")
         try:
-            self._set("cublasLtMatmulPreferenceSetAttribute", p, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                      c_uint64(int(max_workspace)))
+            self._set(
+                "cublasLtMatmulPreferenceSetAttribute",
+                p,
+                CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                c_uint64(int(max_workspace)),
+            )
         except BaseException:
             self.lib.cublasLtMatmulPreferenceDestroy(p)
             raise
@@ -231,8 +283,12 @@ class CublasLt:
         for name, attr, typ in ALGO_CONFIG:
             val, written = typ(0), c_size_t(0)
             status = self.lib.cublasLtMatmulAlgoConfigGetAttribute(
-                ctypes.pointer(algo), attr, ctypes.cast(ctypes.pointer(val), c_void_p),
-                ctypes.sizeof(val), ctypes.pointer(written))
+                ctypes.pointer(algo),
+                attr,
+                ctypes.cast(ctypes.pointer(val), c_void_p),
+                ctypes.sizeof(val),
+                ctypes.pointer(written),
+            )
             if int(status) == 0:
                 out[name] = int(val.value)
         return out
@@ -241,28 +297,54 @@ class CublasLt:
         """Up to `count` algorithms, cuBLASLt's first choice first; only usable ones (state 0)."""
         arr = (HeuristicResult * max(1, int(count)))()
         got = c_int(0)
-        self._call("cublasLtMatmulAlgoGetHeuristic", h, op, a, b, c, d, pref, int(count), arr,
-                   ctypes.pointer(got))
+        self._call("cublasLtMatmulAlgoGetHeuristic", h, op, a, b, c, d, pref, int(count), arr, ctypes.pointer(got))
         out = []
         for i, r in enumerate(arr[: max(0, min(got.value, count))]):
             if r.state != 0:
                 continue
             algo = MatmulAlgo()
             ctypes.memmove(ctypes.addressof(algo), ctypes.addressof(r.algo), ctypes.sizeof(MatmulAlgo))
-            out.append(LtAlgo(i, algo, int(r.workspaceSize), int(r.state), float(r.wavesCount),
-                              self.algo_config(algo)))
+            out.append(LtAlgo(i, algo, int(r.workspaceSize), int(r.state), float(r.wavesCount), self.algo_config(algo)))
         return out
 
-    def matmul(self, h, op, a_layout, a: int, b_layout, b: int, c_layout, c: int, algo: MatmulAlgo,
-               workspace: int, workspace_bytes: int, stream: int, alpha: float = 1.0,
-               beta: float = 0.0) -> None:
+    def matmul(
+        self,
+        h,
+        op,
+        a_layout,
+        a: int,
+        b_layout,
+        b: int,
+        c_layout,
+        c: int,
+        algo: MatmulAlgo,
+        workspace: int,
+        workspace_bytes: int,
+        stream: int,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> None:
         """D = alpha op(A) op(B) + beta C, in place (D = C); alpha, beta host floats."""
         al, be = c_float(alpha), c_float(beta)
-        self._call("cublasLtMatmul", h, op, ctypes.cast(ctypes.pointer(al), c_void_p),
-                   c_void_p(int(a) or None), a_layout, c_void_p(int(b) or None), b_layout,
-                   ctypes.cast(ctypes.pointer(be), c_void_p), c_void_p(int(c) or None), c_layout,
-                   c_void_p(int(c) or None), c_layout, ctypes.pointer(algo),
-                   c_void_p(int(workspace) or None), int(workspace_bytes), c_void_p(int(stream) or None))
+        self._call(
+            "cublasLtMatmul",
+            h,
+            op,
+            ctypes.cast(ctypes.pointer(al), c_void_p),
+            c_void_p(int(a) or None),
+            a_layout,
+            c_void_p(int(b) or None),
+            b_layout,
+            ctypes.cast(ctypes.pointer(be), c_void_p),
+            c_void_p(int(c) or None),
+            c_layout,
+            c_void_p(int(c) or None),
+            c_layout,
+            ctypes.pointer(algo),
+            c_void_p(int(workspace) or None),
+            int(workspace_bytes),
+            c_void_p(int(stream) or None),
+        )
 
 
 def gemm_shapes(m: int, n: int, k: int, trans: str = "nn") -> dict[str, tuple[int, int]]:
@@ -275,8 +357,19 @@ def gemm_shapes(m: int, n: int, k: int, trans: str = "nn") -> dict[str, tuple[in
 class GemmProblem:
     """Descriptors of one (batched) GEMM: op desc, A, B, C layouts and a preference."""
 
-    def __init__(self, lt: CublasLt, *, batch: int, m: int, n: int, k: int, trans: str = "nn",
-                 math: str = "fma", max_workspace: int = 1 << 30, compute: int | None = None):
+    def __init__(
+        self,
+        lt: CublasLt,
+        *,
+        batch: int,
+        m: int,
+        n: int,
+        k: int,
+        trans: str = "nn",
+        math: str = "fma",
+        max_workspace: int = 1 << 30,
+        compute: int | None = None,
+    ):
         self.lt = lt
         self.dtype, default = MATH_MODES[math]
         self.compute = compute = default if compute is None else int(compute)
@@ -293,9 +386,13 @@ class GemmProblem:
             raise
 
     def close(self) -> None:
-        for attr, fn in (("pref", "cublasLtMatmulPreferenceDestroy"), ("c", "cublasLtMatrixLayoutDestroy"),
-                         ("b", "cublasLtMatrixLayoutDestroy"), ("a", "cublasLtMatrixLayoutDestroy"),
-                         ("op", "cublasLtMatmulDescDestroy")):
+        for attr, fn in (
+            ("pref", "cublasLtMatmulPreferenceDestroy"),
+            ("c", "cublasLtMatrixLayoutDestroy"),
+            ("b", "cublasLtMatrixLayoutDestroy"),
+            ("a", "cublasLtMatrixLayoutDestroy"),
+            ("op", "cublasLtMatmulDescDestroy"),
+        ):
             d = getattr(self, attr, None)
             if d is not None:
                 setattr(self, attr, None)
@@ -304,7 +401,7 @@ class GemmProblem:
     def heuristics(self, h, count: int) -> list[LtAlgo]:
         return self.lt.heuristics(h, self.op, self.a, self.b, self.c, self.c, self.pref, count)
 
-    def __enter__(self) -> "GemmProblem":
+    def __enter__(self) -> GemmProblem:
         return self
 
     def __exit__(self, *exc) -> None:

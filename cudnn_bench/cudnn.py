@@ -16,6 +16,7 @@ cudnnGetLastErrorString.
 `Cudnn` takes the library object as an argument, so tests drive it with a fake that records
 calls; only `Cudnn.load()` touches the real library.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -25,13 +26,13 @@ from typing import Any
 
 from seer.variants import CONV_ALGOS
 
+from . import libs
 from .errors import CudnnError, cudnn_error_class
-from .libs import bind
+from .maths import MATH_DTYPE
 
 # ---------------------------------------------------------------- enums (cudnn_graph.h, cudnn_ops.h)
 CUDNN_DATA_FLOAT, CUDNN_DATA_DOUBLE, CUDNN_DATA_HALF, CUDNN_DATA_BFLOAT16 = 0, 1, 2, 9
 DATA_TYPE = {"float32": CUDNN_DATA_FLOAT, "float16": CUDNN_DATA_HALF, "bfloat16": CUDNN_DATA_BFLOAT16}
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CUDNN_TENSOR_NCHW, CUDNN_TENSOR_NHWC = 0, 1
 TENSOR_FORMAT = {"NCHW": CUDNN_TENSOR_NCHW, "NHWC": CUDNN_TENSOR_NHWC}
 CUDNN_CONVOLUTION, CUDNN_CROSS_CORRELATION = 0, 1
@@ -42,32 +43,47 @@ MATH_TYPE_NAMES = {0: "default", 1: "tensor_op", 2: "tensor_op_allow_conversion"
 
 # The harness's math families -> (data type, cudnnMathType_t). FP32 with FMA math is SEER's
 # setting (no TF32 on Ampere/Hopper); DEFAULT math on FP32 lets cuDNN use TF32 tensor cores.
-MATH_MODES: dict[str, tuple[str, int]] = {
-    "fma": ("float32", CUDNN_FMA_MATH),
-    "tf32": ("float32", CUDNN_DEFAULT_MATH),
-    "fp16": ("float16", CUDNN_TENSOR_OP_MATH),
-    "bf16": ("bfloat16", CUDNN_TENSOR_OP_MATH),
+MATH_TYPE = {
+    "fma": CUDNN_FMA_MATH,
+    "tf32": CUDNN_DEFAULT_MATH,
+    "fp16": CUDNN_TENSOR_OP_MATH,
+    "bf16": CUDNN_TENSOR_OP_MATH,
 }
+MATH_MODES: dict[str, tuple[str, int]] = {m: (MATH_DTYPE[m], t) for m, t in MATH_TYPE.items()}
 
 # cuDNN 9 status names, used only where the library cannot name a status itself (fakes).
 STATUS_NAMES = {
-    0: "CUDNN_STATUS_SUCCESS", 1001: "CUDNN_STATUS_NOT_INITIALIZED",
-    1002: "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH", 1008: "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED",
-    2000: "CUDNN_STATUS_BAD_PARAM", 2002: "CUDNN_STATUS_BAD_PARAM_NULL_POINTER",
-    3000: "CUDNN_STATUS_NOT_SUPPORTED", 3002: "CUDNN_STATUS_NOT_SUPPORTED_SHAPE",
-    3007: "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH", 4000: "CUDNN_STATUS_INTERNAL_ERROR",
+    0: "CUDNN_STATUS_SUCCESS",
+    1001: "CUDNN_STATUS_NOT_INITIALIZED",
+    1002: "CUDNN_STATUS_SUBLIBRARY_VERSION_MISMATCH",
+    1008: "CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED",
+    2000: "CUDNN_STATUS_BAD_PARAM",
+    2002: "CUDNN_STATUS_BAD_PARAM_NULL_POINTER",
+    3000: "CUDNN_STATUS_NOT_SUPPORTED",
+    3002: "CUDNN_STATUS_NOT_SUPPORTED_SHAPE",
+    3007: "CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH",
+    4000: "CUDNN_STATUS_INTERNAL_ERROR",
     4003: "CUDNN_STATUS_INTERNAL_ERROR_HOST_ALLOCATION_FAILED",
     4004: "CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED",
-    5000: "CUDNN_STATUS_EXECUTION_FAILED", 5001: "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER",
-    5002: "CUDNN_STATUS_EXECUTION_FAILED_CUBLAS", 5003: "CUDNN_STATUS_EXECUTION_FAILED_CUDART",
+    5000: "CUDNN_STATUS_EXECUTION_FAILED",
+    5001: "CUDNN_STATUS_EXECUTION_FAILED_CUDA_DRIVER",
+    5002: "CUDNN_STATUS_EXECUTION_FAILED_CUBLAS",
+    5003: "CUDNN_STATUS_EXECUTION_FAILED_CUDART",
 }
 
 
 class ConvFwdAlgoPerf(ctypes.Structure):
     """cudnnConvolutionFwdAlgoPerf_t (cudnn_cnn.h): 48 bytes, memory at offset 16."""
 
-    _fields_ = [("algo", c_int), ("status", c_int), ("time", c_float), ("memory", c_size_t),
-                ("determinism", c_int), ("mathType", c_int), ("reserved", c_int * 3)]
+    _fields_ = [
+        ("algo", c_int),
+        ("status", c_int),
+        ("time", c_float),
+        ("memory", c_size_t),
+        ("determinism", c_int),
+        ("mathType", c_int),
+        ("reserved", c_int * 3),
+    ]
 
 
 # name -> (restype, argtypes); handles and descriptors are opaque pointers (c_void_p).
@@ -87,23 +103,45 @@ SIGNATURES: dict[str, tuple[Any, list]] = {
     "cudnnSetFilter4dDescriptor": (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, c_int]),
     "cudnnDestroyFilterDescriptor": (c_int, [c_void_p]),
     "cudnnCreateConvolutionDescriptor": (c_int, [_P(c_void_p)]),
-    "cudnnSetConvolution2dDescriptor": (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, c_int,
-                                                c_int, c_int]),
+    "cudnnSetConvolution2dDescriptor": (c_int, [c_void_p, c_int, c_int, c_int, c_int, c_int, c_int, c_int, c_int]),
     "cudnnSetConvolutionMathType": (c_int, [c_void_p, c_int]),
     "cudnnSetConvolutionGroupCount": (c_int, [c_void_p, c_int]),
     "cudnnDestroyConvolutionDescriptor": (c_int, [c_void_p]),
-    "cudnnGetConvolution2dForwardOutputDim": (c_int, [c_void_p, c_void_p, c_void_p, _P(c_int),
-                                                      _P(c_int), _P(c_int), _P(c_int)]),
+    "cudnnGetConvolution2dForwardOutputDim": (
+        c_int,
+        [c_void_p, c_void_p, c_void_p, _P(c_int), _P(c_int), _P(c_int), _P(c_int)],
+    ),
     "cudnnGetConvolutionForwardAlgorithmMaxCount": (c_int, [c_void_p, _P(c_int)]),
-    "cudnnGetConvolutionForwardAlgorithm_v7": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p,
-                                                       c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)]),
-    "cudnnFindConvolutionForwardAlgorithm": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p,
-                                                     c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)]),
-    "cudnnGetConvolutionForwardWorkspaceSize": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p,
-                                                        c_void_p, c_int, _P(c_size_t)]),
-    "cudnnConvolutionForward": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_void_p,
-                                        c_void_p, c_int, c_void_p, c_size_t, c_void_p, c_void_p,
-                                        c_void_p]),
+    "cudnnGetConvolutionForwardAlgorithm_v7": (
+        c_int,
+        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)],
+    ),
+    "cudnnFindConvolutionForwardAlgorithm": (
+        c_int,
+        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)],
+    ),
+    "cudnnGetConvolutionForwardWorkspaceSize": (
+        c_int,
+        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_size_t)],
+    ),
+    "cudnnConvolutionForward": (
+        c_int,
+        [
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+            c_int,
+            c_void_p,
+            c_size_t,
+            c_void_p,
+            c_void_p,
+            c_void_p,
+        ],
+    ),
 }
 
 
@@ -137,19 +175,16 @@ def format_cudart(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}"
 
 
-
 class Cudnn:
     """The cuDNN calls the harness makes, each checked; `lib` is a CDLL or a test fake."""
 
     def __init__(self, lib, path: str = ""):
         self.lib, self.path = lib, path
-        bind(lib, SIGNATURES)
+        libs.bind(lib, SIGNATURES)
 
     @classmethod
-    def load(cls) -> "Cudnn":
-        from .libs import load_cudnn
-
-        lib, path = load_cudnn()
+    def load(cls) -> Cudnn:
+        lib, path = libs.load_cudnn()
         return cls(lib, path)
 
     # ------------------------------------------------------------ versions and errors
@@ -207,36 +242,54 @@ class Cudnn:
         self._call("cudnnSetStream", h, c_void_p(int(stream) or None))
 
     # ------------------------------------------------------------ descriptors
-    def tensor_desc(self, n: int, c: int, h: int, w: int, dtype: str = "float32",
-                    layout: str = "NCHW") -> c_void_p:
+    def tensor_desc(self, n: int, c: int, h: int, w: int, dtype: str = "float32", layout: str = "NCHW") -> c_void_p:
         d = self._create("cudnnCreateTensorDescriptor")
         try:  # (desc, format, dataType, n, c, h, w)
-            self._call("cudnnSetTensor4dDescriptor", d, TENSOR_FORMAT[layout], DATA_TYPE[dtype],
-                       int(n), int(c), int(h), int(w))
+            self._call(
+                "cudnnSetTensor4dDescriptor", d, TENSOR_FORMAT[layout], DATA_TYPE[dtype], int(n), int(c), int(h), int(w)
+            )
         except BaseException:
             self.lib.cudnnDestroyTensorDescriptor(d)
             raise
         return d
 
-    def filter_desc(self, k: int, c: int, h: int, w: int, dtype: str = "float32",
-                    layout: str = "NCHW") -> c_void_p:
+    def filter_desc(self, k: int, c: int, h: int, w: int, dtype: str = "float32", layout: str = "NCHW") -> c_void_p:
         d = self._create("cudnnCreateFilterDescriptor")
         try:  # (desc, dataType, format, k, c, h, w): dtype before format, unlike tensors
-            self._call("cudnnSetFilter4dDescriptor", d, DATA_TYPE[dtype], TENSOR_FORMAT[layout],
-                       int(k), int(c), int(h), int(w))
+            self._call(
+                "cudnnSetFilter4dDescriptor", d, DATA_TYPE[dtype], TENSOR_FORMAT[layout], int(k), int(c), int(h), int(w)
+            )
         except BaseException:
             self.lib.cudnnDestroyFilterDescriptor(d)
             raise
         return d
 
-    def conv_desc(self, pad_h: int, pad_w: int, stride_h: int, stride_w: int, dil_h: int = 1,
-                  dil_w: int = 1, compute: str = "float32", math_type: int = CUDNN_FMA_MATH,
-                  groups: int = 1) -> c_void_p:
+    def conv_desc(
+        self,
+        pad_h: int,
+        pad_w: int,
+        stride_h: int,
+        stride_w: int,
+        dil_h: int = 1,
+        dil_w: int = 1,
+        compute: str = "float32",
+        math_type: int = CUDNN_FMA_MATH,
+        groups: int = 1,
+    ) -> c_void_p:
         d = self._create("cudnnCreateConvolutionDescriptor")
         try:  # (desc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode, computeType)
-            self._call("cudnnSetConvolution2dDescriptor", d, int(pad_h), int(pad_w), int(stride_h),
-                       int(stride_w), int(dil_h), int(dil_w), CUDNN_CROSS_CORRELATION,
-                       DATA_TYPE[compute])
+            self._call(
+                "cudnnSetConvolution2dDescriptor",
+                d,
+                int(pad_h),
+                int(pad_w),
+                int(stride_h),
+                int(stride_w),
+                int(dil_h),
+                int(dil_w),
+                CUDNN_CROSS_CORRELATION,
+                DATA_TYPE[compute],
+            )
             self._call("cudnnSetConvolutionMathType", d, int(math_type))
             if groups != 1:
                 self._call("cudnnSetConvolutionGroupCount", d, int(groups))
@@ -257,16 +310,26 @@ class Cudnn:
     # ------------------------------------------------------------ queries
     def output_dim(self, conv, x, w) -> tuple[int, int, int, int]:
         n, c, h, ww = c_int(), c_int(), c_int(), c_int()
-        self._call("cudnnGetConvolution2dForwardOutputDim", conv, x, w, ctypes.pointer(n),
-                   ctypes.pointer(c), ctypes.pointer(h), ctypes.pointer(ww))
+        self._call(
+            "cudnnGetConvolution2dForwardOutputDim",
+            conv,
+            x,
+            w,
+            ctypes.pointer(n),
+            ctypes.pointer(c),
+            ctypes.pointer(h),
+            ctypes.pointer(ww),
+        )
         return n.value, c.value, h.value, ww.value
 
     def _perf_list(self, fn: str, h, x, w, conv, y, count: int) -> list[AlgoPerf]:
         arr = (ConvFwdAlgoPerf * count)()
         got = c_int(0)
         self._call(fn, h, x, w, conv, y, int(count), ctypes.pointer(got), arr)
-        return [AlgoPerf(p.algo, p.status, float(p.time), int(p.memory), p.determinism, p.mathType)
-                for p in arr[: max(0, min(got.value, count))]]
+        return [
+            AlgoPerf(p.algo, p.status, float(p.time), int(p.memory), p.determinism, p.mathType)
+            for p in arr[: max(0, min(got.value, count))]
+        ]
 
     def heuristic(self, h, x, w, conv, y, count: int = CUDNN_CONVOLUTION_FWD_ALGO_COUNT) -> list[AlgoPerf]:
         """cuDNN's own ranking (cudnnGetConvolutionForwardAlgorithm_v7): no timing, the baseline
@@ -279,19 +342,44 @@ class Cudnn:
 
     def workspace_size(self, h, x, w, conv, y, algo: int) -> int:
         size = c_size_t(0)
-        self._call("cudnnGetConvolutionForwardWorkspaceSize", h, x, w, conv, y, int(algo),
-                   ctypes.pointer(size))
+        self._call("cudnnGetConvolutionForwardWorkspaceSize", h, x, w, conv, y, int(algo), ctypes.pointer(size))
         return int(size.value)
 
-    def forward(self, h, x_desc, x: int, w_desc, w: int, conv, algo: int, workspace: int,
-                workspace_bytes: int, y_desc, y: int, alpha: float = 1.0, beta: float = 0.0) -> None:
+    def forward(
+        self,
+        h,
+        x_desc,
+        x: int,
+        w_desc,
+        w: int,
+        conv,
+        algo: int,
+        workspace: int,
+        workspace_bytes: int,
+        y_desc,
+        y: int,
+        alpha: float = 1.0,
+        beta: float = 0.0,
+    ) -> None:
         """y = alpha * conv(x, w) + beta * y. alpha and beta are host floats (float for every
         data type but double, per cuDNN's scaling-parameter rule); pointers are device ints."""
         a, b = c_float(alpha), c_float(beta)
-        self._call("cudnnConvolutionForward", h, ctypes.cast(ctypes.pointer(a), c_void_p), x_desc,
-                   c_void_p(int(x) or None), w_desc, c_void_p(int(w) or None), conv, int(algo),
-                   c_void_p(int(workspace) or None), int(workspace_bytes),
-                   ctypes.cast(ctypes.pointer(b), c_void_p), y_desc, c_void_p(int(y) or None))
+        self._call(
+            "cudnnConvolutionForward",
+            h,
+            ctypes.cast(ctypes.pointer(a), c_void_p),
+            x_desc,
+            c_void_p(int(x) or None),
+            w_desc,
+            c_void_p(int(w) or None),
+            conv,
+            int(algo),
+            c_void_p(int(workspace) or None),
+            int(workspace_bytes),
+            ctypes.cast(ctypes.pointer(b), c_void_p),
+            y_desc,
+            c_void_p(int(y) or None),
+        )
 
 
 class ConvProblem:
@@ -300,18 +388,34 @@ class ConvProblem:
     A context manager, so descriptors are freed whatever happens; `out` is cuDNN's output shape.
     """
 
-    def __init__(self, dnn: Cudnn, *, batch: int, c_in: int, h_in: int, w_in: int, c_out: int,
-                 kh: int, kw: int, stride_h: int = 1, stride_w: int = 1, pad_h: int = 0,
-                 pad_w: int = 0, dil_h: int = 1, dil_w: int = 1, groups: int = 1,
-                 math: str = "fma", layout: str = "NCHW"):
+    def __init__(
+        self,
+        dnn: Cudnn,
+        *,
+        batch: int,
+        c_in: int,
+        h_in: int,
+        w_in: int,
+        c_out: int,
+        kh: int,
+        kw: int,
+        stride_h: int = 1,
+        stride_w: int = 1,
+        pad_h: int = 0,
+        pad_w: int = 0,
+        dil_h: int = 1,
+        dil_w: int = 1,
+        groups: int = 1,
+        math: str = "fma",
+        layout: str = "NCHW",
+    ):
         self.dnn = dnn
         self.dtype, self.math_type = MATH_MODES[math]
         self.x = self.w = self.conv = self.y = None
         try:
             self.x = dnn.tensor_desc(batch, c_in, h_in, w_in, self.dtype, layout)
             self.w = dnn.filter_desc(c_out, c_in // groups, kh, kw, self.dtype, layout)
-            self.conv = dnn.conv_desc(pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, "float32",
-                                      self.math_type, groups)
+            self.conv = dnn.conv_desc(pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, "float32", self.math_type, groups)
             self.out = dnn.output_dim(self.conv, self.x, self.w)
             self.y = dnn.tensor_desc(*self.out, self.dtype, layout)
         except BaseException:
@@ -319,8 +423,12 @@ class ConvProblem:
             raise
 
     def close(self) -> None:
-        for attr, fn in (("y", "destroy_tensor"), ("conv", "destroy_conv"), ("w", "destroy_filter"),
-                         ("x", "destroy_tensor")):
+        for attr, fn in (
+            ("y", "destroy_tensor"),
+            ("conv", "destroy_conv"),
+            ("w", "destroy_filter"),
+            ("x", "destroy_tensor"),
+        ):
             d = getattr(self, attr, None)
             if d is not None:
                 setattr(self, attr, None)
@@ -329,7 +437,7 @@ class ConvProblem:
                 except CudnnError:
                     pass
 
-    def __enter__(self) -> "ConvProblem":
+    def __enter__(self) -> ConvProblem:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -21,18 +21,20 @@ cuptiActivityGetNextRecord returns CUPTI_ERROR_MAX_LIMIT_REACHED (12) at a buffe
 CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1. Kernel names in these records are mangled C++ names;
 they are demangled with libstdc++'s abi::__cxa_demangle (cuDNN's extern "C" names pass through).
 """
+
 from __future__ import annotations
 
 import ctypes
 import math
 import threading
+from collections.abc import Sequence
 from ctypes import POINTER, c_char_p, c_int, c_int32, c_int64, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 
+from . import libs
 from .errors import CuptiError
 
 CUPTI_ACTIVITY_KIND_KERNEL = 3
@@ -49,15 +51,31 @@ class ActivityKernelPrefix(ctypes.Structure):
 
     _pack_ = 1
     _fields_ = [
-        ("kind", c_uint32), ("cacheConfig", c_uint8), ("sharedMemoryConfig", c_uint8),
-        ("registersPerThread", c_uint16), ("partitionedGlobalCacheRequested", c_uint32),
-        ("partitionedGlobalCacheExecuted", c_uint32), ("start", c_uint64), ("end", c_uint64),
-        ("completed", c_uint64), ("deviceId", c_uint32), ("contextId", c_uint32),
-        ("streamId", c_uint32), ("gridX", c_int32), ("gridY", c_int32), ("gridZ", c_int32),
-        ("blockX", c_int32), ("blockY", c_int32), ("blockZ", c_int32),
-        ("staticSharedMemory", c_int32), ("dynamicSharedMemory", c_int32),
-        ("localMemoryPerThread", c_uint32), ("localMemoryTotal", c_uint32),
-        ("correlationId", c_uint32), ("gridId", c_int64), ("name", c_char_p),
+        ("kind", c_uint32),
+        ("cacheConfig", c_uint8),
+        ("sharedMemoryConfig", c_uint8),
+        ("registersPerThread", c_uint16),
+        ("partitionedGlobalCacheRequested", c_uint32),
+        ("partitionedGlobalCacheExecuted", c_uint32),
+        ("start", c_uint64),
+        ("end", c_uint64),
+        ("completed", c_uint64),
+        ("deviceId", c_uint32),
+        ("contextId", c_uint32),
+        ("streamId", c_uint32),
+        ("gridX", c_int32),
+        ("gridY", c_int32),
+        ("gridZ", c_int32),
+        ("blockX", c_int32),
+        ("blockY", c_int32),
+        ("blockZ", c_int32),
+        ("staticSharedMemory", c_int32),
+        ("dynamicSharedMemory", c_int32),
+        ("localMemoryPerThread", c_uint32),
+        ("localMemoryTotal", c_uint32),
+        ("correlationId", c_uint32),
+        ("gridId", c_int64),
+        ("name", c_char_p),
     ]
 
 
@@ -126,12 +144,23 @@ def kernel_from_address(addr: int, clusters: bool = False) -> KernelRecord:
     version has the cluster fields (CUPTI API version >= CLUSTER_SINCE)."""
     r = ActivityKernelPrefix.from_address(addr)
     raw = r.name.decode(errors="replace") if r.name else ""
-    cluster = tuple(int(c_uint32.from_address(addr + CLUSTER_OFFSET + 4 * i).value) for i in range(3)) \
-        if clusters else None
-    return KernelRecord(demangle(raw), int(r.start), int(r.end), (r.gridX, r.gridY, r.gridZ),
-                        (r.blockX, r.blockY, r.blockZ), int(r.registersPerThread),
-                        int(r.staticSharedMemory), int(r.dynamicSharedMemory), int(r.streamId),
-                        int(r.correlationId), cluster)
+    cluster = None
+    if clusters:
+        x, y, z = (int(c_uint32.from_address(addr + CLUSTER_OFFSET + 4 * i).value) for i in range(3))
+        cluster = (x, y, z)
+    return KernelRecord(
+        demangle(raw),
+        int(r.start),
+        int(r.end),
+        (r.gridX, r.gridY, r.gridZ),
+        (r.blockX, r.blockY, r.blockZ),
+        int(r.registersPerThread),
+        int(r.staticSharedMemory),
+        int(r.dynamicSharedMemory),
+        int(r.streamId),
+        int(r.correlationId),
+        cluster,
+    )
 
 
 # ---------------------------------------------------------------- the tracer
@@ -162,10 +191,8 @@ class CuptiTracer:
         self.enabled = True
 
     @classmethod
-    def open(cls) -> "CuptiTracer":
-        from .libs import load_cupti
-
-        lib, path = load_cupti()
+    def open(cls) -> CuptiTracer:
+        lib, path = libs.load_cupti()
         return cls(lib, path)
 
     def _check(self, status: int, call: str) -> None:
@@ -190,7 +217,7 @@ class CuptiTracer:
         out = []
         while True:
             status = int(self.lib.cuptiActivityGetNextRecord(buf, valid, ctypes.pointer(rec)))
-            if status != 0:
+            if status != 0 or rec.value is None:
                 break
             kind = c_uint32.from_address(rec.value).value
             if kind in (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_KERNEL):
@@ -216,7 +243,7 @@ class CuptiTracer:
             try:
                 self.lib.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
                 self.lib.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-            except Exception:  # noqa: BLE001 - best effort at shutdown
+            except Exception:  # best effort at shutdown
                 pass
 
 
@@ -227,8 +254,8 @@ def split_calls(records: Sequence[KernelRecord], calls: int) -> list[list[Kernel
     Every call of the same library function with the same arguments launches the same kernel
     sequence, except that a first call may add one-off set-up kernels. So the period k is the
     whole share n / calls where that repeats, else the smallest one for which the last calls
-    repeat the same names; what is left at the front belongs to the first call's set-up. Returns None where no period fits (the caller then
-    records the call without per-kernel rows).
+    repeat the same names; what is left at the front belongs to the first call's set-up.
+    Returns None where no period fits (the caller then records the call without per-kernel rows).
     """
     n = len(records)
     if calls <= 0 or n == 0:
@@ -236,10 +263,10 @@ def split_calls(records: Sequence[KernelRecord], calls: int) -> list[list[Kernel
     names = [r.name for r in records]
     ks = ([n // calls] if n % calls == 0 else []) + list(range(1, n // calls + 1))
     for k in ks:
-        tail = names[n - k * calls:]
+        tail = names[n - k * calls :]
         unit = tail[-k:]
-        if all(tail[i * k:(i + 1) * k] == unit for i in range(calls)):
-            return [list(records[n - (calls - i) * k: n - (calls - i - 1) * k]) for i in range(calls)]
+        if all(tail[i * k : (i + 1) * k] == unit for i in range(calls)):
+            return [list(records[n - (calls - i) * k : n - (calls - i - 1) * k]) for i in range(calls)]
     return None
 
 
@@ -268,4 +295,3 @@ def span_ms(per_call: list[list[KernelRecord]], timed: int) -> float:
     use = per_call[-timed:] if timed > 0 else per_call
     spans = [(max(k.end for k in c) - min(k.start for k in c)) / 1e6 for c in use if c]
     return float(np.median(spans)) if spans else math.nan
-

@@ -5,6 +5,7 @@ errors carry the library's own status name and message (cuDNN's `cudnnGetErrorSt
 `cudnnGetLastErrorString`, cuBLASLt's `cublasLtGetStatusName`/`String`, the driver's
 `cuGetErrorName`/`String`), so a record's `message` says what the library said.
 """
+
 from __future__ import annotations
 
 from seer.errors import SeerError
@@ -82,8 +83,13 @@ def cudnn_error_class(status: int) -> type[CudnnError]:
     """The exception class of a cuDNN 9 status (categories are status // 1000 * 1000)."""
     if status in (4003, 4004):
         return CudnnAllocFailed
-    return {1000: CudnnNotInitialized, 2000: CudnnBadParam, 3000: CudnnNotSupported,
-            4000: CudnnInternalError, 5000: CudnnExecutionFailed}.get(status // 1000 * 1000, CudnnError)
+    return {
+        1000: CudnnNotInitialized,
+        2000: CudnnBadParam,
+        3000: CudnnNotSupported,
+        4000: CudnnInternalError,
+        5000: CudnnExecutionFailed,
+    }.get(status // 1000 * 1000, CudnnError)
 
 
 # ------------------------------------------------------------------ cuBLAS(Lt)
@@ -114,9 +120,16 @@ class CublasExecutionFailed(CublasError):  # 13, 14 INTERNAL_ERROR, 11 MAPPING_E
 
 def cublas_error_class(status: int) -> type[CublasError]:
     """cublasStatus_t values from cublas_api.h (CUDA 12 and 13 agree)."""
-    return {1: CublasNotInitialized, 3: CublasAllocFailed, 7: CublasInvalidValue,
-            8: CublasNotSupported, 15: CublasNotSupported, 11: CublasExecutionFailed,
-            13: CublasExecutionFailed, 14: CublasExecutionFailed}.get(int(status), CublasError)
+    return {
+        1: CublasNotInitialized,
+        3: CublasAllocFailed,
+        7: CublasInvalidValue,
+        8: CublasNotSupported,
+        15: CublasNotSupported,
+        11: CublasExecutionFailed,
+        13: CublasExecutionFailed,
+        14: CublasExecutionFailed,
+    }.get(int(status), CublasError)
 
 
 # ------------------------------------------------------------------ CUDA driver and CUPTI

@@ -6,6 +6,7 @@ The `time` column is the kernel's own median time where the timing pass traced k
 per-kernel times), else the whole call's. The train/test split is SEER's deterministic rule
 within each variant (`seer.records.split_rows`). Needs openpyxl (a CPU-side dependency).
 """
+
 from __future__ import annotations
 
 import re
@@ -60,6 +61,11 @@ def export_seer_excel(data: str | Path, out: str | Path, math: str = "fma") -> l
     return [records.write_seer_excel(g, out / f"{name}.xlsx") for name, g in frames.items()]
 
 
+def _total(df: pd.DataFrame, column: str) -> float:
+    """The column's numbers summed; nan where the records have no such column."""
+    return float(pd.to_numeric(df[column], errors="coerce").sum()) if column in df else float("nan")
+
+
 def report(data: str | Path) -> str:
     """A short account of collected records: per suite and math, configurations, calls by
     status, share of calls with per-kernel rows and with counters, distinct main-kernel
@@ -74,8 +80,7 @@ def report(data: str | Path) -> str:
         traced = ok.groupby("call_id")["kernel"].apply(lambda k: (k.astype(str).str.strip() != "").any())
         counted = ok.groupby("call_id")["fp32_inst"].apply(lambda v: v.notna().any()) if len(ok) else traced
         per_cfg = g.drop_duplicates("config_key")
-        est = pd.to_numeric(per_cfg.get("est_s"), errors="coerce").sum()
-        wall = pd.to_numeric(per_cfg.get("wall_s"), errors="coerce").sum()
+        est, wall = _total(per_cfg, "est_s"), _total(per_cfg, "wall_s")
         mains = ok[ok["role"] == "main"]["kernel"].astype(str)
         variants = {classify(k).label for k in mains if k.strip()}
         lines.append(
@@ -83,7 +88,8 @@ def report(data: str | Path) -> str:
             f"({', '.join(f'{k} {v}' for k, v in sorted(status.items()))}); per-kernel rows for "
             f"{traced.mean() * 100 if len(traced) else 0:.0f}% of ok calls, counters for "
             f"{counted.mean() * 100 if len(counted) else 0:.0f}%; {len(variants)} main-kernel variants; "
-            f"wall {wall / 60:.1f} min vs estimate {est / 60:.1f} min (x{wall / est if est else float('nan'):.2f})")
+            f"wall {wall / 60:.1f} min vs estimate {est / 60:.1f} min (x{wall / est if est else float('nan'):.2f})"
+        )
     if "host_gap" in df:
         calls = df[df["status"] == "ok"].drop_duplicates("call_id")
         gap = calls["host_gap"].astype(str).str.lower() == "true"
@@ -91,8 +97,11 @@ def report(data: str | Path) -> str:
         if known.any():
             events = pd.to_numeric(calls["event_time_ms"], errors="coerce").fillna(calls["time_ms"])
             ratio = (events / pd.to_numeric(calls["gpu_span_ms"], errors="coerce"))[known]
-            lines.append(f"host-bound calls (events > GPU span + 10%): {gap[known].mean() * 100:.1f}% of "
-                         f"{int(known.sum())}; events / span median {ratio.median():.3f}, p95 {ratio.quantile(0.95):.3f}")
+            lines.append(
+                f"host-bound calls (events > GPU span + 10%): {gap[known].mean() * 100:.1f}% of "
+                f"{int(known.sum())}; events / span median {ratio.median():.3f}, "
+                f"p95 {ratio.quantile(0.95):.3f}"
+            )
     if "compute_type" in df:
         ct = df[df["op"] == "gemm"].drop_duplicates("config_key")["compute_type"].dropna().astype(str)
         if len(ct):
@@ -101,8 +110,9 @@ def report(data: str | Path) -> str:
         both = df[["ncu_blocks_per_sm", "model_blocks_per_sm"]].apply(pd.to_numeric, errors="coerce").dropna()
         if len(both):
             same = (both["ncu_blocks_per_sm"] == both["model_blocks_per_sm"]).mean()
-            lines.append(f"resident blocks per SM: seer.occupancy agrees with ncu on {same * 100:.0f}% "
-                         f"of {len(both)} kernels")
+            lines.append(
+                f"resident blocks per SM: seer.occupancy agrees with ncu on {same * 100:.0f}% of {len(both)} kernels"
+            )
     unknown = sorted({k for k in df["kernel"].astype(str) if k.strip() and classify(k).kind == "unknown"})
     if unknown:
         lines.append(f"{len(unknown)} kernel names seer.variants does not know, e.g. {unknown[0][:120]}")

@@ -22,6 +22,7 @@ not reach, so without help those engines fail. `preload_runtime_deps` loads them
 by full path before any cuDNN library: the dynamic loader then answers cuDNN's dlopen by
 soname with the copy already loaded. `loaded()` gives the resolved paths for device.json.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,6 +30,7 @@ import ctypes.util
 import glob
 import importlib.util
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,8 +57,13 @@ def _system_dirs() -> list[Path]:
         if os.environ.get(var):
             root = Path(os.environ[var])
             dirs += [root / "lib64", root / "lib", root / "extras" / "CUPTI" / "lib64"]
-    dirs += [Path("/usr/local/cuda/lib64"), Path("/usr/local/cuda/extras/CUPTI/lib64"),
-             Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib64"), Path("/usr/lib")]
+    dirs += [
+        Path("/usr/local/cuda/lib64"),
+        Path("/usr/local/cuda/extras/CUPTI/lib64"),
+        Path("/usr/lib/x86_64-linux-gnu"),
+        Path("/usr/lib64"),
+        Path("/usr/lib"),
+    ]
     return dirs
 
 
@@ -77,8 +84,12 @@ def candidates(kind: str) -> list[Candidate]:
     """Where to look for a library kind (cudnn, cublaslt, cupti, nvtx, nvrtc, nvrtc_builtins),
     in search order."""
     out: list[Candidate] = []
-    env = {"cudnn": "SEER_CUDNN_LIB", "cublaslt": "SEER_CUBLASLT_LIB", "cupti": "SEER_CUPTI_LIB",
-           "nvrtc": "SEER_NVRTC_LIB"}.get(kind)
+    env = {
+        "cudnn": "SEER_CUDNN_LIB",
+        "cublaslt": "SEER_CUBLASLT_LIB",
+        "cupti": "SEER_CUPTI_LIB",
+        "nvrtc": "SEER_NVRTC_LIB",
+    }.get(kind)
     if env and os.environ.get(env):
         out.append(Candidate(os.environ[env], "env"))
     wheel: list[tuple[str, str]] = {
@@ -88,24 +99,36 @@ def candidates(kind: str) -> list[Candidate]:
         "nvtx": [("nvidia.nvtx", "lib/libnvToolsExt.so.1"), ("nvidia.cu13", "lib/libnvToolsExt.so.1")],
         "nvrtc": [("nvidia.cu13", "lib/libnvrtc.so.13"), ("nvidia.cuda_nvrtc", "lib/libnvrtc.so.12")],
         # the builtins' soname carries major.minor (libnvrtc-builtins.so.13.0): globbed below
-        "nvrtc_builtins": [("nvidia.cu13", "lib/libnvrtc-builtins.so.*"),
-                           ("nvidia.cuda_nvrtc", "lib/libnvrtc-builtins.so.*")],
+        "nvrtc_builtins": [
+            ("nvidia.cu13", "lib/libnvrtc-builtins.so.*"),
+            ("nvidia.cuda_nvrtc", "lib/libnvrtc-builtins.so.*"),
+        ],
     }[kind]
     for pkg, rel in wheel:
         for d in _wheel_dirs(pkg):
             out += [Candidate(p, "wheel") for p in _expand(str(d / rel))]
-    names = {"cudnn": ["libcudnn.so.9"], "cublaslt": ["libcublasLt.so.13", "libcublasLt.so.12"],
-             "cupti": ["libcupti.so.13", "libcupti.so.12", "libcupti.so"],
-             "nvtx": ["libnvToolsExt.so.1"], "nvrtc": ["libnvrtc.so.13", "libnvrtc.so.12"],
-             "nvrtc_builtins": ["libnvrtc-builtins.so.*"]}[kind]
+    names = {
+        "cudnn": ["libcudnn.so.9"],
+        "cublaslt": ["libcublasLt.so.13", "libcublasLt.so.12"],
+        "cupti": ["libcupti.so.13", "libcupti.so.12", "libcupti.so"],
+        "nvtx": ["libnvToolsExt.so.1"],
+        "nvrtc": ["libnvrtc.so.13", "libnvrtc.so.12"],
+        "nvrtc_builtins": ["libnvrtc-builtins.so.*"],
+    }[kind]
     for d in _system_dirs():
         for n in names:
             out += [Candidate(p, "system") for p in _expand(str(d / n))]
     for n in names:
         if "*" not in n:
             out.append(Candidate(n, "loader"))
-    short = {"cudnn": "cudnn", "cublaslt": "cublasLt", "cupti": "cupti", "nvtx": "nvToolsExt",
-             "nvrtc": "nvrtc", "nvrtc_builtins": "nvrtc-builtins"}[kind]
+    short = {
+        "cudnn": "cudnn",
+        "cublaslt": "cublasLt",
+        "cupti": "cupti",
+        "nvtx": "nvToolsExt",
+        "nvrtc": "nvrtc",
+        "nvrtc_builtins": "nvrtc-builtins",
+    }[kind]
     found = ctypes.util.find_library(short)
     if found:
         out.append(Candidate(found, "loader"))
@@ -234,7 +257,8 @@ def load_cudnn() -> tuple[ctypes.CDLL, str]:
     why = f" ({'; '.join(errors[:2])})" if errors else ""
     raise LibraryNotFound(
         "cuDNN 9 was not found: install the wheel nvidia-cudnn-cu12 or nvidia-cudnn-cu13 "
-        f"(pip), or point SEER_CUDNN_LIB at libcudnn.so.9{why}")
+        f"(pip), or point SEER_CUDNN_LIB at libcudnn.so.9{why}"
+    )
 
 
 def _load_kind(kind: str, what: str, hint: str) -> tuple[ctypes.CDLL, str]:
@@ -247,13 +271,21 @@ def _load_kind(kind: str, what: str, hint: str) -> tuple[ctypes.CDLL, str]:
 
 
 def load_cublaslt() -> tuple[ctypes.CDLL, str]:
-    return _load_kind("cublaslt", "cuBLASLt", "install the wheel nvidia-cublas (CUDA 13) or "
-                      "nvidia-cublas-cu12, or point SEER_CUBLASLT_LIB at libcublasLt.so.*")
+    return _load_kind(
+        "cublaslt",
+        "cuBLASLt",
+        "install the wheel nvidia-cublas (CUDA 13) or "
+        "nvidia-cublas-cu12, or point SEER_CUBLASLT_LIB at libcublasLt.so.*",
+    )
 
 
 def load_cupti() -> tuple[ctypes.CDLL, str]:
-    return _load_kind("cupti", "CUPTI", "install the wheel nvidia-cuda-cupti (CUDA 13) or "
-                      "nvidia-cuda-cupti-cu12, or point SEER_CUPTI_LIB at libcupti.so.*")
+    return _load_kind(
+        "cupti",
+        "CUPTI",
+        "install the wheel nvidia-cuda-cupti (CUDA 13) or "
+        "nvidia-cuda-cupti-cu12, or point SEER_CUPTI_LIB at libcupti.so.*",
+    )
 
 
 def load_driver() -> ctypes.CDLL:
@@ -263,9 +295,11 @@ def load_driver() -> ctypes.CDLL:
     try:
         lib = _load("libcuda.so.1")
     except OSError:
-        raise NoGPUError("no NVIDIA GPU driver on this machine (libcuda.so.1 cannot be loaded), "
-                         "so there is nothing to measure; run the collection on a machine "
-                         "with a CUDA GPU") from None
+        raise NoGPUError(
+            "no NVIDIA GPU driver on this machine (libcuda.so.1 cannot be loaded), "
+            "so there is nothing to measure; run the collection on a machine "
+            "with a CUDA GPU"
+        ) from None
     _LOADED["cuda"] = (lib, "libcuda.so.1")
     return lib
 
@@ -280,15 +314,16 @@ def load_nvml() -> ctypes.CDLL | None:
 
 def ncu_path() -> str | None:
     """The Nsight Compute CLI: $NCU, PATH, then the usual install folders."""
-    import shutil
-
     if os.environ.get("NCU") and Path(os.environ["NCU"]).is_file():
         return os.environ["NCU"]
     found = shutil.which("ncu")
     if found:
         return found
-    for pattern in ("/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda/bin/ncu",
-                    "/usr/local/cuda*/nsight-compute*/ncu"):
+    for pattern in (
+        "/opt/nvidia/nsight-compute/*/ncu",
+        "/usr/local/cuda/bin/ncu",
+        "/usr/local/cuda*/nsight-compute*/ncu",
+    ):
         hits = sorted(glob.glob(pattern))
         if hits:
             return hits[-1]
@@ -299,8 +334,11 @@ def describe() -> dict[str, str]:
     """Where each library would come from (for `python -m cudnn_bench info`); loads nothing."""
     out = {}
     for kind in ("cudnn", "cublaslt", "nvrtc", "nvrtc_builtins", "cupti", "nvtx"):
-        c = find(kind) if kind != "cudnn" else next(
-            (c for c in candidates("cudnn") if _is_path(c.path) and Path(c.path).is_file()), None)
+        c = (
+            find(kind)
+            if kind != "cudnn"
+            else next((c for c in candidates("cudnn") if _is_path(c.path) and Path(c.path).is_file()), None)
+        )
         out[kind] = f"{c.path} ({c.origin})" if c else "not found"
     out["ncu"] = ncu_path() or "not found"
     return out
@@ -346,19 +384,27 @@ def version_notes(versions: dict[str, str]) -> list[str]:
     for kind, majors in SUPPORTED_MAJORS.items():
         v = versions.get(kind, "")
         if v and _major(v) not in majors:
-            raise LibraryNotFound(f"{kind} {v} was found, but the harness speaks {kind} "
-                                  f"{' or '.join(map(str, majors))}.x; point SEER_{kind.upper()}_LIB at one")
+            raise LibraryNotFound(
+                f"{kind} {v} was found, but the harness speaks {kind} "
+                f"{' or '.join(map(str, majors))}.x; point SEER_{kind.upper()}_LIB at one"
+            )
         if v and v != CHECKED_AGAINST[kind]:
-            notes.append(f"{kind} {v} runs; the bindings were checked against the headers of "
-                         f"{CHECKED_AGAINST[kind]} (same major version: the structs and enums used agree)")
+            notes.append(
+                f"{kind} {v} runs; the bindings were checked against the headers of "
+                f"{CHECKED_AGAINST[kind]} (same major version: the structs and enums used agree)"
+            )
     cuda = _major(versions.get("cuda", ""))
     for kind in ("cublaslt", "nvrtc"):
         m = _major(versions.get(kind, ""))
         if cuda is not None and m is not None and m != cuda:
-            notes.append(f"cuDNN was built for CUDA {cuda} but {kind} {versions[kind]} was loaded: "
-                         "engines that need it may fail (install the CUDA "
-                         f"{cuda} wheel of {kind})")
+            notes.append(
+                f"cuDNN was built for CUDA {cuda} but {kind} {versions[kind]} was loaded: "
+                "engines that need it may fail (install the CUDA "
+                f"{cuda} wheel of {kind})"
+            )
     if versions.get("cudnn") and not versions.get("nvrtc"):
-        notes.append("NVRTC was not found: cuDNN's runtime-compiled engines cannot run "
-                     "(install nvidia-cuda-nvrtc for cuDNN's CUDA version)")
+        notes.append(
+            "NVRTC was not found: cuDNN's runtime-compiled engines cannot run "
+            "(install nvidia-cuda-nvrtc for cuDNN's CUDA version)"
+        )
     return notes

@@ -8,6 +8,7 @@ keeps what it finished and a rerun profiles only calls without counters. The rep
 CSV exports of every chunk are kept under data/<gpu>/ncu/ (they are the real fixtures the
 parser tests want).
 """
+
 from __future__ import annotations
 
 import json
@@ -15,17 +16,25 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
+from seer import gpus
 from seer.variants import CONV_ALGO_ID, classify
 
 from . import counters as C
+from . import libs
 from . import suites as S
+from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS
+from .env import Env, open_env
 from .errors import BenchError, FatalGPUError
+from .nvtx import open_nvtx
+from .options import Options
+from .runners import Call, ConvRunner, GemmRunner, Runner
+from .runtime import Driver
 from .store import read_frame, rewrite, store_files
 
 CHUNK = 40
@@ -63,16 +72,14 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -
         if df.empty:
             continue
         ok = df[df["status"].astype(str).isin(["ok", ""])]
-        for cid, g in ok.groupby("call_id", sort=False):
+        for _, g in ok.groupby("call_id", sort=False):
             if pd.to_numeric(g["fp32_inst"], errors="coerce").notna().any():
                 continue
             r = g.iloc[0]
             op = str(r["op"])
             sig = None
             if op == "gemm":
-                sig = [_int(str(r["algo"]).split(":")[-1])] + [_int(r.get(f"lt_{k}")) for k in
-                                                              ("tile", "splitk", "reduction", "swizzle", "custom",
-                                                               "stages", "inner_shape", "cluster_shape")]
+                sig = [_int(str(r["algo"]).split(":")[-1])] + [_int(r.get(column)) for column, _ in RECORD_FIELDS]
             named = g[g["kernel"].astype(str).str.strip() != ""]
             main = named[named["role"] == "main"]["kernel"]
             variant = classify(str(main.iloc[0])).label if len(main) else ""
@@ -83,8 +90,21 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -
                 except (BenchError, KeyError, ValueError):
                     pass
             compute = str(r.get("compute_type", "") or "")
-            out.append(CallRef(suite, int(cid), str(r["config_key"]), str(r["math"]), op, str(r["algo"]),
-                               sig, len(named), variant, est, "" if compute == "nan" else compute))
+            out.append(
+                CallRef(
+                    suite,
+                    int(r["call_id"]),
+                    str(r["config_key"]),
+                    str(r["math"]),
+                    op,
+                    str(r["algo"]),
+                    sig,
+                    len(named),
+                    variant,
+                    est,
+                    "" if compute == "nan" else compute,
+                )
+            )
     return out
 
 
@@ -128,35 +148,35 @@ def _device(folder: Path) -> tuple[str, int]:
         return "9.0", 132
 
 
-Runner = Callable[..., subprocess.CompletedProcess]
+RunProcess = Callable[..., subprocess.CompletedProcess]
 
 
-def counters_pass(folder: Path, opts, log: Callable[[str], None] | None = None, ncu: str | None = None,
-                  runner: Runner = subprocess.run) -> int:
+def counters_pass(
+    folder: Path,
+    opts: Options,
+    log: Callable[[str], None] | None = None,
+    ncu: str | None = None,
+    runner: RunProcess = subprocess.run,
+) -> int:
     """Profile chosen calls under ncu and merge their counters; returns calls merged."""
-    from .libs import ncu_path
-
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     folder = Path(folder)
-    ncu = ncu or ncu_path()
+    ncu = ncu or libs.ncu_path()
     if not ncu:
         log("ncu (Nsight Compute) was not found, so no counters were collected; set NCU or PATH")
         return 0
     frames = {p.stem: read_frame(p) for p in store_files(folder)}
     cc, sms = _device(folder)
-    from seer import gpus
-
     try:
         spec = gpus.lookup(json.loads((folder / "device.json").read_text())["device"]["name"])
-    except Exception:  # noqa: BLE001
+    except Exception:  # an unknown GPU or no device.json: the H100 cost model
         spec = gpus.lookup("h100-sxm")
     cost = S.CostModel.for_gpu(spec)
     chosen = choose(calls_of(frames, cost), opts.counters, opts.counters_budget)
     if not chosen:
         log("counters: nothing to profile (every measured call has counters, or none ran)")
         return 0
-    log(f"counters: profiling {len(chosen)} calls under ncu, about "
-        f"{sum(c.est_s for c in chosen) / 60:.1f} minutes")
+    log(f"counters: profiling {len(chosen)} calls under ncu, about {sum(c.est_s for c in chosen) / 60:.1f} minutes")
     ncu_dir = folder / "ncu"
     ncu_dir.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -166,12 +186,22 @@ def counters_pass(folder: Path, opts, log: Callable[[str], None] | None = None, 
         if t_end is not None and time.monotonic() > t_end:
             log("counters: the budget is spent; a rerun profiles the calls still without counters")
             break
-        chunk = chosen[ci:ci + CHUNK]
+        chunk = chosen[ci : ci + CHUNK]
         base = ncu_dir / f"{stamp}-{ci // CHUNK:03d}"
         calls_json = base.with_suffix(".calls.json")
         calls_json.write_text(json.dumps([asdict(c) for c in chunk], indent=1))
-        worker = [sys.executable, "-m", "cudnn_bench", "ncu-worker", "--calls", str(calls_json),
-                  "--backend", str(opts.backend), "--device", str(opts.device)]
+        worker = [
+            sys.executable,
+            "-m",
+            "cudnn_bench",
+            "ncu-worker",
+            "--calls",
+            str(calls_json),
+            "--backend",
+            str(opts.backend),
+            "--device",
+            str(opts.device),
+        ]
         cmd = C.profile_command(ncu, str(base), worker, C.metric_list())
         timeout = max(60.0, (t_end - time.monotonic()) if t_end else 3600.0)
         try:
@@ -200,8 +230,16 @@ def counters_pass(folder: Path, opts, log: Callable[[str], None] | None = None, 
     return merged_total
 
 
-def merge_exports(raw: str, renamed: str, chunk: list[CallRef], frames: dict[str, pd.DataFrame],
-                  folder: Path, cc: str, sms: int, log: Callable[[str], None]) -> int:
+def merge_exports(
+    raw: str,
+    renamed: str,
+    chunk: list[CallRef],
+    frames: dict[str, pd.DataFrame],
+    folder: Path,
+    cc: str,
+    sms: int,
+    log: Callable[[str], None],
+) -> int:
     """Parse both exports of one report, attribute kernels to calls, merge and rewrite files."""
     try:
         kernels = C.parse_raw_csv(raw)
@@ -230,14 +268,28 @@ def merge_exports(raw: str, renamed: str, chunk: list[CallRef], frames: dict[str
 
 
 # ====================================================================== the worker (under ncu)
-def ncu_worker(calls_json: str, backend: str = "auto", device: int = 0,
-               log: Callable[[str], None] | None = None) -> int:
-    """Make each listed call once, profiled, inside NVTX range seer:<call_id>; returns calls made."""
-    from .collect import ConvRunner, GemmRunner, Options, open_env
-    from .cublaslt import COMPUTE_NAMES
-    from .nvtx import open_nvtx
-    from .runtime import Driver
+def recall(env: Env, ref: CallRef, cfg: S.Config, opts: Options) -> tuple[Runner, Call | None]:
+    """The runner of a recorded call (of configuration `cfg`) and the call as the timing pass
+    made it (None where cuBLASLt no longer offers its algorithm); the caller closes the runner."""
+    if isinstance(cfg, S.ConvConfig):
+        algo = CONV_ALGO_ID[ref.algo]
+        conv = ConvRunner(env, cfg, ref.math)
+        return conv, conv.call(algo)
+    compute = {v: k for k, v in COMPUTE_NAMES.items()}.get(ref.compute)  # None: the math family's default
+    gemm = GemmRunner(env, cfg, ref.math, opts.workspace_limit, compute)
+    try:
+        offered = gemm.heuristics(32)
+    except BaseException:
+        gemm.close()
+        raise
+    found = [a for a in offered if list(a.signature()) == list(ref.signature or [])]
+    return gemm, (gemm.call(found[0]) if found else None)
 
+
+def ncu_worker(
+    calls_json: str, backend: str = "auto", device: int = 0, log: Callable[[str], None] | None = None
+) -> int:
+    """Make each listed call once, profiled, inside NVTX range seer:<call_id>; returns calls made."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     calls = [CallRef(**c) for c in json.loads(Path(calls_json).read_text())]
     opts = Options(backend=backend, device=device, launch_meta="none", counters="none")
@@ -252,20 +304,12 @@ def ncu_worker(calls_json: str, backend: str = "auto", device: int = 0,
             cfg = S.config_from_key(c.config_key)
             runner = None
             try:
-                if c.op == "conv_fwd":
-                    runner = ConvRunner(env, cfg, c.math)
-                    algo = CONV_ALGO_ID[c.algo]
-                    ws = runner.workspace(algo)
-                    fn = runner.fn(algo, env.pool.get("ws", ws) if ws else 0, ws)
-                else:
-                    compute = {v: k for k, v in COMPUTE_NAMES.items()}.get(c.compute)  # None: the default
-                    runner = GemmRunner(env, cfg, c.math, opts.workspace_limit, compute)
-                    found = [a for a in runner.heuristics(32) if list(a.signature()) == list(c.signature or [])]
-                    if not found:
-                        log(f"ncu-worker: cuBLASLt no longer offers {c.algo} {c.signature} for {c.config_key}")
-                        continue
-                    a = found[0]
-                    fn = runner.fn(a, env.pool.get("ws", a.workspace) if a.workspace else 0)
+                runner, call = recall(env, c, cfg, opts)
+                if call is None:
+                    log(f"ncu-worker: cuBLASLt no longer offers {c.algo} {c.signature} for {c.config_key}")
+                    continue
+                ws = call.workspace()
+                fn = call.make(env.pool.get("ws", ws) if ws else 0, ws)
                 fn()  # warm-up, not profiled
                 env.backend.synchronize()
                 drv("cuProfilerStart")

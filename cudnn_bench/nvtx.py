@@ -3,13 +3,17 @@
 CUDA 12/13 ship NVTX 3 as headers only (the nvidia-nvtx 13.5 wheel has no library), so there
 may be no libnvToolsExt to call. Providers, first found wins: libnvToolsExt.so.1 (older
 toolkits and wheels), CuPy's `cupy.cuda.nvtx`, PyTorch's `torch.cuda.nvtx`, the `nvtx` package.
-All are NVTX 3 clients that ncu's injection sees. Imported only by the worker, lazily.
+All are NVTX 3 clients that ncu's injection sees. Only the worker opens one, and a provider's
+Python module is imported only then.
 """
+
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+
+from . import libs
 
 
 @dataclass
@@ -19,24 +23,31 @@ class Nvtx:
     pop: Callable[[], None]
 
 
-def _lib() -> Nvtx | None:
-    from .libs import candidates
+def _encoded(push: Callable[[bytes], object]) -> Callable[[str], None]:
+    """nvtxRangePushA takes the range name as bytes."""
 
-    for c in candidates("nvtx"):
+    def push_name(name: str) -> None:
+        push(name.encode())
+
+    return push_name
+
+
+def _lib() -> Nvtx | None:
+    for c in libs.candidates("nvtx"):
         try:
             lib = ctypes.CDLL(c.path)
             push, pop = lib.nvtxRangePushA, lib.nvtxRangePop
         except (OSError, AttributeError):
             continue
         push.argtypes = [ctypes.c_char_p]
-        return Nvtx(f"libnvToolsExt ({c.path})", lambda s, _f=push: _f(s.encode()), lambda _f=pop: _f())
+        return Nvtx(f"libnvToolsExt ({c.path})", _encoded(push), pop)
     return None
 
 
 def _cupy() -> Nvtx | None:
     try:
         from cupy.cuda import nvtx
-    except Exception:  # noqa: BLE001 - any import failure means "not this provider"
+    except Exception:  # any import failure means "not this provider"
         return None
     return Nvtx("cupy.cuda.nvtx", lambda s: nvtx.RangePush(s), nvtx.RangePop)
 
@@ -44,7 +55,7 @@ def _cupy() -> Nvtx | None:
 def _torch() -> Nvtx | None:
     try:
         import torch.cuda.nvtx as nvtx
-    except Exception:  # noqa: BLE001
+    except Exception:  # any failure here means "not this provider"
         return None
     return Nvtx("torch.cuda.nvtx", nvtx.range_push, nvtx.range_pop)
 
@@ -52,7 +63,7 @@ def _torch() -> Nvtx | None:
 def _nvtx_pkg() -> Nvtx | None:
     try:
         import nvtx
-    except Exception:  # noqa: BLE001
+    except Exception:  # any failure here means "not this provider"
         return None
     return Nvtx("nvtx", lambda s: nvtx.push_range(s), lambda: nvtx.pop_range())
 

@@ -17,6 +17,7 @@ ncu counters of a stratified sample; 6 `cudnn_bench report`. The backend is the 
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,17 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+
+from seer import gpus
 
 from . import suites as S
+from .argtypes import shard, whole
+from .cli import Parser
 from .errors import BenchError
+from .runtime import BACKENDS
 
 LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute of margin
 VERSIONS_S = 45.0  # nvidia-smi + `info` (loads every library once)
@@ -89,8 +95,9 @@ def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
     t0 = time.monotonic()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env)
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", env=env
+        )
     except OSError as exc:
         sess.log(f"{name}: cannot start ({exc})")
         sess.results.append(StepResult(name, 127, 0.0))
@@ -98,7 +105,7 @@ def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
     sess.last_output = []
 
     def read() -> None:
-        for ln in proc.stdout:
+        for ln in proc.stdout or ():  # stdout=PIPE: never None
             sess.last_output.append(ln.rstrip())
             sess.log(f"  {ln.rstrip()}")
 
@@ -128,10 +135,15 @@ def pack(data: Path, out_dir: Path) -> list[str]:
     if not data.is_dir():
         return []
     written = []
-    for name, want in (("data.tgz", lambda p: not p.name.endswith(".ncu-rep")),
-                       ("ncu.tgz", lambda p: p.name.endswith(".ncu-rep"))):
-        files = sorted(p for p in data.rglob("*") if p.is_file() and want(p) and not p.name.startswith(".")
-                       and not p.name.endswith(".lock"))
+    for name, want in (
+        ("data.tgz", lambda p: not p.name.endswith(".ncu-rep")),
+        ("ncu.tgz", lambda p: p.name.endswith(".ncu-rep")),
+    ):
+        files = sorted(
+            p
+            for p in data.rglob("*")
+            if p.is_file() and want(p) and not p.name.startswith(".") and not p.name.endswith(".lock")
+        )
         if not files:
             continue
         part = out_dir / f"{name}.part"
@@ -161,7 +173,7 @@ class Packer(threading.Thread):
         while not self.stop.wait(self.every):
             try:
                 pack(self.sess.data, self.sess.out_dir)
-            except Exception as exc:  # noqa: BLE001 - packing must never end the session
+            except Exception as exc:  # packing must never end the session
                 self.sess.log(f"packing failed ({exc}); the next try may work")
 
 
@@ -181,28 +193,55 @@ def rows_by_suite(folder: Path) -> dict[str, int]:
     return out
 
 
-def collect_argv(py: str, data: Path, suites: tuple[str, ...], backend: str, stop_after: float,
-                 extra: list[str]) -> list[str]:
-    return [py, "-m", "cudnn_bench", "collect", "--out", str(data), "--suite", ",".join(suites),
-            "--budget", "none", "--stop-after", f"{max(1, int(stop_after))}s", "--counters", "none",
-            "--backend", backend, "--no-progress", *extra]
+def collect_argv(
+    py: str, data: Path, suites: tuple[str, ...], backend: str, stop_after: float, extra: list[str]
+) -> list[str]:
+    return [
+        py,
+        "-m",
+        "cudnn_bench",
+        "collect",
+        "--out",
+        str(data),
+        "--suite",
+        ",".join(suites),
+        "--budget",
+        "none",
+        "--stop-after",
+        f"{max(1, int(stop_after))}s",
+        "--counters",
+        "none",
+        "--backend",
+        backend,
+        "--no-progress",
+        *extra,
+    ]
 
 
 def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_step) -> int:
     """The steps in order of value; returns 0 when the core step measured something."""
     py, data = sys.executable, sess.data
     extra = ["--limit", str(args.max_configs)] if args.max_configs else []
-    step(sess, "versions: nvidia-smi", ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
-                                        "power.limit,temperature.gpu,memory.used,memory.total",
-                                        "--format=csv"], min(15.0, sess.left()))
+    step(
+        sess,
+        "versions: nvidia-smi",
+        [
+            "nvidia-smi",
+            "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,"
+            "power.limit,temperature.gpu,memory.used,memory.total",
+            "--format=csv",
+        ],
+        min(15.0, sess.left()),
+    )
     step(sess, "versions: libraries and device", [py, "-m", "cudnn_bench", "info"], min(VERSIONS_S, sess.left()))
     reserve = COUNTERS_S * 1.5 + FINISH_S
     backend = args.backend
 
     def core(label: str, more: list[str]) -> int:
         core_s = min(CORE_MAX_S, sess.left() - reserve)
-        return step(sess, label, collect_argv(py, data, CORE_SUITES, backend, core_s, extra + more),
-                    core_s + STOP_GRACE_S)
+        return step(
+            sess, label, collect_argv(py, data, CORE_SUITES, backend, core_s, extra + more), core_s + STOP_GRACE_S
+        )
 
     rc = core("core: Test-set-II and GEMM layers", [])
     if rc == 2 and any("CUPTI" in ln for ln in sess.last_output):
@@ -219,20 +258,48 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         return 1
     pack(data, sess.out_dir)
     if "traces" not in args.skip and not (folder / "traces" / "traces.json").is_file():
-        step(sess, "traces: PyTorch profiler", [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
-             min(TRACES_S, sess.left() - reserve))
+        step(
+            sess,
+            "traces: PyTorch profiler",
+            [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
+            min(TRACES_S, sess.left() - reserve),
+        )
     grid_s = sess.left() - reserve
     if "grid" not in args.skip:
         shard = ["--shard", args.shard] if args.shard else []
-        step(sess, "grid: SEER grid, stratified", collect_argv(py, data, (GRID_SUITE,), backend, grid_s - STOP_GRACE_S,
-                                                               extra + shard), grid_s)
+        step(
+            sess,
+            "grid: SEER grid, stratified",
+            collect_argv(py, data, (GRID_SUITE,), backend, grid_s - STOP_GRACE_S, extra + shard),
+            grid_s,
+        )
     if "counters" not in args.skip:
-        step(sess, "counters: ncu sample", [py, "-m", "cudnn_bench", "counters", "--data", str(folder),
-                                            "--counters", "sample", "--counters-budget", f"{int(COUNTERS_S)}s",
-                                            "--backend", backend], min(COUNTERS_S * 1.5, sess.left() - FINISH_S))
+        step(
+            sess,
+            "counters: ncu sample",
+            [
+                py,
+                "-m",
+                "cudnn_bench",
+                "counters",
+                "--data",
+                str(folder),
+                "--counters",
+                "sample",
+                "--counters-budget",
+                f"{int(COUNTERS_S)}s",
+                "--backend",
+                backend,
+            ],
+            min(COUNTERS_S * 1.5, sess.left() - FINISH_S),
+        )
     try:
-        report = subprocess.run([py, "-m", "cudnn_bench", "report", str(folder)], capture_output=True, text=True,
-                                timeout=max(5.0, min(60.0, sess.left())))
+        report = subprocess.run(
+            [py, "-m", "cudnn_bench", "report", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=max(5.0, min(60.0, sess.left())),
+        )
         text = report.stdout + report.stderr
     except subprocess.TimeoutExpired:
         text = "report: no time left"
@@ -247,16 +314,16 @@ def summary(sess: Session, t0: float) -> str:
     folder = gpu_folder(sess.data)
     if folder is not None:
         lines.append(f"rows in {folder}: " + ", ".join(f"{k} {v}" for k, v in rows_by_suite(folder).items()))
-    lines.append(f"wall time {time.monotonic() - t0:.0f} s; files in {sess.out_dir}: "
-                 + ", ".join(sorted(p.name for p in sess.out_dir.iterdir() if p.is_file())))
+    lines.append(
+        f"wall time {time.monotonic() - t0:.0f} s; files in {sess.out_dir}: "
+        + ", ".join(sorted(p.name for p in sess.out_dir.iterdir() if p.is_file()))
+    )
     return "\n".join(lines)
 
 
 # ====================================================================== what one call covers
 def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1) -> str:
     """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model."""
-    from seer import gpus
-
     spec = gpus.lookup(gpu)
     cost = S.CostModel.for_gpu(spec)
     core = S.make_plan(list(CORE_SUITES), ["fma"], S.Budget(), cost)
@@ -266,22 +333,24 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     grid = S.make_plan([GRID_SUITE], ["fma"], S.Budget(seconds=grid_s), cost)
     whole = full.est_s / max(1.0, limit_s - fixed)
     n_core = {s: sum(1 for i in core.items if i.suite == s) for s in CORE_SUITES}
-    return "\n".join([
-        f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
-        "by the planner's cost model (datasheet peaks; `report` shows how far off it was):",
-        f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
-        f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
-        f"  test_set_ii: all {n_core['test_set_ii']} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 "
-        f"x batch 1, 32, 128: all 12 sets), gemm_layers: all {n_core['gemm_layers']}, "
-        f"about {core.est_s / 60:.1f} GPU minutes (first call)",
-        f"  seer_grid: {len(grid.items)} of {len(full.items)} plannable configurations "
-        f"({100 * len(grid.items) / max(1, len(full.items)):.0f}%) in {grid_s / 60:.1f} minutes, a stratified "
-        f"spread (filter size x stride), of {full.total.get(GRID_SUITE, 0)} in the grid "
-        "(--max-call-ms leaves out the slowest)",
-        f"  the whole plannable grid is about {full.est_s / 60:.0f} GPU minutes: about {whole:.0f} such calls "
-        "(each later call resumes where the last stopped; --shard I/N splits it between machines)",
-        "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
-    ])
+    return "\n".join(
+        [
+            f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
+            "by the planner's cost model (datasheet peaks; `report` shows how far off it was):",
+            f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
+            f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
+            f"  test_set_ii: all {n_core['test_set_ii']} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 "
+            f"x batch 1, 32, 128: all 12 sets), gemm_layers: all {n_core['gemm_layers']}, "
+            f"about {core.est_s / 60:.1f} GPU minutes (first call)",
+            f"  seer_grid: {len(grid.items)} of {len(full.items)} plannable configurations "
+            f"({100 * len(grid.items) / max(1, len(full.items)):.0f}%) in {grid_s / 60:.1f} minutes, a stratified "
+            f"spread (filter size x stride), of {full.total.get(GRID_SUITE, 0)} in the grid "
+            "(--max-call-ms leaves out the slowest)",
+            f"  the whole plannable grid is about {full.est_s / 60:.0f} GPU minutes: about {whole:.0f} such calls "
+            "(each later call resumes where the last stopped; --shard I/N splits it between machines)",
+            "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
+        ]
+    )
 
 
 # ====================================================================== CLI
@@ -296,23 +365,54 @@ def seconds(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .__main__ import Parser, shard, whole
-
-    p = Parser(prog="python -m cudnn_bench.oneshot", description=__doc__.split("\n\n")[1],
-               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out-dir", type=Path, default=Path(os.environ.get("OUT", "oneshot-out")),
-                   help="where data.tgz, ncu.tgz, oneshot.log and report.txt go (default: $OUT, else ./oneshot-out)")
-    p.add_argument("--data", type=Path, default=Path("data"), help="the data folder to resume and extend (default: data)")
-    p.add_argument("--limit", type=seconds, default=LIMIT_S, metavar="TIME",
-                   help=f"wall time of the whole call (default: {LIMIT_S / 60:.1f}m)")
-    p.add_argument("--shard", type=lambda t: str(shard(t)), default=None, metavar="I/N",
-                   help="only this slice of the SEER grid (python -m cudnn_bench collect --help)")
-    p.add_argument("--backend", choices=("driver", "cupy", "pycuda", "auto"), default="driver",
-                   help="GPU runtime (default: driver, pure ctypes, nothing to build)")
-    p.add_argument("--skip", type=lambda t: {s.strip() for s in t.split(",") if s.strip()}, default=set(),
-                   metavar="STEPS", help="steps to leave out: traces, grid, counters")
-    p.add_argument("--max-configs", type=whole(1), default=None, metavar="N",
-                   help="at most N configurations per suite (smoke runs)")
+    p = Parser(
+        prog="python -m cudnn_bench.oneshot",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path(os.environ.get("OUT", "oneshot-out")),
+        help="where data.tgz, ncu.tgz, oneshot.log and report.txt go (default: $OUT, else ./oneshot-out)",
+    )
+    p.add_argument(
+        "--data", type=Path, default=Path("data"), help="the data folder to resume and extend (default: data)"
+    )
+    p.add_argument(
+        "--limit",
+        type=seconds,
+        default=LIMIT_S,
+        metavar="TIME",
+        help=f"wall time of the whole call (default: {LIMIT_S / 60:.1f}m)",
+    )
+    p.add_argument(
+        "--shard",
+        type=lambda t: str(shard(t)),
+        default=None,
+        metavar="I/N",
+        help="only this slice of the SEER grid (python -m cudnn_bench collect --help)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="driver",
+        help="GPU runtime (default: driver, pure ctypes, nothing to build)",
+    )
+    p.add_argument(
+        "--skip",
+        type=lambda t: {s.strip() for s in t.split(",") if s.strip()},
+        default=set(),
+        metavar="STEPS",
+        help="steps to leave out: traces, grid, counters",
+    )
+    p.add_argument(
+        "--max-configs",
+        type=whole(1),
+        default=None,
+        metavar="N",
+        help="at most N configurations per suite (smoke runs)",
+    )
     return p
 
 
@@ -326,8 +426,10 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cudnn_bench.oneshot: cannot create {exc.filename}: {exc.strerror}\n")
         return 2
     sess = Session(args.out_dir, args.data, t0 + args.limit, args.out_dir / "oneshot.log")
-    sess.log(f"cudnn_bench one-shot session, {args.limit:.0f} s, data {args.data}, out {args.out_dir}, "
-             f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}")
+    sess.log(
+        f"cudnn_bench one-shot session, {args.limit:.0f} s, data {args.data}, out {args.out_dir}, "
+        f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
+    )
     packer = Packer(sess)
     packer.start()
     try:

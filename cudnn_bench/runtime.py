@@ -10,15 +10,18 @@ ctypes bindings whichever is used, with plain integer device pointers and stream
 `auto` picks pycuda if it imports, else cupy, else driver. Every import of a GPU module happens
 inside `open_backend`, never at import time.
 """
+
 from __future__ import annotations
 
 import ctypes
 import os
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_void_p
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
+from . import libs
 from .errors import BackendError, CudaError, DeviceOutOfMemory, FatalGPUError, NoGPUError
 
 BACKENDS = ("auto", "pycuda", "driver", "cupy")
@@ -57,19 +60,44 @@ class Backend:
 
     name = "base"
 
-    def alloc(self, nbytes: int) -> int: raise NotImplementedError
-    def free(self, ptr: int) -> None: raise NotImplementedError
-    def upload(self, ptr: int, host: np.ndarray) -> None: raise NotImplementedError
-    def memset_async(self, ptr: int, value: int, nbytes: int, stream: int) -> None: raise NotImplementedError
-    def new_stream(self) -> int: raise NotImplementedError
-    def new_event(self): raise NotImplementedError
-    def record(self, event, stream: int) -> None: raise NotImplementedError
-    def sync_event(self, event) -> None: raise NotImplementedError
-    def elapsed_ms(self, start, end) -> float: raise NotImplementedError
-    def synchronize(self) -> None: raise NotImplementedError
-    def mem_info(self) -> tuple[int, int]: raise NotImplementedError
-    def device_info(self) -> DeviceInfo: raise NotImplementedError
-    def close(self) -> None: pass
+    def alloc(self, nbytes: int) -> int:
+        raise NotImplementedError
+
+    def free(self, ptr: int) -> None:
+        raise NotImplementedError
+
+    def upload(self, ptr: int, host: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def memset_async(self, ptr: int, value: int, nbytes: int, stream: int) -> None:
+        raise NotImplementedError
+
+    def new_stream(self) -> int:
+        raise NotImplementedError
+
+    def new_event(self):
+        raise NotImplementedError
+
+    def record(self, event, stream: int) -> None:
+        raise NotImplementedError
+
+    def sync_event(self, event) -> None:
+        raise NotImplementedError
+
+    def elapsed_ms(self, start, end) -> float:
+        raise NotImplementedError
+
+    def synchronize(self) -> None:
+        raise NotImplementedError
+
+    def mem_info(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def device_info(self) -> DeviceInfo:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
 
 
 # ====================================================================== the driver API (ctypes)
@@ -77,9 +105,7 @@ class Driver:
     """Checked calls into libcuda.so.1; used by the `driver` backend and for device facts."""
 
     def __init__(self, lib=None):
-        from .libs import load_driver
-
-        self.lib = lib if lib is not None else load_driver()
+        self.lib = lib if lib is not None else libs.load_driver()
         self.lib.cuGetErrorName.argtypes = [c_int, POINTER(c_char_p)]
         self.lib.cuGetErrorString.argtypes = [c_int, POINTER(c_char_p)]
 
@@ -92,8 +118,10 @@ class Driver:
         if status == CUDA_ERROR_OUT_OF_MEMORY:
             return DeviceOutOfMemory(f"CUDA driver {n} in {call}: {t}")
         if status in STICKY:
-            return FatalGPUError(f"CUDA driver {n} ({status}) in {call}: {t}; the context is "
-                                 "unusable, so the run stops here (a rerun resumes)")
+            return FatalGPUError(
+                f"CUDA driver {n} ({status}) in {call}: {t}; the context is "
+                "unusable, so the run stops here (a rerun resumes)"
+            )
         return CudaError(status, n, t, call)
 
     def __call__(self, name: str, *args) -> None:
@@ -123,6 +151,7 @@ def _init_driver(ordinal: int, lib=None) -> tuple[Driver, int]:
 
 def read_device_info(drv: Driver, dev: int, ordinal: int) -> DeviceInfo:
     """Device facts through the driver API (+ NVML for the driver version string)."""
+
     def attr(a: int) -> int:
         v = c_int(0)
         drv("cuDeviceGetAttribute", ctypes.pointer(v), int(a), int(dev))
@@ -138,16 +167,23 @@ def read_device_info(drv: Driver, dev: int, ordinal: int) -> DeviceInfo:
     bus = ctypes.create_string_buffer(64)
     try:
         drv("cuDeviceGetPCIBusId", bus, 64, int(dev))
-    except Exception:  # noqa: BLE001 - optional
+    except Exception:  # optional
         pass
     pci = bus.value.decode()
     nvml = Nvml.open()
     driver = nvml.driver_version() if nvml else ""
-    return DeviceInfo(ordinal=ordinal, name=buf.value.decode(), cc=f"{attr(ATTR_CC_MAJOR)}.{attr(ATTR_CC_MINOR)}",
-                      sms=attr(ATTR_SM_COUNT), l2_bytes=attr(ATTR_L2_CACHE_SIZE),
-                      max_clock_mhz=attr(ATTR_CLOCK_RATE) / 1000.0, mem_total=int(total.value),
-                      driver_version=driver or f"cuda-driver-api {ver.value // 1000}.{ver.value % 1000 // 10}",
-                      cuda_driver_api=f"{ver.value // 1000}.{ver.value % 1000 // 10}", pci_bus_id=pci)
+    return DeviceInfo(
+        ordinal=ordinal,
+        name=buf.value.decode(),
+        cc=f"{attr(ATTR_CC_MAJOR)}.{attr(ATTR_CC_MINOR)}",
+        sms=attr(ATTR_SM_COUNT),
+        l2_bytes=attr(ATTR_L2_CACHE_SIZE),
+        max_clock_mhz=attr(ATTR_CLOCK_RATE) / 1000.0,
+        mem_total=int(total.value),
+        driver_version=driver or f"cuda-driver-api {ver.value // 1000}.{ver.value % 1000 // 10}",
+        cuda_driver_api=f"{ver.value // 1000}.{ver.value % 1000 // 10}",
+        pci_bus_id=pci,
+    )
 
 
 class DriverBackend(Backend):
@@ -239,11 +275,13 @@ class PycudaBackend(Backend):
         try:
             import pycuda.autoprimaryctx  # noqa: F401  (retains and pushes the primary context)
             import pycuda.driver as cuda
-        except Exception as exc:  # noqa: BLE001 - ImportError, or pycuda's own init errors
-            raise BackendError(f"pycuda is not usable here ({exc}); build it as "
-                               "cudnn_bench/GPU_RUN.md says, or use --backend driver or cupy") from None
+        except Exception as exc:  # ImportError, or pycuda's own init errors
+            raise BackendError(
+                f"pycuda is not usable here ({exc}); build it as "
+                "cudnn_bench/GPU_RUN.md says, or use --backend driver or cupy"
+            ) from None
         self.cuda = cuda
-        self._allocs: dict[int, object] = {}
+        self._allocs: dict[int, Any] = {}  # pycuda DeviceAllocation by pointer
         self._streams: list = []
 
     def _wrap(self, exc: Exception, call: str) -> Exception:
@@ -326,7 +364,7 @@ class CupyBackend(Backend):
             import cupy
 
             cupy.cuda.Device(ordinal).use()
-        except Exception as exc:  # noqa: BLE001 - ImportError, or CuPy's CUDA errors
+        except Exception as exc:  # ImportError, or CuPy's CUDA errors
             raise BackendError(f"CuPy is not usable here ({exc}); use --backend pycuda or driver") from None
         self.cp = cupy
         self.rt = cupy.cuda.runtime
@@ -419,10 +457,8 @@ class Nvml:
         self.handles: dict[str, c_void_p] = {}
 
     @classmethod
-    def open(cls) -> "Nvml | None":
-        from .libs import load_nvml
-
-        lib = load_nvml()
+    def open(cls) -> Nvml | None:
+        lib = libs.load_nvml()
         if lib is None:
             return None
         init = getattr(lib, "nvmlInit_v2", None) or getattr(lib, "nvmlInit", None)

@@ -11,6 +11,7 @@ an incomplete block) to `<name>.quarantine` beside it with a warning, and return
 (`.<name>.lock`) for its life: a second writer of the same file is refused, as it would
 measure every configuration again.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,13 +20,13 @@ import io
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO
 
 import pandas as pd
 
-from seer.records import (COLUMNS, Blocks, atomic_write, conform, is_block_file, read_raw, scan_blocks,
-                          warn)
+from seer.records import COLUMNS, Blocks, atomic_write, conform, is_block_file, read_raw, scan_blocks, warn
 
 from .errors import BenchError
 
@@ -41,8 +42,15 @@ EXTRA: tuple[str, ...] = (
     "backend",  # pycuda, driver, cupy
     "heuristic_pick",  # the library heuristic's first choice for this configuration
     "heuristic_math",  # math type cuDNN's heuristic reported for this algorithm
-    "lt_tile", "lt_splitk", "lt_reduction", "lt_swizzle", "lt_custom", "lt_stages",
-    "lt_inner_shape", "lt_cluster_shape", "lt_waves",  # cuBLASLt algo config and heuristic waves
+    "lt_tile",
+    "lt_splitk",
+    "lt_reduction",
+    "lt_swizzle",
+    "lt_custom",
+    "lt_stages",
+    "lt_inner_shape",
+    "lt_cluster_shape",
+    "lt_waves",  # cuBLASLt algo config and heuristic waves
     "model_blocks_per_sm",  # seer.occupancy's resident blocks per SM (kept beside ncu's)
     "ncu_blocks_per_sm",  # min of ncu's launch__occupancy_limit_* where measured
     "ncu_waves_per_sm",  # ncu's launch__waves_per_multiprocessor
@@ -53,7 +61,9 @@ EXTRA: tuple[str, ...] = (
     "ncu_sm_clock_mhz",  # sm__cycles_elapsed.avg.per_second under ncu
     "compute_type",  # cuBLASLt compute type that ran (PEDANTIC falls back to COMPUTE_32F)
     "host_gap",  # True where the events exceed the kernels' GPU span by > 10% (host-bound)
-    "cluster_x", "cluster_y", "cluster_z",  # thread-block cluster dims (CUPTI, sm_90)
+    "cluster_x",
+    "cluster_y",
+    "cluster_z",  # thread-block cluster dims (CUPTI, sm_90)
     "est_s",  # planned GPU seconds of the configuration (suites.CostModel)
     "wall_s",  # measured wall seconds of the configuration
     "measured_at",  # UTC time the block was written
@@ -104,14 +114,16 @@ def lock_path(path: str | Path) -> Path:
 def lock(path: str | Path) -> IO:
     """Take the store file's lock (non-blocking) and return its handle; closing it releases it.
     Refused in one sentence while another process (or Store) writes the file."""
-    fh = open(lock_path(path), "a")
+    fh = open(lock_path(path), "a")  # noqa: SIM115 - the open handle is the lock: closing it releases it
     if fcntl is not None:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.close()
-            raise BenchError(f"{path} is being written by another run (its lock {lock_path(path).name} is "
-                             "held): wait for that collect to finish, or write to another --out folder") from None
+            raise BenchError(
+                f"{path} is being written by another run (its lock {lock_path(path).name} is "
+                "held): wait for that collect to finish, or write to another --out folder"
+            ) from None
     return fh
 
 
@@ -130,8 +142,10 @@ def quarantine(path: Path, blocks: Blocks) -> Path | None:
         fh.flush()
         os.fsync(fh.fileno())
     atomic_write(path, lambda p: p.write_bytes(blocks.keep))
-    warn(f"{path}: moved {blocks.describe()} to {side}: not part of a complete configuration block "
-         "(a torn write or garbage); every complete block is kept")
+    warn(
+        f"{path}: moved {blocks.describe()} to {side}: not part of a complete configuration block "
+        "(a torn write or garbage); every complete block is kept"
+    )
     return side
 
 
@@ -142,7 +156,7 @@ class Store:
         self.path = Path(path)
         self.header = header
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.done: set[tuple[str, str, str]] = set()
+        self.done: set[tuple[str, ...]] = set()
         self.recovered_bytes = 0  # bytes moved to the quarantine file on opening
         self._lock = lock(self.path)
         try:
@@ -165,7 +179,7 @@ class Store:
         self.quarantined = quarantine(self.path, blocks)  # where the bytes of no block went
         self.recovered_bytes = blocks.dropped_bytes
         self.done = blocks.done
-        self._fh = open(self.path, "a", encoding="utf-8", newline="")
+        self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - open until close()
 
     def _migrate(self) -> None:
         """A file written with another column set: rewrite it (atomically) with this header."""
@@ -173,7 +187,7 @@ class Store:
         old = old.reindex(columns=list(self.header), fill_value="")
         atomic_write(self.path, lambda p: old.to_csv(p, index=False, columns=list(self.header)))
 
-    def is_done(self, key: tuple[str, str, str]) -> bool:
+    def is_done(self, key: tuple[str, ...]) -> bool:
         return tuple(key) in self.done
 
     def append(self, rows: list[dict]) -> None:
@@ -195,7 +209,7 @@ class Store:
             self._fh.close()
         self._lock.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -221,6 +235,11 @@ def rewrite(path: str | Path, df: pd.DataFrame, header: tuple[str, ...] = HEADER
         if is_block_file(_header(data) or []):
             quarantine(path, scan_blocks(data))
         return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def utc_now() -> str:
+    """When a row was measured or a file written: UTC, to the second."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def write_json(path: str | Path, obj: dict) -> Path:

@@ -15,23 +15,27 @@ cost is estimated from its FLOPs and bytes against the GPU's datasheet peaks (se
 count takes that many. The estimate is deliberately simple; the records keep the estimated and
 the measured wall time of every configuration (`est_s`, `wall_s`) to recalibrate it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import itertools
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
-from typing import Callable, Iterable
+from typing import Any, ClassVar
 
+from seer.dtypes import DTYPE_BYTES
 from seer.gpus import GPUSpec
+from seer.records import OPS
 from seer.variants import CONV_ALGOS
 
 from .errors import BenchError
+from .maths import MATH_DTYPE
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
-MATH_DTYPE = {"fma": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-MATHS = tuple(MATH_DTYPE)
+# The letter of each configuration field (seer.records.OPS, in its order) in a configuration key.
+KEY_LETTERS = {"conv_fwd": "nchwkrsuvpqdeg", "gemm": "bmnk"}
 
 
 # ====================================================================== configurations
@@ -63,8 +67,10 @@ class ConvConfig:
     def out_hw(self) -> tuple[int, int]:
         eh = (self.kh - 1) * self.dil_h + 1
         ew = (self.kw - 1) * self.dil_w + 1
-        return ((self.h_in + 2 * self.pad_h - eh) // self.stride_h + 1,
-                (self.w_in + 2 * self.pad_w - ew) // self.stride_w + 1)
+        return (
+            (self.h_in + 2 * self.pad_h - eh) // self.stride_h + 1,
+            (self.w_in + 2 * self.pad_w - ew) // self.stride_w + 1,
+        )
 
     @property
     def valid(self) -> bool:
@@ -78,15 +84,19 @@ class ConvConfig:
     def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
         b = DTYPE_BYTES[dtype]
         ho, wo = self.out_hw
-        return {"x": self.batch * self.c_in * self.h_in * self.w_in * b,
-                "w": self.c_out * (self.c_in // self.groups) * self.kh * self.kw * b,
-                "y": self.batch * self.c_out * ho * wo * b}
+        return {
+            "x": self.batch * self.c_in * self.h_in * self.w_in * b,
+            "w": self.c_out * (self.c_in // self.groups) * self.kh * self.kw * b,
+            "y": self.batch * self.c_out * ho * wo * b,
+        }
+
+    def dims(self) -> dict[str, int]:
+        """The record's configuration fields of a convolution (seer.records.OPS), in order."""
+        return {f: getattr(self, f) for f in OPS[self.op]}
 
     def key(self) -> str:
         """Identifies the configuration (not the math mode) in records and across reruns."""
-        return (f"conv_fwd:n{self.batch}:c{self.c_in}:h{self.h_in}:w{self.w_in}:k{self.c_out}"
-                f":r{self.kh}:s{self.kw}:u{self.stride_h}:v{self.stride_w}:p{self.pad_h}:q{self.pad_w}"
-                f":d{self.dil_h}:e{self.dil_w}:g{self.groups}:{self.layout}")
+        return _key(self.op, self.dims(), self.layout)
 
     def fields(self) -> dict:
         """The record fields of this configuration."""
@@ -119,31 +129,42 @@ class GemmConfig:
 
     def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
         b = DTYPE_BYTES[dtype]
-        return {"a": self.batch * self.m * self.k * b, "b": self.batch * self.k * self.n * b,
-                "c": self.batch * self.m * self.n * b}
+        return {
+            "a": self.batch * self.m * self.k * b,
+            "b": self.batch * self.k * self.n * b,
+            "c": self.batch * self.m * self.n * b,
+        }
+
+    def dims(self) -> dict[str, int]:
+        """The record's configuration fields of a GEMM (seer.records.OPS), in order."""
+        return {f: getattr(self, f) for f in OPS[self.op]}
 
     def key(self) -> str:
-        return f"gemm:b{self.batch}:m{self.m}:n{self.n}:k{self.k}:{self.trans}"
+        return _key(self.op, self.dims(), self.trans)
 
     def fields(self) -> dict:
-        return {"op": self.op, "batch": self.batch, "m": self.m, "n": self.n, "k": self.k,
-                "trans": self.trans}
+        return {"op": self.op, **self.dims(), "trans": self.trans}
 
 
 Config = ConvConfig | GemmConfig
 
 
+def _key(op: str, dims: dict[str, int], last: str) -> str:
+    """op:<letter><value>:...:<layout or transposes>, e.g. gemm:b1:m256:n128:k64:tn."""
+    return ":".join([op, *(f"{letter}{v}" for letter, v in zip(KEY_LETTERS[op], dims.values())), last])
+
+
 def config_from_key(key: str, name: str = "") -> Config:
     """Inverse of `key()` (the ncu worker gets its calls as keys)."""
     parts = key.split(":")
+    op = parts[0]
+    if op not in KEY_LETTERS:
+        raise BenchError(f"not a configuration key: {key!r}")
     vals = {p[0]: int(p[1:]) for p in parts[1:] if p[:1].isalpha() and p[1:].isdigit()}
-    if parts[0] == "conv_fwd":
-        return ConvConfig(vals["n"], vals["c"], vals["h"], vals["w"], vals["k"], vals["r"], vals["s"],
-                          vals["u"], vals["v"], vals["p"], vals["q"], vals["d"], vals["e"], vals["g"],
-                          parts[-1], name)
-    if parts[0] == "gemm":
-        return GemmConfig(vals["b"], vals["m"], vals["n"], vals["k"], parts[-1], name)
-    raise BenchError(f"not a configuration key: {key!r}")
+    dims: dict[str, Any] = {f: vals[letter] for f, letter in zip(OPS[op], KEY_LETTERS[op])}  # ints, by name
+    if op == "conv_fwd":
+        return ConvConfig(**dims, layout=parts[-1], name=name)
+    return GemmConfig(**dims, trans=parts[-1], name=name)
 
 
 # ====================================================================== the suites as data
@@ -160,8 +181,9 @@ SEER_GRID = {
 def seer_grid() -> list[ConvConfig]:
     g = SEER_GRID
     out = []
-    for n, ci, co, w, k, s, p in itertools.product(g["batch"], g["channels"], g["channels"], g["width"],
-                                                   g["kernel"], g["stride"], g["pad"]):
+    for n, ci, co, w, k, s, p in itertools.product(
+        g["batch"], g["channels"], g["channels"], g["width"], g["kernel"], g["stride"], g["pad"]
+    ):
         c = ConvConfig(n, ci, w, w, co, k, k, s, s, p, p)
         if c.valid:
             out.append(c)
@@ -176,10 +198,26 @@ ALEXNET = (
     ("alexnet.features.8", 384, 13, 256, 3, 1, 1, 1),
     ("alexnet.features.10", 256, 13, 256, 3, 1, 1, 1),
 )
-VGG16 = tuple((f"vgg16.{i}", ci, hw, co, 3, 1, 1, 1) for i, (ci, hw, co) in enumerate(
-    [(3, 224, 64), (64, 224, 64), (64, 112, 128), (128, 112, 128), (128, 56, 256), (256, 56, 256),
-     (256, 56, 256), (256, 28, 512), (512, 28, 512), (512, 28, 512), (512, 14, 512), (512, 14, 512),
-     (512, 14, 512)]))
+VGG16 = tuple(
+    (f"vgg16.{i}", ci, hw, co, 3, 1, 1, 1)
+    for i, (ci, hw, co) in enumerate(
+        [
+            (3, 224, 64),
+            (64, 224, 64),
+            (64, 112, 128),
+            (128, 112, 128),
+            (128, 56, 256),
+            (256, 56, 256),
+            (256, 56, 256),
+            (256, 28, 512),
+            (512, 28, 512),
+            (512, 28, 512),
+            (512, 14, 512),
+            (512, 14, 512),
+            (512, 14, 512),
+        ]
+    )
+)
 
 
 def _resnet50() -> tuple:
@@ -201,8 +239,15 @@ def _resnet50() -> tuple:
 
 
 # MobileNetV2 inverted residual settings (t, c, n, s) as in torchvision
-MOBILENET_V2_SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-                         (6, 160, 3, 2), (6, 320, 1, 1))
+MOBILENET_V2_SETTINGS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
 
 
 def _mobilenet_v2() -> tuple:
@@ -245,8 +290,13 @@ def test_set_ii(batches: Iterable[int] = TEST_SET_II_BATCHES) -> list[ConvConfig
 
 
 # Transformer layers: (model, hidden, ffn, heads); tokens = batch x sequence.
-TRANSFORMERS = (("bert_base", 768, 3072, 12), ("bert_large", 1024, 4096, 16), ("gpt2", 768, 3072, 12),
-                ("gpt2_xl", 1600, 6400, 25), ("llama_7b", 4096, 11008, 32))
+TRANSFORMERS = (
+    ("bert_base", 768, 3072, 12),
+    ("bert_large", 1024, 4096, 16),
+    ("gpt2", 768, 3072, 12),
+    ("gpt2_xl", 1600, 6400, 25),
+    ("llama_7b", 4096, 11008, 32),
+)
 TRANSFORMER_TOKENS = ((1, 128), (8, 512), (32, 128), (4, 2048))  # (batch, sequence)
 # DLRM MLPs (bottom and top, as in the DLRM benchmark configs), batch sizes
 DLRM_MLPS = (("dlrm_bot", (13, 512, 256, 64)), ("dlrm_top", (479, 1024, 1024, 512, 256, 1)))
@@ -261,26 +311,36 @@ def gemm_layers() -> list[GemmConfig]:
         for b, s in TRANSFORMER_TOKENS:
             t = b * s
             d = h // heads
-            out += [GemmConfig(1, 3 * h, t, h, "tn", f"{model}.qkv"),
-                    GemmConfig(1, h, t, h, "tn", f"{model}.attn_out"),
-                    GemmConfig(1, ffn, t, h, "tn", f"{model}.ffn_up"),
-                    GemmConfig(1, h, t, ffn, "tn", f"{model}.ffn_down"),
-                    GemmConfig(b * heads, s, s, d, "tn", f"{model}.scores"),
-                    GemmConfig(b * heads, d, s, s, "nn", f"{model}.context")]
+            out += [
+                GemmConfig(1, 3 * h, t, h, "tn", f"{model}.qkv"),
+                GemmConfig(1, h, t, h, "tn", f"{model}.attn_out"),
+                GemmConfig(1, ffn, t, h, "tn", f"{model}.ffn_up"),
+                GemmConfig(1, h, t, ffn, "tn", f"{model}.ffn_down"),
+                GemmConfig(b * heads, s, s, d, "tn", f"{model}.scores"),
+                GemmConfig(b * heads, d, s, s, "nn", f"{model}.context"),
+            ]
     for name, widths in DLRM_MLPS:
         for bs in MLP_BATCHES:
-            for i, (fin, fout) in enumerate(zip(widths[:-1], widths[1:])):
+            for i, (fin, fout) in enumerate(itertools.pairwise(widths)):
                 out.append(GemmConfig(1, fout, bs, fin, "tn", f"{name}.{i}"))
     return _dedupe(out)
 
 
-GEMM_GRID = {"batch": (1, 8), "m": (128, 512, 1024, 2048, 4096, 8192), "n": (128, 512, 1024, 2048, 4096, 8192),
-             "k": (128, 512, 1024, 4096, 8192), "trans": ("nn",)}
+GEMM_GRID = {
+    "batch": (1, 8),
+    "m": (128, 512, 1024, 2048, 4096, 8192),
+    "n": (128, 512, 1024, 2048, 4096, 8192),
+    "k": (128, 512, 1024, 4096, 8192),
+}
+GEMM_GRID_TRANS = ("nn",)
 
 
 def gemm_grid() -> list[GemmConfig]:
     g = GEMM_GRID
-    return [GemmConfig(b, m, n, k, t) for b, m, n, k, t in itertools.product(g["batch"], g["m"], g["n"], g["k"], g["trans"])]
+    return [
+        GemmConfig(b, m, n, k, t)
+        for b, m, n, k, t in itertools.product(g["batch"], g["m"], g["n"], g["k"], GEMM_GRID_TRANS)
+    ]
 
 
 def _dedupe(cfgs: list) -> list:
@@ -303,8 +363,13 @@ class Suite:
 
 SUITES: dict[str, Suite] = {
     "seer_grid": Suite("seer_grid", "conv_fwd", seer_grid, "SEER's training grid (batch 128)", 0.55),
-    "test_set_ii": Suite("test_set_ii", "conv_fwd", test_set_ii,
-                         "AlexNet, VGG-16, ResNet-50, MobileNetV2 layers at batch 1, 32, 128", 0.2),
+    "test_set_ii": Suite(
+        "test_set_ii",
+        "conv_fwd",
+        test_set_ii,
+        "AlexNet, VGG-16, ResNet-50, MobileNetV2 layers at batch 1, 32, 128",
+        0.2,
+    ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
 }
@@ -350,12 +415,20 @@ class CostModel:
     slow_ms: float = 500.0
     gemm_algos: int = 8
 
-    ALGO_FACTOR = {"IMPLICIT_GEMM": 3.0, "IMPLICIT_PRECOMP_GEMM": 1.2, "GEMM": 2.0, "DIRECT": 0.0,
-                   "FFT": 2.5, "FFT_TILING": 2.5, "WINOGRAD": 1.5, "WINOGRAD_NONFUSED": 1.5}
-    MATH_SPEEDUP = {"fma": 1.0, "tf32": 4.0, "fp16": 8.0, "bf16": 8.0}
+    ALGO_FACTOR: ClassVar[dict[str, float]] = {
+        "IMPLICIT_GEMM": 3.0,
+        "IMPLICIT_PRECOMP_GEMM": 1.2,
+        "GEMM": 2.0,
+        "DIRECT": 0.0,
+        "FFT": 2.5,
+        "FFT_TILING": 2.5,
+        "WINOGRAD": 1.5,
+        "WINOGRAD_NONFUSED": 1.5,
+    }
+    MATH_SPEEDUP: ClassVar[dict[str, float]] = {"fma": 1.0, "tf32": 4.0, "fp16": 8.0, "bf16": 8.0}
 
     @classmethod
-    def for_gpu(cls, spec: GPUSpec, **kw) -> "CostModel":
+    def for_gpu(cls, spec: GPUSpec, **kw) -> CostModel:
         return cls(peak_flops=spec.fp32_flops, bandwidth=spec.dram_bytes_per_s, cc=spec.cc, **kw)
 
     def call_s(self, cfg: Config, math_mode: str = "fma") -> float:
@@ -431,11 +504,14 @@ class Plan:
         lines = []
         for s in dict.fromkeys(i.suite for i in self.items) | dict.fromkeys(self.total):
             sel = [i for i in self.items if i.suite == s]
-            lines.append(f"{s}: {len(sel)} of {self.total.get(s, len(sel))} configurations x math, "
-                         f"about {sum(i.est_s for i in sel) / 60:.1f} GPU minutes")
-        lines.append(f"total: {len(self.items)} configurations, about {self.est_s / 60:.1f} GPU minutes"
-                     + (f" (shard {self.shard}: 1 in {self.shard.count} configurations of each stratum)"
-                        if self.shard else ""))
+            lines.append(
+                f"{s}: {len(sel)} of {self.total.get(s, len(sel))} configurations x math, "
+                f"about {sum(i.est_s for i in sel) / 60:.1f} GPU minutes"
+            )
+        lines.append(
+            f"total: {len(self.items)} configurations, about {self.est_s / 60:.1f} GPU minutes"
+            + (f" (shard {self.shard}: 1 in {self.shard.count} configurations of each stratum)" if self.shard else "")
+        )
         return "\n".join(lines)
 
 
@@ -447,7 +523,7 @@ class Budget:
     count: int | None = None
 
     @classmethod
-    def parse(cls, text: str | None) -> "Budget":
+    def parse(cls, text: str | None) -> Budget:
         """'20m', '900s', '1.5h' are times; a bare whole number is a count; 'none' is no limit."""
         if text is None or str(text).strip().lower() in ("", "none", "all"):
             return cls()
@@ -460,11 +536,11 @@ class Budget:
             return cls(count=int(t))
         raise BenchError(f"--budget {text!r} is neither a time (20m, 900s, 1h) nor a count of configurations (500)")
 
-    def share(self, fraction: float) -> "Budget":
+    def share(self, fraction: float) -> Budget:
         if self.seconds is not None:
             return Budget(seconds=self.seconds * fraction)
         if self.count is not None:
-            return Budget(count=max(1 if self.count > 0 else 0, int(round(self.count * fraction))))
+            return Budget(count=max(1 if self.count > 0 else 0, round(self.count * fraction)))
         return self
 
 
@@ -508,7 +584,7 @@ class Shard:
     count: int
 
     @classmethod
-    def parse(cls, text: str) -> "Shard":
+    def parse(cls, text: str) -> Shard:
         m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", str(text))
         if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
             raise BenchError(f"--shard {text!r} is not i/n with 1 <= i <= n (e.g. 2/5)")
@@ -542,9 +618,17 @@ def select(items: list[PlanItem], budget: Budget) -> tuple[list[PlanItem], int]:
     return out, len(items) - len(out)
 
 
-def make_plan(suites: list[str], maths: list[str], budget: Budget, cost: CostModel, *,
-              max_call_ms: float = 250.0, max_bytes: int = 16 << 30, limit: int | None = None,
-              shard: Shard | None = None) -> Plan:
+def make_plan(
+    suites: list[str],
+    maths: list[str],
+    budget: Budget,
+    cost: CostModel,
+    *,
+    max_call_ms: float = 250.0,
+    max_bytes: int = 16 << 30,
+    limit: int | None = None,
+    shard: Shard | None = None,
+) -> Plan:
     """The configurations to run, per suite, within the budget (shared by suite weights).
 
     Configurations whose fastest call is estimated above `max_call_ms`, or whose tensors need

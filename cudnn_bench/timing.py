@@ -8,11 +8,12 @@ repetitions adapts to the call's length so a slow algorithm cannot eat the budge
 `min_reps`, at most `reps`, about `target_ms` of timed work, and a single repetition for calls
 slower than `slow_ms` (SEER dropped kernels over 1000 ms anyway).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -108,8 +109,14 @@ def _run(backend, stream, fn: Callable[[], None], flush: Flusher | None, events:
     return [float(backend.elapsed_ms(events[2 * i], events[2 * i + 1])) for i in range(n)]
 
 
-def time_call(backend, stream: int, fn: Callable[[], None], opts: TimingOptions,
-              flush: Flusher | None = None, pool: EventPool | None = None) -> Timing:
+def time_call(
+    backend,
+    stream: int,
+    fn: Callable[[], None],
+    opts: TimingOptions,
+    flush: Flusher | None = None,
+    pool: EventPool | None = None,
+) -> Timing:
     """Warm up, then time `fn` (which enqueues work on `stream`) repeatedly.
 
     The first warm-up call is timed too: it decides how many repetitions follow. Exceptions

@@ -18,6 +18,7 @@ For each model and batch size this writes, under --out:
 torch is imported inside main(), so this module imports without it; like the rest of
 cudnn_bench, every failure the user can act on ends with one sentence on stderr and exit 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,8 @@ PROG = "python3 -m cudnn_bench.torch_traces"
 NAME = "cudnn_bench.torch_traces"
 MODELS = ("gpt", "resnet")
 DEFAULT_BATCHES: dict[str, tuple[int, ...]] = {"gpt": (1, 8), "resnet": (1, 32)}
-WAIT_STEPS = 1     # profiler schedule: steps skipped before the profiler warms up
-WARMUP_STEPS = 1   # profiler schedule: steps recorded and thrown away (profiler warm-up)
+WAIT_STEPS = 1  # profiler schedule: steps skipped before the profiler warms up
+WARMUP_STEPS = 1  # profiler schedule: steps recorded and thrown away (profiler warm-up)
 
 EXAMPLES = """
 --batches takes either one list for every model ("1,8") or per-model lists separated by ';'
@@ -86,7 +87,11 @@ class ResNetConfig:
     in_channels: int = 3
     stem: int = 64
     stages: tuple[tuple[int, int, int, int], ...] = (
-        (64, 256, 2, 1), (128, 512, 2, 2), (256, 1024, 2, 2), (512, 2048, 1, 2))
+        (64, 256, 2, 1),
+        (128, 512, 2, 2),
+        (256, 1024, 2, 2),
+        (512, 2048, 1, 2),
+    )
     classes: int = 1000
 
 
@@ -125,8 +130,7 @@ def model_list(text: str) -> tuple[str, ...]:
     names = [t.strip().lower() for t in text.split(",") if t.strip()]
     bad = [n for n in names if n not in MODELS]
     if not names or bad:
-        raise argparse.ArgumentTypeError(
-            f"expected models out of {','.join(MODELS)}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected models out of {','.join(MODELS)}, got {text!r}")
     return tuple(dict.fromkeys(names))
 
 
@@ -144,7 +148,8 @@ def batch_spec(text: str) -> dict[str, tuple[int, ...]]:
         name = name.strip().lower()
         if not sep or name not in MODELS:
             raise argparse.ArgumentTypeError(
-                f"expected 'model=b1,b2;...' with models out of {','.join(MODELS)}, got {part!r}")
+                f"expected 'model=b1,b2;...' with models out of {','.join(MODELS)}, got {part!r}"
+            )
         spec[name] = _int_list(values)
     return spec
 
@@ -157,25 +162,56 @@ def batches_for(model: str, spec: dict[str, tuple[int, ...]] | None) -> tuple[in
 
 
 def build_parser() -> Parser:
-    p = Parser(prog=PROG, name=NAME, description=__doc__.split("\n\n")[0],
-               epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = Parser(
+        prog=PROG,
+        name=NAME,
+        description=__doc__.split("\n\n")[0],
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", required=True, type=Path, help="folder for the traces and traces.json")
-    p.add_argument("--models", type=model_list, default=MODELS,
-                   help="comma-separated models to record: gpt, resnet (default: both)")
-    p.add_argument("--batches", type=batch_spec, default=None,
-                   help="batch sizes: '1,8' for every model or 'gpt=1,8;resnet=1,32' "
-                        "(default: gpt 1,8 and resnet 1,32)")
-    p.add_argument("--steps", type=positive_int, default=3,
-                   help="profiled (active) steps per trace, after 1 wait and 1 warm-up step "
-                        "(default: 3)")
-    p.add_argument("--timed", type=positive_int, default=10,
-                   help="un-profiled steps timed for traces.json's median ms/step (default: 10)")
-    p.add_argument("--warmup", type=positive_int, default=3,
-                   help="un-profiled warm-up steps before timing and profiling (default: 3)")
-    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
-                   help="cuda (default; CPU and CUDA activities) or cpu (CPU activity only)")
-    p.add_argument("--no-et", dest="et", action="store_false",
-                   help="skip the execution trace (ExecutionTraceObserver) beside each trace")
+    p.add_argument(
+        "--models",
+        type=model_list,
+        default=MODELS,
+        help="comma-separated models to record: gpt, resnet (default: both)",
+    )
+    p.add_argument(
+        "--batches",
+        type=batch_spec,
+        default=None,
+        help="batch sizes: '1,8' for every model or 'gpt=1,8;resnet=1,32' (default: gpt 1,8 and resnet 1,32)",
+    )
+    p.add_argument(
+        "--steps",
+        type=positive_int,
+        default=3,
+        help="profiled (active) steps per trace, after 1 wait and 1 warm-up step (default: 3)",
+    )
+    p.add_argument(
+        "--timed",
+        type=positive_int,
+        default=10,
+        help="un-profiled steps timed for traces.json's median ms/step (default: 10)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=positive_int,
+        default=3,
+        help="un-profiled warm-up steps before timing and profiling (default: 3)",
+    )
+    p.add_argument(
+        "--device",
+        choices=("cuda", "cpu"),
+        default="cuda",
+        help="cuda (default; CPU and CUDA activities) or cpu (CPU activity only)",
+    )
+    p.add_argument(
+        "--no-et",
+        dest="et",
+        action="store_false",
+        help="skip the execution trace (ExecutionTraceObserver) beside each trace",
+    )
     p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)  # toy sizes, for tests
     return p
 
@@ -188,7 +224,7 @@ def define_models(torch: Any) -> tuple[Callable[[GPTConfig], Any], Callable[[Res
     imports only inside main()."""
     nn = torch.nn
 
-    class Block(nn.Module):
+    class Block(torch.nn.Module):
         """Pre-LN decoder block with attention written out op by op (no fused SDPA)."""
 
         def __init__(self, cfg: GPTConfig) -> None:
@@ -214,7 +250,7 @@ def define_models(torch: Any) -> tuple[Callable[[GPTConfig], Any], Callable[[Res
             x = x + self.proj(y)
             return x + self.fc2(self.act(self.fc1(self.ln2(x))))
 
-    class GPT(nn.Module):
+    class GPT(torch.nn.Module):
         """Token + position embedding, decoder blocks, final LayerNorm, LM head."""
 
         def __init__(self, cfg: GPTConfig) -> None:
@@ -237,10 +273,9 @@ def define_models(torch: Any) -> tuple[Callable[[GPTConfig], Any], Callable[[Res
             return self.head(self.ln_f(x))
 
     def conv_bn(cin: int, cout: int, kernel: int, stride: int = 1) -> Any:
-        return nn.Sequential(nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False),
-                             nn.BatchNorm2d(cout))
+        return nn.Sequential(nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False), nn.BatchNorm2d(cout))
 
-    class Bottleneck(nn.Module):
+    class Bottleneck(torch.nn.Module):
         """1x1 -> 3x3 (strided, v1.5) -> 1x1 with BN and ReLU; a 1x1 downsample when shapes change."""
 
         def __init__(self, cin: int, mid: int, cout: int, stride: int) -> None:
@@ -257,14 +292,17 @@ def define_models(torch: Any) -> tuple[Callable[[GPTConfig], Any], Callable[[Res
             y = self.relu(self.b(y))
             return self.relu(self.c(y) + skip)
 
-    class ResNet(nn.Module):
+    class ResNet(torch.nn.Module):
         """Stem conv7x7/2 + BN + ReLU + maxpool, bottleneck stages, global avgpool, Linear."""
 
         def __init__(self, cfg: ResNetConfig) -> None:
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(cfg.in_channels, cfg.stem, 7, 2, 3, bias=False),
-                                      nn.BatchNorm2d(cfg.stem), nn.ReLU(inplace=True),
-                                      nn.MaxPool2d(3, 2, 1))
+            self.stem = nn.Sequential(
+                nn.Conv2d(cfg.in_channels, cfg.stem, 7, 2, 3, bias=False),
+                nn.BatchNorm2d(cfg.stem),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(3, 2, 1),
+            )
             blocks, cin = [], cfg.stem
             for mid, cout, count, stride in cfg.stages:
                 for i in range(count):
@@ -302,10 +340,12 @@ def set_fp32_flags(torch: Any) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = False
-    flags = {"cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-             "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
-             "cudnn.benchmark": torch.backends.cudnn.benchmark,
-             "float32_matmul_precision": torch.get_float32_matmul_precision()}
+    flags = {
+        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+    }
     return flags
 
 
@@ -334,7 +374,7 @@ def make_et(torch: Any, path: Path) -> Any | None:
     try:
         et = torch.profiler.ExecutionTraceObserver()
         return et.register_callback(str(path))
-    except Exception as exc:  # noqa: BLE001 - any failure here only skips the bonus file
+    except Exception as exc:  # any failure here only skips the bonus file
         print(f"  note: no execution trace ({type(exc).__name__}: {exc})")
         return None
 
@@ -348,15 +388,14 @@ def finish_et(et: Any, plain: Path, target: Path) -> Path | None:
         with open(plain, "rb") as fin, gzip.open(target, "wb") as fout:
             shutil.copyfileobj(fin, fout)
         return target
-    except Exception as exc:  # noqa: BLE001 - see make_et
+    except Exception as exc:  # see make_et
         print(f"  note: no execution trace ({type(exc).__name__}: {exc})")
         return None
     finally:
         plain.unlink(missing_ok=True)
 
 
-def profile_steps(torch: Any, step: Callable[[], Any], trace: Path, steps: int, device: str,
-                  et: Any | None) -> None:
+def profile_steps(torch: Any, step: Callable[[], Any], trace: Path, steps: int, device: str, et: Any | None) -> None:
     """Run wait + warm-up + `steps` steps under the profiler, prof.step() after each, so the
     trace holds ProfilerStep#N ranges; the handler exports the Chrome trace (gzip by name)."""
     from torch.profiler import ProfilerActivity, profile, schedule
@@ -372,8 +411,7 @@ def profile_steps(torch: Any, step: Callable[[], Any], trace: Path, steps: int, 
 
     sched = schedule(wait=WAIT_STEPS, warmup=WARMUP_STEPS, active=steps, repeat=1)
     kwargs = {"execution_trace_observer": et} if et is not None else {}
-    with profile(activities=activities, record_shapes=True, schedule=sched,
-                 on_trace_ready=handler, **kwargs) as prof:
+    with profile(activities=activities, record_shapes=True, schedule=sched, on_trace_ready=handler, **kwargs) as prof:
         for _ in range(WAIT_STEPS + WARMUP_STEPS + steps):
             step()
             if device == "cuda":
@@ -383,8 +421,9 @@ def profile_steps(torch: Any, step: Callable[[], Any], trace: Path, steps: int, 
         raise RuntimeError(f"the profiler did not hand back a trace for {trace.name}")
 
 
-def record_one(torch: Any, model: str, cfg: Any, batch: int, args: argparse.Namespace,
-               env: dict[str, Any]) -> dict[str, Any]:
+def record_one(
+    torch: Any, model: str, cfg: Any, batch: int, args: argparse.Namespace, env: dict[str, Any]
+) -> dict[str, Any]:
     """Warm up, time un-profiled steps, profile, and return this trace's traces.json entry."""
     net, x = make_workload(torch, model, cfg, batch, args.device)
     stem = f"{model}_b{batch}"
@@ -447,9 +486,8 @@ def import_torch() -> Any:
     try:
         import torch
     except ImportError:
-        fail("PyTorch is not installed in this Python (pip install torch on the GPU machine, "
-             "then run again).")
-    except Exception as exc:  # noqa: BLE001 - a broken install (missing CUDA libs) is reported too
+        fail("PyTorch is not installed in this Python (pip install torch on the GPU machine, then run again).")
+    except Exception as exc:  # a broken install (missing CUDA libs) is reported too
         fail(f"PyTorch failed to import ({type(exc).__name__}: {exc}).")
     return torch
 
@@ -457,9 +495,11 @@ def import_torch() -> Any:
 def check_device(torch: Any, device: str) -> None:
     """--device cuda needs a working CUDA GPU; say so in one sentence otherwise."""
     if device == "cuda" and not torch.cuda.is_available():
-        fail("--device cuda needs a CUDA GPU, but torch.cuda.is_available() is False here "
-             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}); "
-             "use --device cpu for a CPU-only trace.")
+        fail(
+            "--device cuda needs a CUDA GPU, but torch.cuda.is_available() is False here "
+            f"(torch {torch.__version__}, built for CUDA {torch.version.cuda}); "
+            "use --device cpu for a CPU-only trace."
+        )
 
 
 def write_index(out: Path, entries: list[dict[str, Any]]) -> None:
@@ -479,8 +519,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(f"cannot create the output folder {args.out} ({exc.strerror or exc}).")
     env = environment(torch, args.device, set_fp32_flags(torch))
     configs = TINY if args.tiny else FULL
-    print(f"{NAME}: torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}, "
-          f"{env['gpu'] or 'CPU ' + env['cpu']}, out {args.out}")
+    print(
+        f"{NAME}: torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}, "
+        f"{env['gpu'] or 'CPU ' + env['cpu']}, out {args.out}"
+    )
     entries: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     for model in args.models:
@@ -493,10 +535,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 torch.cuda.empty_cache()  # the last model's tensors are gone with record_one's frame
             entries.append(entry)
             write_index(args.out, entries)
-            print(f"  {entry['file']}: {entry['bytes'] / 2**20:.2f} MiB, "
-                  f"{entry['median_ms_per_step']:.3f} ms/step (median of {entry['timed_steps']})")
-    print(f"{NAME}: {len(entries)} traces + traces.json in {args.out} "
-          f"({time.perf_counter() - t0:.1f} s)")
+            print(
+                f"  {entry['file']}: {entry['bytes'] / 2**20:.2f} MiB, "
+                f"{entry['median_ms_per_step']:.3f} ms/step (median of {entry['timed_steps']})"
+            )
+    print(f"{NAME}: {len(entries)} traces + traces.json in {args.out} ({time.perf_counter() - t0:.1f} s)")
     return 0
 
 

@@ -11,13 +11,14 @@ runs on a CPU; nothing imports GPU modules.
     seer.best_algorithm(dict(op="conv_fwd", batch=32, c_in=64, h_in=56, w_in=56, c_out=64,
                              kh=3, kw=3, pad_h=1, pad_w=1), gpu="t4")
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING
 
-from .errors import DataError, SeerError, UnknownGPUError  # noqa: E402  (light: no numerics)
+from .errors import DataError, SeerError, UnknownGPUError
 
 if TYPE_CHECKING:
     from .predict import Fits, available, load
@@ -51,8 +52,17 @@ def best_algorithm(config=None, *, gpu: str, **kw):
     return load(gpu).best_algorithm(config, **kw)
 
 
-__all__ = ["DataError", "Fits", "SeerError", "UnknownGPUError", "__version__", "available",
-           "best_algorithm", "load", "rank_algorithms"]
+__all__ = [
+    "DataError",
+    "Fits",
+    "SeerError",
+    "UnknownGPUError",
+    "__version__",
+    "available",
+    "best_algorithm",
+    "load",
+    "rank_algorithms",
+]
 
 
 def __dir__() -> list[str]:

@@ -6,6 +6,7 @@ from there, and says how the fresh fits compare with the bundled ones. Until the
 GPU measurements of its own, the built-in data is NeuSight's (read in place from
 ../shared/datasets/neusight).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     out = writable_dir(args.out, "--out")
     data = fit.default_data()
     if "neusight" in str(data):
-        print("seer ships no GPU measurements of its own yet (collecting them needs a GPU), so this "
-              f"fits and evaluates on NeuSight's measurements from {data}.\n")
+        print(
+            "seer ships no GPU measurements of its own yet (collecting them needs a GPU), so this "
+            f"fits and evaluates on NeuSight's measurements from {data}.\n"
+        )
     steps = [
         ("fit", lambda: fit.main(["--quiet", "--out", str(out)])),
         ("Test-set-I", lambda: evaluate.main(["--set", "I", "--fits", str(out)])),
@@ -57,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n===== fresh fits vs bundled {'=' * 51}")
     print(f"fits written to {out}; compared with the bundled ones in the package:")
     print("\n".join(compare_with_bundled(out)))
-    print(f"\ndone in {time.perf_counter() - t0:.0f} s; predict with the bundled fits: python -c \"import seer; "
-          "print(seer.load('t4').predict(op='bmm', batch=8, m=512, n=512, k=512))\"")
+    print(
+        f'\ndone in {time.perf_counter() - t0:.0f} s; predict with the bundled fits: python -c "import seer; '
+        "print(seer.load('t4').predict(op='bmm', batch=8, m=512, n=512, k=512))\""
+    )
     return 0
 
 

@@ -4,6 +4,7 @@ Prints: ranking every fitted convolution algorithm for n random configs, predict
 fitting every NeuSight GPU (bmm, linear, conv), and the analytical predictors' figures.
 Times are the best of a few runs on one process (numpy may use more than one core for BLAS).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,15 +31,33 @@ def _best(fn, repeat: int) -> float:
 def conv_configs(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     hw = rng.integers(5, 229, n)
-    return pd.DataFrame({"op": "conv_fwd", "batch": rng.integers(1, 129, n), "c_in": rng.integers(3, 2049, n),
-                         "h_in": hw, "w_in": hw, "c_out": rng.integers(3, 2049, n), "kh": 3, "kw": 3,
-                         "pad_h": 1, "pad_w": 1})
+    return pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": rng.integers(1, 129, n),
+            "c_in": rng.integers(3, 2049, n),
+            "h_in": hw,
+            "w_in": hw,
+            "c_out": rng.integers(3, 2049, n),
+            "kh": 3,
+            "kw": 3,
+            "pad_h": 1,
+            "pad_w": 1,
+        }
+    )
 
 
 def gemm_configs(n: int, op: str, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"op": op, "batch": rng.integers(1, 512, n), "m": rng.integers(1, 4097, n),
-                         "n": rng.integers(1, 4097, n), "k": rng.integers(1, 4097, n)})
+    return pd.DataFrame(
+        {
+            "op": op,
+            "batch": rng.integers(1, 512, n),
+            "m": rng.integers(1, 4097, n),
+            "n": rng.integers(1, 4097, n),
+            "k": rng.integers(1, 4097, n),
+        }
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         for op in ("bmm", "linear"):
             if any(m.op == op for m in f.variants.values()):
                 g = gemm_configs(args.n, op)
-                t = _best(lambda: f.predict(g), args.repeat)
+                t = _best(lambda g=g: f.predict(g), args.repeat)
                 print(f"predict {args.n} {op} configs: {t:.3f} s")
         if not args.skip_fit:
             ns = records.neusight_dir()
@@ -74,8 +93,10 @@ def main(argv: list[str] | None = None) -> int:
                     docs = fit_all(rec, data_path=str(ns), jobs=jobs, log=lambda s: None)
                     took = time.perf_counter() - t0
                     nv = sum(len(d["variants"]) for d in docs.values())
-                    print(f"fit every NeuSight GPU (bmm, linear, conv; {len(rec)} rows, {len(docs)} GPUs, "
-                          f"{nv} variants) with {jobs} process(es): {took:.1f} s")
+                    print(
+                        f"fit every NeuSight GPU (bmm, linear, conv; {len(rec)} rows, {len(docs)} GPUs, "
+                        f"{nv} variants) with {jobs} process(es): {took:.1f} s"
+                    )
         from .analytical.bench import bench
 
         bench(args.n, args.repeat)

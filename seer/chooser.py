@@ -9,6 +9,7 @@ the one its models predict fastest; for cuDNN's kernel choice inside one algorit
 config's variant is taken (on NeuSight's held-out rows each rule was the better one for its
 library: cuBLAS linear on the A100 4.1% -> 3.6% median APE, conv 10.5% -> 10.8% the other way).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,36 +32,58 @@ class Chooser:
     points: np.ndarray  # log-configurations of training rows
     label_idx: np.ndarray  # index into labels per point
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
-    _dims: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _varying: np.ndarray | None = field(default=None, repr=False, compare=False)  # sizes in the tree
+    _fixed: np.ndarray | None = field(default=None, repr=False, compare=False)  # constant over the points
+
+    def _index(self) -> cKDTree:
+        """The k-d tree over the sizes that tell training points apart. A size that always
+        equals another adds nothing to distances and is dropped; one that is constant over the
+        training points adds the same amount to every distance from a config, so it is left out
+        of the tree and added to the distance afterwards (the same neighbours, a smaller tree)."""
+        if self._tree is None:
+            p = self.points
+            dims = [j for j in range(p.shape[1]) if not any(np.array_equal(p[:, j], p[:, i]) for i in range(j))]
+            const = np.array([np.all(p[:, j] == p[0, j]) for j in dims], dtype=bool)
+            if const.all():
+                const[0] = False  # a tree needs a dimension
+            self._varying, self._fixed = np.asarray(dims)[~const], np.asarray(dims)[const]
+            self._tree = cKDTree(p[:, self._varying], leafsize=32, balanced_tree=False, compact_nodes=False)
+        return self._tree
 
     def nearest(self, logcfg: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """(log2 distance to the nearest training config, label indices of the k nearest)."""
-        if self._tree is None:  # a size that always equals another adds nothing to distances
-            p = self.points
-            self._dims = np.array([j for j in range(p.shape[1])
-                                   if not any(np.array_equal(p[:, j], p[:, i]) for i in range(j))], dtype=int)
-            self._tree = cKDTree(p[:, self._dims], leafsize=64)
+        tree = self._index()
+        assert self._varying is not None and self._fixed is not None
         k = min(k, len(self.points))
-        dist, idx = self._tree.query(logcfg[:, self._dims], k=k)
+        dist, idx = tree.query(logcfg[:, self._varying], k=k, workers=-1)
+        nearest = dist if k == 1 else dist[:, 0]
+        if len(self._fixed):  # the constant sizes' share of every distance
+            off = ((logcfg[:, self._fixed] - self.points[0, self._fixed]) ** 2).sum(axis=1)
+            nearest = np.sqrt(nearest**2 + off)
         if k == 1:
-            return dist, self.label_idx[idx][:, None]
-        return dist[:, 0], self.label_idx[idx]
+            return nearest, self.label_idx[idx][:, None]
+        return nearest, self.label_idx[idx]
 
-    def choose(self, df: pd.DataFrame, logcfg: np.ndarray | None = None) -> np.ndarray:
-        """The variant key for each config row (logcfg: its log-configuration, if at hand)."""
+    def choose(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
+        """The variant key for each config row."""
         if len(self.labels) == 1:
-            return np.full(len(df), self.labels[0], dtype=object)
-        logcfg = configs.log_config(df, self.op) if logcfg is None else logcfg
-        return np.asarray(self.labels, dtype=object)[self.nearest(logcfg)[1][:, 0]]
+            return np.full(len(batch), self.labels[0], dtype=object)
+        if isinstance(batch, pd.DataFrame):
+            batch = configs.ConfigBatch.of(batch, self.op)
+        return np.asarray(self.labels, dtype=object)[self.nearest(batch.logcfg)[1][:, 0]]
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "algo": self.algo, "labels": self.labels,
-                "points": encode(self.points), "label_idx": self.label_idx.tolist()}
+        return {
+            "op": self.op,
+            "algo": self.algo,
+            "labels": self.labels,
+            "points": encode(self.points),
+            "label_idx": self.label_idx.tolist(),
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Chooser":
-        return cls(d["op"], d["algo"], list(d["labels"]), decode(d["points"]),
-                   np.asarray(d["label_idx"], dtype=int))
+    def from_dict(cls, d: dict) -> Chooser:
+        return cls(d["op"], d["algo"], list(d["labels"]), decode(d["points"]), np.asarray(d["label_idx"], dtype=int))
 
 
 def fit_chooser(train: pd.DataFrame, op: str, algo: str, keys: pd.Series) -> Chooser:

@@ -1,13 +1,14 @@
 """What every `python -m seer...` command shares: one-line errors, exit codes, and checks of
 paths before any long work (a fit should not run for a minute and then find it cannot write).
 """
+
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from .errors import SeerError
 
@@ -17,8 +18,9 @@ INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C (128 + SIG
 def data_path(text: str) -> Path:
     """argparse type of --data: a non-empty path (an empty one would silently mean the default)."""
     if not text.strip():
-        raise argparse.ArgumentTypeError("is empty: give a data file or folder, or leave --data out "
-                                         "for the default data")
+        raise argparse.ArgumentTypeError(
+            "is empty: give a data file or folder, or leave --data out for the default data"
+        )
     return Path(text)
 
 

@@ -9,6 +9,7 @@ divided out of the training targets, so models learn the typical state of the GP
 configurations are ordered (NeuSight's bmm and linear files are sorted by size) drift and
 size cannot be told apart, and nothing is done.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,11 +42,15 @@ class Drift:
         return np.exp(np.interp(position, KNOTS, self.values))
 
     def to_dict(self) -> dict:
-        return {"knots": KNOTS.tolist(), "log_slowdown": [round(float(v), 5) for v in self.values],
-                "span": round(self.span, 4), "p_value": float(f"{self.p_value:.3g}")}
+        return {
+            "knots": KNOTS.tolist(),
+            "log_slowdown": [round(float(v), 5) for v in self.values],
+            "span": round(self.span, 4),
+            "p_value": float(f"{self.p_value:.3g}"),
+        }
 
     @classmethod
-    def from_dict(cls, source: str, d: dict) -> "Drift":
+    def from_dict(cls, source: str, d: dict) -> Drift:
         return cls(source, np.asarray(d["log_slowdown"], float), float(d["p_value"]))
 
 

@@ -3,6 +3,7 @@
 Every user-facing failure is a :class:`SeerError` whose message is one sentence; the command
 line tools print it and exit with code 2 instead of showing a traceback.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,8 +16,9 @@ class SeerError(Exception):
 class DataError(SeerError, ValueError):
     """A value in a data file is missing or wrong; names the file, row, column and expectation."""
 
-    def __init__(self, file: str, row: int | None, column: str | None, expected: str,
-                 value: Any = None, *, where: str = "row"):
+    def __init__(
+        self, file: str, row: int | None, column: str | None, expected: str, value: Any = None, *, where: str = "row"
+    ):
         self.file, self.row, self.column = file, row, column
         self.expected, self.value = expected, value
         parts = [str(file)]

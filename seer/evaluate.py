@@ -9,31 +9,25 @@
 --set noise       how far apart identical launches are in the data: the floor under any error.
 Metrics are those of DESIGN.md (seer.metrics); --out writes them as JSON (fractions) or CSV.
 """
+
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import fit, fitsfile, gpus, records
-from .drift import position
+from . import configs, fit, fitsfile, gpus, records
 from .cli import data_path, run, writable_dir, writable_file
+from .drift import position
 from .errors import SeerError
 from .metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
-from .predict import Fits, from_doc
+from .report import fits_for, pyplot, write_out
+from .selection import run_set_two
 
 LEVELS = {"op": ["gpu", "op"], "algo": ["gpu", "op", "algo"], "variant": ["gpu", "op", "algo", "variant"]}
-
-
-def fits_for(slug: str, fits_dir: Path) -> Fits:
-    path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
-    if not path.exists():
-        raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
-    return from_doc(fitsfile.read(path), path)
 
 
 def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
@@ -50,8 +44,10 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
         f = fits_for(slug, fits_dir)
         full = rec[rec["gpu"] == name]
         if f.meta.get("dataset", {}).get("content_sha256") != fit.content_hash(full):
-            log(f"warning: the fits for {slug} were fitted on other data than this; "
-                "Test-set-I rows may have been training rows there")
+            log(
+                f"warning: the fits for {slug} were fitted on other data than this; "
+                "Test-set-I rows may have been training rows there"
+            )
         g = g.copy()
         g["pred_config"] = np.nan
         for op, rows in g.groupby("op").groups.items():
@@ -91,18 +87,8 @@ def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
     return out
 
 
-def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:
-    if path.suffix == ".json":
-        records.atomic_write(path, lambda p: p.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
-    elif path.suffix == ".csv":
-        frames = [t.assign(table=name) for name, t in tables.items()]
-        records.atomic_write(path, lambda p: pd.concat(frames, ignore_index=True).to_csv(p, index=False))
-    else:
-        raise SeerError(f"--out must end in .json or .csv, got {path}")
-
-
 def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
-    plt = _pyplot()
+    plt = pyplot()
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     ok = test[test["pred_config"].notna()]
@@ -114,8 +100,15 @@ def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
             ax.scatter(h["time_ms"], h["pred_config"], s=3, alpha=0.4, label=op)
         lo, hi = g["time_ms"].min() / 1.5, g["time_ms"].max() * 1.5
         ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured ms",
-               ylabel="predicted ms", title=name)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=(lo, hi),
+            ylim=(lo, hi),
+            xlabel="measured ms",
+            ylabel="predicted ms",
+            title=name,
+        )
         ax.legend(markerscale=4, fontsize=8)
     fig.tight_layout()
     out.append(folder / "set1_predicted_vs_measured.png")
@@ -124,8 +117,11 @@ def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
     err = 100 * (ok["pred_config"] - ok["time_ms"]) / ok["time_ms"]
     for op, e in err.groupby(ok["op"]):
         ax.hist(e.clip(-60, 60), bins=np.linspace(-60, 60, 61), histtype="step", label=op)
-    ax.set(xlabel="prediction error, % of measured (clipped at +-60)", ylabel="rows",
-           title="Test-set-I: configuration-only predictions")
+    ax.set(
+        xlabel="prediction error, % of measured (clipped at +-60)",
+        ylabel="rows",
+        title="Test-set-I: configuration-only predictions",
+    )
     ax.legend()
     fig.tight_layout()
     out.append(folder / "set1_error_histogram.png")
@@ -148,23 +144,10 @@ def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
     return out
 
 
-def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SeerError("--plots needs matplotlib: pip install 'seer[plot]'") from None
-    return plt
-
-
 def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
     """How far apart the times of identical launches are: rows with the same kernel, grid and
     reduction length per block, which a per-variant model must predict alike. Their median
     deviation from their group's median is the floor under any model's error on this data."""
-    from . import configs
-
     rows = []
     prep = fit.prepare(rec[rec["op"].isin(fit.VARIANT_OPS)])
     prep["gk"] = configs.sizes(prep)["gk"]
@@ -173,9 +156,16 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
         grp = g.groupby(key, dropna=False)["time_ms"]
         size = grp.transform("size")
         dev = (g["time_ms"] / grp.transform("median") - 1).abs()[size >= 2]
-        rows.append({"gpu": gpu, "op": op, "rows": len(g), "rows_in_repeats": int((size >= 2).sum()),
-                     "median_dev": dev.median() if len(dev) else np.nan,
-                     "p90_dev": dev.quantile(0.9) if len(dev) else np.nan})
+        rows.append(
+            {
+                "gpu": gpu,
+                "op": op,
+                "rows": len(g),
+                "rows_in_repeats": int((size >= 2).sum()),
+                "median_dev": dev.median() if len(dev) else np.nan,
+                "p90_dev": dev.quantile(0.9) if len(dev) else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -185,8 +175,7 @@ def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
     (else one sentence on `why` it is needed)."""
     path = args.data if args.data is not None else fit.default_data()
     rec = fit.training_records(records.load(path, gpu=args.gpu))
-    if args.gpu:
-        rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
+    rec = gpus.rows_of(rec, args.gpu)
     if not rec["op"].isin(fit.VARIANT_OPS).any():
         of = f" of GPU {args.gpu!r}" if args.gpu else ""
         raise SeerError(f"no {', '.join(fit.VARIANT_OPS)} rows{of} in {path}: {why}")
@@ -196,8 +185,10 @@ def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
 def run_noise(args) -> int:
     path, rec = evaluation_records(args, "the noise floor compares repeated launches of those kernels")
     t = noise_table(rec)
-    print(f"Repeated launches in {path}: rows whose kernel, grid and reduction length per block are the "
-          "same (a per-variant model predicts them alike); deviation of each from its group's median.\n")
+    print(
+        f"Repeated launches in {path}: rows whose kernel, grid and reduction length per block are the "
+        "same (a per-variant model predicts them alike); deviation of each from its group's median.\n"
+    )
     print(format_table(t, percent=("median_dev", "p90_dev")))
     if args.out:
         write_out(Path(args.out), {"set": "noise", "groups": t.to_dict(orient="records")}, {"noise": t})
@@ -209,8 +200,10 @@ def run_set_one(args) -> int:
     path, rec = evaluation_records(args, "Test-set-I scores the per-variant models of those kernels")
     test = test_set_one(rec, Path(args.fits))
     tables = set_one_tables(test)
-    print(f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"
-          "Predicted from the configuration alone (the fits choose the variant the library launches).\n")
+    print(
+        f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"
+        "Predicted from the configuration alone (the fits choose the variant the library launches).\n"
+    )
     print(format_table(tables["op"]))
     if args.by in ("algo", "variant"):
         print(f"\nper {args.by}:\n")
@@ -218,17 +211,23 @@ def run_set_one(args) -> int:
     print("\nWith the variant known (SEER's Test-set-I per variant):\n")
     print(format_table(tables["op_known_variant"]))
     if "op_dedrifted" in tables:
-        print("\nAgainst measurements with the collection's drift removed (seer.drift; the drift was "
-              "fitted on training rows only):\n")
+        print(
+            "\nAgainst measurements with the collection's drift removed (seer.drift; the drift was "
+            "fitted on training rows only):\n"
+        )
         print(format_table(tables["op_dedrifted"]))
     missed = test["pred_config"].isna().sum()
     if missed:
-        print(f"\n{missed} rows not predicted: their algorithm has no fitted model on that GPU "
-              "(too few training rows).")
+        print(
+            f"\n{missed} rows not predicted: their algorithm has no fitted model on that GPU (too few training rows)."
+        )
     if args.out:
-        payload = {"set": "I", "data": str(path), "prediction": "configuration only",
-                   **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS])
-                      for name, t in tables.items()}}
+        payload = {
+            "set": "I",
+            "data": str(path),
+            "prediction": "configuration only",
+            **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS]) for name, t in tables.items()},
+        }
         payload["overall"] = accuracy(test["pred_config"].dropna(), test.loc[test["pred_config"].notna(), "time_ms"])
         write_out(Path(args.out), payload, tables)
         print(f"\nwrote {args.out}")
@@ -239,19 +238,31 @@ def run_set_one(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m seer.evaluate", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n", 1)[1])
-    ap.add_argument("--set", required=True, choices=["I", "II", "analytical", "noise"],
-                    type=lambda s: s if s in ("analytical", "noise") else s.upper(), help="which evaluation")
+    ap = argparse.ArgumentParser(
+        prog="python -m seer.evaluate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 1)[1],
+    )
+    ap.add_argument(
+        "--set",
+        required=True,
+        choices=["I", "II", "analytical", "noise"],
+        type=lambda s: s if s in ("analytical", "noise") else s.upper(),
+        help="which evaluation",
+    )
     ap.add_argument("--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit)")
     ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
     ap.add_argument("--gpu", help="only this GPU")
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
     ap.add_argument("--out", help="write the metrics to this .json or .csv")
     ap.add_argument("--plots", help="write PNG plots into this folder")
-    ap.add_argument("--workspace-limit", type=float, default=None,
-                    help="set II: exclude algorithms needing more workspace than this many bytes")
+    ap.add_argument(
+        "--workspace-limit",
+        type=float,
+        default=None,
+        help="set II: exclude algorithms needing more workspace than this many bytes",
+    )
     args = ap.parse_args(argv)
     return run(lambda: _main(args), "seer.evaluate")
 
@@ -261,12 +272,10 @@ def _main(args: argparse.Namespace) -> int:
         writable_file(args.out, "--out", (".json", ".csv"))
     if args.plots:
         writable_dir(args.plots, "--plots")
-        _pyplot()
+        pyplot()
     if args.set == "I":
         return run_set_one(args)
     if args.set == "II":
-        from .selection import run_set_two
-
         return run_set_two(args)
     if args.set == "noise":
         return run_noise(args)

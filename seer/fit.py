@@ -5,6 +5,7 @@ Flow: records (seer.records) -> SEER's split within each variant -> per-variant 
 variant choosers (seer.chooser) and memory-bound parameters (seer.analytical) -> one fits
 file per GPU (seer.fitsfile). The same data gives the same file, byte for byte.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,8 @@ import hashlib
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pandas as pd
@@ -25,12 +26,13 @@ from .cli import data_path, run, writable_dir
 from .drift import Drift, fit_drift, order_is_random, position
 from .errors import SeerError
 from .fitsfile import DEFAULT_OUT, SCHEMA, write
-from .models import MIN_ROWS, VariantModel, fit_variant
+from .models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_key, key_column
+from .records import MEMORY_OPS, VARIANT_OPS
 
-VARIANT_OPS = ("conv_fwd", "gemm", "bmm", "linear")
-MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
-SPLIT_RULE = ("SEER's: rows of each variant (gpu, op, kernel) stably sorted by configuration; "
-              "row index mod 10 < 7 is training, the rest Test-set-I")
+SPLIT_RULE = (
+    "SEER's: rows of each variant (gpu, op, kernel) stably sorted by configuration; "
+    "row index mod 10 < 7 is training, the rest Test-set-I"
+)
 
 
 def default_data() -> Path:
@@ -40,8 +42,10 @@ def default_data() -> Path:
         return own
     ns = records.neusight_dir()
     if ns is None:
-        raise SeerError("no data: the project has no measurements of its own yet and NeuSight's "
-                        "were not found (set SEER_NEUSIGHT or pass --data)")
+        raise SeerError(
+            "no data: the project has no measurements of its own yet and NeuSight's "
+            "were not found (set SEER_NEUSIGHT or pass --data)"
+        )
     return ns
 
 
@@ -58,11 +62,28 @@ def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
     # a canonical row order by configuration (not by file row or call id), so that the same
     # rows in any order give the same CV folds, staircase subsample and fits
-    order = [c for c in ("gpu", "op", *records.OPS["conv_fwd"], "m", "n", "k", "dtype", "math",
-                         "algo", "kernel", "source", "time_ms", "call_id") if c in rec]
+    order = [
+        c
+        for c in (
+            "gpu",
+            "op",
+            *records.CONV_FIELDS,
+            "m",
+            "n",
+            "k",
+            "dtype",
+            "math",
+            "algo",
+            "kernel",
+            "source",
+            "time_ms",
+            "call_id",
+        )
+        if c in rec
+    ]
     rec = rec.sort_values(order, kind="mergesort").reset_index(drop=True)
     rec = variants.annotate(rec)
-    rec["key"] = rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", "default") + ":" + rec["variant"]
+    rec["key"] = key_column(rec)
     rec["split"] = split(rec)
     return rec
 
@@ -81,19 +102,21 @@ def content_hash(rec: pd.DataFrame) -> str:
     return hashlib.sha256(h).hexdigest()
 
 
-def _fit_variants(rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec) -> dict[str, VariantModel]:
+def _fit_variants(
+    rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec, options: FitOptions
+) -> dict[str, VariantFit]:
     out = {}
     train = rec["split"] == "train"
     for key, g in rec[train].groupby("key", sort=True):
-        if len(g) < MIN_ROWS:
+        if len(g) < options.min_rows:
             continue
         g = g.assign(time_ms=target[g.index])
-        out[key] = fit_variant(g, op=g["op"].iloc[0], algo=g["algo"].iloc[0],
-                               variant=g["variant"].iloc[0], cc=spec.cc, sms=spec.sms)
+        model = VariantModel(VariantKey.parse(key), cc=spec.cc, sms=spec.sms, options=options)
+        out[key] = model.fit(g)
     return out
 
 
-def predict_known(models: dict[str, VariantModel], rec: pd.DataFrame) -> np.ndarray:
+def predict_known(models: dict[str, VariantFit], rec: pd.DataFrame) -> np.ndarray:
     """Each row's time from its own variant's model (NaN where the variant has none)."""
     out = np.full(len(rec), np.nan)
     for key, g in rec.groupby("key", sort=False):
@@ -102,7 +125,9 @@ def predict_known(models: dict[str, VariantModel], rec: pd.DataFrame) -> np.ndar
     return out
 
 
-def _drift(rec: pd.DataFrame, models: dict[str, VariantModel], target: np.ndarray) -> dict[str, Drift]:
+def _drift(
+    rec: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, options: FitOptions
+) -> dict[str, Drift]:
     pred = predict_known(models, rec)
     pos = position(rec)
     out = {}
@@ -111,7 +136,7 @@ def _drift(rec: pd.DataFrame, models: dict[str, VariantModel], target: np.ndarra
             continue
         rows = rec.index.get_indexer(g.index)
         ok = (g["split"].to_numpy() == "train") & np.isfinite(pred[rows])
-        if ok.sum() < 100:
+        if ok.sum() < options.drift_min_rows:
             continue
         d = fit_drift(src, pos[rows][ok], np.log(target[rows][ok] / pred[rows][ok]))
         if d is not None:
@@ -119,38 +144,42 @@ def _drift(rec: pd.DataFrame, models: dict[str, VariantModel], target: np.ndarra
     return out
 
 
-def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True) -> dict:
+def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, options: FitOptions = DEFAULT) -> dict:
     """Fit one GPU's records: the variants, choosers and drift sections of its fits file."""
     rec = prepare(rec[rec["op"].isin(VARIANT_OPS)])
     target = rec["time_ms"].to_numpy(dtype=float)
-    models = _fit_variants(rec, target, spec)
-    drifts: dict[str, Drift] = _drift(rec, models, target) if drift else {}
+    models = _fit_variants(rec, target, spec, options)
+    drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}
     if drifts:  # refit from scratch the variants measured in a drifting file: drift noise
         # also misleads the choice of B_max and features, not only the coefficients
         target = rec["time_ms"].to_numpy(dtype=float) / _factor(rec, drifts)
         hit = rec["source"].isin(list(drifts))
-        models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec))
+        models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec, options))
     choosers = {}
     train = rec[rec["split"] == "train"]
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
         g = g[g["key"].isin(list(models))]
         if len(g):
-            choosers[f"{op}:{algo or 'default'}"] = fit_chooser(g, op, algo, g["key"]).to_dict()
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"]).to_dict()
     few = sorted(set(train["key"]) - set(models))
-    return {"variants": {k: m.to_dict() for k, m in sorted(models.items())}, "choosers": choosers,
-            "conv_timing": conv_timing(rec),
-            "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
-            "too_few_rows": {k: int((train["key"] == k).sum()) for k in few}}
+    return {
+        "variants": {k: m.to_dict() for k, m in sorted(models.items())},
+        "choosers": choosers,
+        "conv_timing": conv_timing(rec),
+        "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
+        "options": options.to_dict(),
+        "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
+    }
 
 
 def conv_timing(rec: pd.DataFrame) -> str | None:
-    """"every_algorithm" where configs were timed with several algorithms (the harness),
+    """ "every_algorithm" where configs were timed with several algorithms (the harness),
     "pick_only" where each was timed only with the algorithm an autotuner picked (NeuSight):
     there an algorithm's model is known only where it won, which ranking must respect."""
     conv = rec[rec["op"] == "conv_fwd"]
     if conv.empty:
         return None
-    cfg = [c for c in records.OPS["conv_fwd"]] + ["math"]
+    cfg = [*records.CONV_FIELDS, "math"]
     per = conv.groupby(cfg, dropna=False)["algo"].nunique()
     return "pick_only" if per.median() <= 1 else "every_algorithm"
 
@@ -188,29 +217,44 @@ _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 def _fit_one(args: tuple) -> tuple[str, dict, float]:
     """Fit one GPU's records (a worker's job: everything it needs travels in `args`)."""
-    name, g, data_path, drift = args
+    name, g, data_path, drift, options = args
     try:
         spec = gpus.lookup(name)
     except SeerError as exc:
         raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
     t0 = time.perf_counter()
-    body = fit_gpu(g, spec, drift=drift)
+    body = fit_gpu(g, spec, drift=drift, options=options)
     doc = {
-        "schema": SCHEMA, "seer_version": __version__, "date": fit_date(),
+        "schema": SCHEMA,
+        "seer_version": __version__,
+        "date": fit_date(),
         "gpu": spec.to_dict(),
-        "dataset": {"path": data_path, "rows": int(len(g)), "content_sha256": content_hash(g),
-                    "sources": sorted(pd.unique(g["source"]).tolist())},
-        "split": SPLIT_RULE, "time_unit": "ms",
-        **body, "memory_bound": fit_memory(g),
+        "dataset": {
+            "path": data_path,
+            "rows": len(g),
+            "content_sha256": content_hash(g),
+            "sources": sorted(pd.unique(g["source"]).tolist()),
+        },
+        "split": SPLIT_RULE,
+        "time_unit": "ms",
+        **body,
+        "memory_bound": fit_memory(g),
     }
     return spec.slug, doc, time.perf_counter() - t0
 
 
-def fit_all(rec: pd.DataFrame, *, data_path: str, drift: bool = True, jobs: int = 1,
-            log: Callable[[str], None] = print) -> dict[str, dict]:
+def fit_all(
+    rec: pd.DataFrame,
+    *,
+    data_path: str,
+    drift: bool = True,
+    jobs: int = 1,
+    options: FitOptions = DEFAULT,
+    log: Callable[[str], None] = print,
+) -> dict[str, dict]:
     """One fits document per GPU in the records; `jobs` GPUs are fitted at once."""
-    work = [(name, rec[rec["gpu"] == name], data_path, drift) for name in sorted(pd.unique(rec["gpu"]))]
-    for name, g, _, _ in work:
+    work = [(name, rec[rec["gpu"] == name], data_path, drift, options) for name in sorted(pd.unique(rec["gpu"]))]
+    for name, g, *_ in work:
         log(f"fitting {name}: {len(g)} rows ...")
     if jobs > 1 and len(work) > 1:
         results = _fit_parallel(work, min(jobs, len(work)))
@@ -271,10 +315,18 @@ def variant_table(doc: dict) -> pd.DataFrame:
     rows = []
     for key, v in doc["variants"].items():
         first = next(v[r] for r in ("compute", "memory", "under") if v.get(r))
-        rows.append({"variant": key, "n": v["n"], "features": v["feature_set"],
-                     "B_max": v["b_max"], "compute%": round(100 * v["type"]["compute_bound_share"]),
-                     "R2": first["r2"], "train_rmspe%": round(100 * v["train_rmspe"], 1),
-                     "cv_rmspe%": round(100 * v["cv_rmspe"], 1)})
+        rows.append(
+            {
+                "variant": key,
+                "n": v["n"],
+                "features": v["feature_set"],
+                "B_max": v["b_max"],
+                "compute%": round(100 * v["type"]["compute_bound_share"]),
+                "R2": first["r2"],
+                "train_rmspe%": round(100 * v["train_rmspe"], 1),
+                "cv_rmspe%": round(100 * v["cv_rmspe"], 1),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -282,18 +334,28 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m seer.fit",
         description="Fit SEER-style per-variant time models (statsmodels WLS on relative error) "
-                    "and write one fits file per GPU.",
+        "and write one fits file per GPU.",
         epilog="Default data: the project's data/ once it holds measurements, else NeuSight's "
-               "../shared/datasets/neusight. Example: python -m seer.fit --data ../shared/datasets/neusight/bmm")
-    ap.add_argument("--data", type=data_path,
-                    help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder")
+        "../shared/datasets/neusight. Example: python -m seer.fit --data ../shared/datasets/neusight/bmm",
+    )
+    ap.add_argument(
+        "--data", type=data_path, help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder"
+    )
     ap.add_argument("--gpu", help="only this GPU (also names the GPU of SEER workbooks, which carry none)")
     ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for <gpu>.json (default: %(default)s)")
-    ap.add_argument("--drift", choices=["auto", "off"], default="auto",
-                    help="remove measurement drift where a file's order is random (default: auto)")
+    ap.add_argument(
+        "--drift",
+        choices=["auto", "off"],
+        default="auto",
+        help="remove measurement drift where a file's order is random (default: auto)",
+    )
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
-    ap.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 8),
-                    help="GPUs fitted at once, one process each (default: %(default)s)")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=min(os.cpu_count() or 1, 8),
+        help="GPUs fitted at once, one process each (default: %(default)s)",
+    )
     args = ap.parse_args(argv)
     return run(lambda: _main(args), "seer.fit")
 
@@ -309,8 +371,7 @@ def _main(args: argparse.Namespace) -> int:
     if rec.empty:
         raise SeerError(f"no training records in {path} (Test-set-II rows are never trained on)")
     if args.gpu:
-        want = gpus.slug_for(args.gpu)
-        rec = rec[[gpus.slug_for(g) == want or g == args.gpu for g in rec["gpu"]]]
+        rec = gpus.rows_of(rec, args.gpu)
         if rec.empty:
             raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
     t0 = time.perf_counter()
@@ -321,12 +382,16 @@ def _main(args: argparse.Namespace) -> int:
             print(f"\n{doc['gpu']['name']}: {out}")
             print(variant_table(doc).to_string(index=False))
         for key, n in doc["too_few_rows"].items():
-            print(f"warning: {slug} {key}: only {n} training rows (< {MIN_ROWS}); no model, "
-                  "configs that choose it are predicted with the nearest variant that has one",
-                  file=sys.stderr)
+            print(
+                f"warning: {slug} {key}: only {n} training rows (< {doc['options']['min_rows']}); no model, "
+                "configs that choose it are predicted with the nearest variant that has one",
+                file=sys.stderr,
+            )
         for src, d in doc["drift"].items():
-            print(f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "
-                  "from training targets (seer.drift)")
+            print(
+                f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "
+                "from training targets (seer.drift)"
+            )
     print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
     return 0
 

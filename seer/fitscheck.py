@@ -8,13 +8,14 @@ feature list would otherwise surface as `inf`, nonsense or a traceback deep insi
 raises one `SeerError` sentence naming the file, the JSON path of the first bad field and what
 was expected there, e.g. `variants["bmm:default:sgemm_128x64_nn"].compute.coef[2]`.
 """
+
 from __future__ import annotations
 
 import binascii
 import json
 import math
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -25,11 +26,9 @@ from . import configs, knn, models
 from .analytical.memory import SCHEMA as MEMORY_SCHEMA
 from .drift import KNOTS
 from .errors import SeerError
-from .geometry import AXES
+from .geometry import AXES, RULE_KINDS
+from .records import OPS, VARIANT_OPS
 
-VARIANT_OPS = ("conv_fwd", *configs.GEMM_OPS)
-RULE_KINDS = ("ceil", "mulceil", "const", "knn")
-FEATURE_SET = re.compile(r"(seer|waves|types)(\+helpers)?(\+clock)?")
 GPU_FIGURES = ("fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
 CONV_TIMINGS = ("every_algorithm", "pick_only")
 # Ceilings of plausibility: a coefficient is ms per unit of its feature (the bundled fits stay
@@ -78,8 +77,17 @@ class _Doc:
             self.fail(where, "a non-empty string" if nonempty else "a string", v)
         return v
 
-    def num(self, v: Any, where: str, lo: float = -HUGE, hi: float = HUGE, *, lo_open: bool = False,
-            hi_open: bool = False, whole: bool = False) -> float:
+    def num(
+        self,
+        v: Any,
+        where: str,
+        lo: float = -HUGE,
+        hi: float = HUGE,
+        *,
+        lo_open: bool = False,
+        hi_open: bool = False,
+        whole: bool = False,
+    ) -> float:
         """A JSON number (not a boolean), finite, within [lo, hi] (open where asked)."""
         x = _number(v)
         ok = math.isfinite(x) and (x > lo if lo_open else x >= lo) and (x < hi if hi_open else x <= hi)
@@ -87,8 +95,9 @@ class _Doc:
             self.fail(where, _range(lo, hi, lo_open, hi_open, whole, abs(x) > HUGE), v)
         return x
 
-    def nums(self, v: Any, where: str, n: int | None = None, lo: float = -HUGE, hi: float = HUGE,
-             whole: bool = False) -> np.ndarray:
+    def nums(
+        self, v: Any, where: str, n: int | None = None, lo: float = -HUGE, hi: float = HUGE, whole: bool = False
+    ) -> np.ndarray:
         """A list of numbers, checked at once (lists of thousands: label indices, grid values)."""
         self.seq(v, where, n, " numbers")
         arr = np.fromiter((_number(x) for x in v), dtype=float, count=len(v))
@@ -140,12 +149,10 @@ def _range(lo: float, hi: float, lo_open: bool, hi_open: bool, whole: bool, both
     return f"{kind} in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sample(op: str) -> tuple[frozenset, int]:
     """(size names a grid rule may use, log-configuration dimensions) of an op."""
-    one = dict(batch=1, m=1, n=1, k=1) if op in configs.GEMM_OPS else dict(
-        batch=1, c_in=1, h_in=1, w_in=1, c_out=1, kh=1, kw=1, stride_h=1, stride_w=1, pad_h=0, pad_w=0,
-        dil_h=1, dil_w=1, groups=1)
+    one = {c: 0 if c.startswith("pad") else 1 for c in OPS[op]}  # the smallest valid config
     df = pd.DataFrame([{"op": op, "algo": "", "dtype": "float32", **one}])
     return frozenset(configs.sizes(df)), configs.log_config(df, op).shape[1]
 
@@ -153,13 +160,9 @@ def _sample(op: str) -> tuple[frozenset, int]:
 def _design_names(op: str, algo: str, feature_set: str) -> dict[str, list[str]]:
     """The feature names `models.design` gives this variant (the order its coefficients follow);
     the helper names follow `models.inputs`."""
-    if op in configs.GEMM_OPS:
-        helpers = models.HELPERS["gemm"]
-    else:
-        helpers = models.HELPERS[algo] if algo in ("WINOGRAD_NONFUSED", "GEMM") else models.HELPERS["conv"]
     z = np.zeros(1)
-    x = models.Inputs(z, z, z, z, z, {h: z for h in helpers}, None)
-    return models.design(x, 1, 1, feature_set).names
+    x = models.Inputs(z, z, z, z, z, {h: z for h in models.helper_names(op, algo)}, None)
+    return models.design(x, 1, 1, models.FeatureSet.parse(feature_set)).names
 
 
 # ------------------------------------------------------------------ sections
@@ -187,6 +190,8 @@ def check(doc: dict, path: str | Path) -> None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
         c.text(doc["conv_timing"], "conv_timing", CONV_TIMINGS)
+    if doc.get("options") is not None:
+        _options(c, c.obj(doc["options"], "options"))
     _finite(c, doc, "")
 
 
@@ -210,7 +215,9 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     for k in ("variant", "kernel", "b_max_source"):
         c.text(c.get(v, k, w, "a string"), _at(w, k), nonempty=False)
     fs = c.text(c.get(v, "feature_set", w, "a feature set"), _at(w, "feature_set"))
-    if not FEATURE_SET.fullmatch(fs):
+    try:
+        models.FeatureSet.parse(fs)
+    except ValueError:
         c.fail(_at(w, "feature_set"), "seer, waves or types, optionally with +helpers and +clock", fs)
     _geometry(c, c.obj(c.get(v, "geometry", w, "an object"), _at(w, "geometry")), _at(w, "geometry"), op)
     c.num(c.get(v, "blocks_per_sm", w, "a whole number >= 1"), _at(w, "blocks_per_sm"), 1, whole=True)
@@ -220,8 +227,12 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     for k in ("train_rmspe", "cv_rmspe"):
         c.num(c.get(v, k, w, "a finite number >= 0"), _at(w, k), 0)
     ty = c.obj(c.get(v, "type", w, "an object"), _at(w, "type"))
-    c.num(c.get(ty, "compute_bound_share", _at(w, "type"), "a share in [0, 1]"),
-          _at(_at(w, "type"), "compute_bound_share"), 0, 1)
+    c.num(
+        c.get(ty, "compute_bound_share", _at(w, "type"), "a share in [0, 1]"),
+        _at(_at(w, "type"), "compute_bound_share"),
+        0,
+        1,
+    )
     notes = c.seq(v.get("notes", []), _at(w, "notes"), what=" of strings")
     for i, s in enumerate(notes):
         c.text(s, _at(_at(w, "notes"), i), nonempty=False)
@@ -237,13 +248,18 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
 def _regimes(c: _Doc, v: dict, w: str, op: str, algo: str, fs: str) -> None:
     """The regimes the feature set predicts with, with the features `models.design` builds."""
     names = _design_names(op, algo, fs)
-    typed = fs.startswith("types")
+    typed = models.FeatureSet.parse(fs).typed
     helpers = _regime(c, c.get(v, "helpers", w, "an object"), _at(w, "helpers"))
     tc = v.get("type_chooser")
     if not typed:
         _features(c, helpers, _at(w, "helpers"), names["helpers"], fs)
-        _features(c, _regime(c, c.get(v, "compute", w, "an object"), _at(w, "compute")),
-                  _at(w, "compute"), names["compute"], fs)
+        _features(
+            c,
+            _regime(c, c.get(v, "compute", w, "an object"), _at(w, "compute")),
+            _at(w, "compute"),
+            names["compute"],
+            fs,
+        )
         if v.get("memory") is not None:
             _features(c, _regime(c, v["memory"], _at(w, "memory")), _at(w, "memory"), names["memory"], fs)
         if v.get("under") is not None:
@@ -318,12 +334,16 @@ def _points(c: _Doc, d: Any, w: str, dims: int) -> int:
     try:
         pts = knn.decode(d)
     except (ValueError, TypeError, binascii.Error):
-        c.fail(_at(w, "f4"), f"base64 float32 data of shape {json.dumps(d['shape'])}",
-               got="data that does not decode to it")
+        c.fail(
+            _at(w, "f4"),
+            f"base64 float32 data of shape {json.dumps(d['shape'])}",
+            got="data that does not decode to it",
+        )
     bad = ~np.isfinite(pts).all(axis=1)
     if bad.any():
-        c.fail(_at(w, "f4"), "finite log-configurations",
-               got=f"a non-finite value in point {int(np.flatnonzero(bad)[0])}")
+        c.fail(
+            _at(w, "f4"), "finite log-configurations", got=f"a non-finite value in point {int(np.flatnonzero(bad)[0])}"
+        )
     return int(shape[0])
 
 
@@ -333,8 +353,7 @@ def _knn_labels(c: _Doc, ch: dict, w: str, dims: int) -> list:
     if not labels:
         c.fail(_at(w, "labels"), "a non-empty list of labels", labels)
     n = _points(c, c.get(ch, "points", w, "encoded points"), _at(w, "points"), dims)
-    c.nums(c.get(ch, "label_idx", w, f"a list of {n} numbers"), _at(w, "label_idx"), n, 0, len(labels) - 1,
-           whole=True)
+    c.nums(c.get(ch, "label_idx", w, f"a list of {n} numbers"), _at(w, "label_idx"), n, 0, len(labels) - 1, whole=True)
     return labels
 
 
@@ -351,6 +370,12 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
         if variants[lab].get("op") != op:
             c.fail(lw, f"a variant of op {op}", lab)
     return op, algo
+
+
+def _options(c: _Doc, o: dict) -> None:
+    """The fit's settings (seer.models.FitOptions): numbers >= 0, the trust distance > 0."""
+    for k, v in o.items():
+        c.num(v, _at("options", k), 0, lo_open=k == "trust_distance")
 
 
 def _drift(c: _Doc, d: Any, w: str) -> None:
@@ -372,8 +397,9 @@ def _memory_bound(c: _Doc, mb: dict, w: str) -> None:
         c.text(c.get(g, "name", gw, "a GPU name"), _at(gw, "name"))
         ds = c.obj(c.get(g, "datasheet", gw, "an object"), _at(gw, "datasheet"))
         for k in ("dram_gbs", "fp32_gflops", "pcie_gbs"):
-            c.num(c.get(ds, k, _at(gw, "datasheet"), "a finite number > 0"), _at(_at(gw, "datasheet"), k),
-                  0, lo_open=True)
+            c.num(
+                c.get(ds, k, _at(gw, "datasheet"), "a finite number > 0"), _at(_at(gw, "datasheet"), k), 0, lo_open=True
+            )
         for key, k in c.obj(c.get(g, "kernels", gw, "an object"), _at(gw, "kernels")).items():
             _memory_kernel(c, k, _at(_at(gw, "kernels"), key))
 
@@ -393,8 +419,11 @@ def _memory_kernel(c: _Doc, k: Any, w: str) -> None:
     rows = "rows" in coef
     want = ["const", "bytes"] + (["rows"] if rows else []) + (["reread_bytes"] if thr is not None else [])
     if sorted(coef) != sorted(want):
-        c.fail(cw, f"an object of {', '.join(want)} (reread_bytes exactly where reread_cols is set)",
-               got=json.dumps(sorted(coef)))
+        c.fail(
+            cw,
+            f"an object of {', '.join(want)} (reread_bytes exactly where reread_cols is set)",
+            got=json.dumps(sorted(coef)),
+        )
     c.num(coef["const"], _at(cw, "const"), -MAX_COEF, MAX_COEF)
     c.num(coef["bytes"], _at(cw, "bytes"), 0, MAX_COEF, lo_open=True)
     for name in want[2:]:

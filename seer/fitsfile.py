@@ -3,6 +3,7 @@
 Written atomically with sorted keys so the same data gives the same bytes; read back with a
 check of the schema version.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,18 +55,24 @@ def read(path: str | Path) -> dict:
     except OSError as exc:
         raise SeerError(f"fits file {path} cannot be read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise SeerError(f"fits file {path} is not a text file (byte {exc.start} is not UTF-8); "
-                        "give a JSON fits file written by python -m seer.fit") from None
+        raise SeerError(
+            f"fits file {path} is not a text file (byte {exc.start} is not UTF-8); "
+            "give a JSON fits file written by python -m seer.fit"
+        ) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SeerError(f"fits file {path} is not valid JSON (truncated or corrupt at line "
-                        f"{exc.lineno}); fit it again with python -m seer.fit") from None
+        raise SeerError(
+            f"fits file {path} is not valid JSON (truncated or corrupt at line "
+            f"{exc.lineno}); fit it again with python -m seer.fit"
+        ) from None
     if not isinstance(doc, dict) or "schema" not in doc:
         raise SeerError(f"{path} is not a seer fits file (no schema field)")
     if doc["schema"] != SCHEMA:
-        raise SeerError(f"fits file {path} has schema {doc['schema']!r} but this seer reads "
-                        f"{SCHEMA!r}; refit it with python -m seer.fit")
+        raise SeerError(
+            f"fits file {path} has schema {doc['schema']!r} but this seer reads "
+            f"{SCHEMA!r}; refit it with python -m seer.fit"
+        )
     for key in ("gpu", "variants", "choosers"):
         if key not in doc:
             raise SeerError(f"fits file {path} lacks its '{key}' section; refit it with python -m seer.fit")
@@ -87,8 +94,9 @@ def resolve(name: str | Path | None) -> Path:
     cand = FITS_DIR / f"{slug_for(str(name))}.json"
     if cand.exists():
         return cand
-    raise SeerError(f"no fits for GPU {str(name)!r}; bundled fits: {', '.join(bundled()) or 'none'} "
-                    "(or give a path to a fits file)")
+    raise SeerError(
+        f"no fits for GPU {str(name)!r}; bundled fits: {', '.join(bundled()) or 'none'} (or give a path to a fits file)"
+    )
 
 
 def bundled() -> list[str]:
@@ -114,8 +122,11 @@ class Comparison:
     def describe(self) -> str:
         if self.same():
             return f"same variants and choices, coefficients within {self.coef_rdiff:.1e} (relative)"
-        parts = [f"{len(v)} variant(s) {what}" for what, v in
-                 (("added", self.added), ("removed", self.removed), ("with other choices", self.choices)) if v]
+        parts = [
+            f"{len(v)} variant(s) {what}"
+            for what, v in (("added", self.added), ("removed", self.removed), ("with other choices", self.choices))
+            if v
+        ]
         return ", ".join(parts + [f"coefficients differ by up to {self.coef_rdiff:.1e} (relative)"])
 
 

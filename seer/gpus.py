@@ -3,12 +3,17 @@
 Datasheet peaks are never reached exactly; the analytical models fit effective values from
 measurements and fall back to these numbers only where a GPU has none.
 """
+
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from .errors import DataError, UnknownGPUError
 
@@ -71,8 +76,8 @@ _EXTRA = [("p4", "Tesla P4", "6.1", 20, 5.5, 192, 2, 1114, "NVIDIA Tesla P4 data
 GPUS: dict[str, GPUSpec] = {}
 for _row in _TABLE:
     GPUS[_row[0]] = GPUSpec(*_row)
-for _row in _EXTRA:
-    GPUS[_row[0]] = GPUSpec(*_row)
+for _extra in _EXTRA:
+    GPUS[_extra[0]] = GPUSpec(*_extra)
 
 # Tokens that describe memory size or form factor rather than the chip. They pick between
 # entries of one model (A100 40GB vs 80GB PCIe) but never make a different model.
@@ -138,7 +143,8 @@ def lookup(name: str | GPUSpec) -> GPUSpec:
         known = ", ".join(sorted(GPUS))
         raise UnknownGPUError(
             f"unknown GPU {name!r}: it is not in seer's spec table ({known}); describe it in a "
-            "device JSON and load it with seer.gpus.load_device_json(path)")
+            "device JSON and load it with seer.gpus.load_device_json(path)"
+        )
     return spec
 
 
@@ -150,11 +156,33 @@ def slug_for(name: str) -> str:
         return "-".join(_tokens(name)) or "unknown"
 
 
+def rows_of(rec: pd.DataFrame, gpu: str | None) -> pd.DataFrame:
+    """The records of one GPU, named as the user likes ('t4', 'Tesla T4'); all of them for None."""
+    if not gpu:
+        return rec
+    want = slug_for(gpu)
+    names = {g: slug_for(g) == want or g == gpu for g in rec["gpu"].unique()}
+    return rec[rec["gpu"].map(names).to_numpy(dtype=bool)]
+
+
 # Keys of our own device JSON and of NeuSight's device_configs/*.json.
-_OURS = {"name": "name", "cc": "cc", "sms": "sms", "fp32_tflops": "fp32_tflops",
-         "dram_gbs": "dram_gbs", "l2_mb": "l2_mb", "boost_mhz": "boost_mhz"}
-_NEUSIGHT = {"Device": "name", "Num_Sm": "sms", "SingleFLOPs": "fp32_gflops",
-             "Mem_Bw": "dram_gbs", "L2Cache": "l2_mb", "Freq": "boost_mhz"}
+_OURS = {
+    "name": "name",
+    "cc": "cc",
+    "sms": "sms",
+    "fp32_tflops": "fp32_tflops",
+    "dram_gbs": "dram_gbs",
+    "l2_mb": "l2_mb",
+    "boost_mhz": "boost_mhz",
+}
+_NEUSIGHT = {
+    "Device": "name",
+    "Num_Sm": "sms",
+    "SingleFLOPs": "fp32_gflops",
+    "Mem_Bw": "dram_gbs",
+    "L2Cache": "l2_mb",
+    "Freq": "boost_mhz",
+}
 
 
 def load_device_json(path: str | Path, register: bool = True) -> GPUSpec:
@@ -189,8 +217,9 @@ def load_device_json(path: str | Path, register: bool = True) -> GPUSpec:
         try:
             vals["cc"] = lookup(str(vals["name"])).cc
         except UnknownGPUError:
-            raise DataError(str(path), None, "cc",
-                            "the compute capability (e.g. \"8.6\") of a GPU seer does not know") from None
+            raise DataError(
+                str(path), None, "cc", 'the compute capability (e.g. "8.6") of a GPU seer does not know'
+            ) from None
     from .occupancy import ARCH  # the CCs occupancy supports
 
     if vals["cc"] not in ARCH:
@@ -199,6 +228,8 @@ def load_device_json(path: str | Path, register: bool = True) -> GPUSpec:
     for key in ("sms", "fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz"):
         v = vals.get(key)
         try:
+            if v is None:
+                raise TypeError
             num = float(v)
         except (TypeError, ValueError):
             raise DataError(str(path), None, key, "a positive number", v) from None
@@ -206,9 +237,17 @@ def load_device_json(path: str | Path, register: bool = True) -> GPUSpec:
             raise DataError(str(path), None, key, "a positive number", v)
         nums[key] = num
     name = str(vals["name"]).strip()
-    spec = GPUSpec(slug="-".join(_tokens(name)), name=name, cc=vals["cc"], sms=int(nums["sms"]),
-                   fp32_tflops=nums["fp32_tflops"], dram_gbs=nums["dram_gbs"],
-                   l2_mb=nums["l2_mb"], boost_mhz=nums["boost_mhz"], source=str(path))
+    spec = GPUSpec(
+        slug="-".join(_tokens(name)),
+        name=name,
+        cc=vals["cc"],
+        sms=int(nums["sms"]),
+        fp32_tflops=nums["fp32_tflops"],
+        dram_gbs=nums["dram_gbs"],
+        l2_mb=nums["l2_mb"],
+        boost_mhz=nums["boost_mhz"],
+        source=str(path),
+    )
     if register:
         _REGISTERED[name.lower()] = spec
         _REGISTERED[spec.slug] = spec

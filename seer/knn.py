@@ -4,6 +4,7 @@ Training points are kept compact: points deep inside a region where every neighb
 add nothing to a 1-nearest-neighbour answer, so only the boundary points and a thin sample
 of the interior are stored, as base64 float32 (a few kB instead of MBs of JSON numbers).
 """
+
 from __future__ import annotations
 
 import base64

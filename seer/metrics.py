@@ -2,9 +2,10 @@
 
 APE = |t_pred - t_meas| / t_meas. Results are fractions, not percents.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,7 +26,7 @@ def accuracy(pred, meas) -> dict[str, float]:
     if len(e) == 0:
         return {k: (0 if k == "n" else float("nan")) for k in ACCURACY_KEYS}
     return {
-        "n": int(len(e)),
+        "n": len(e),
         "rmspe": float(np.sqrt(np.mean(e**2))),
         "mape": float(np.mean(e)),
         "median_ape": float(np.median(e)),
@@ -35,8 +36,9 @@ def accuracy(pred, meas) -> dict[str, float]:
     }
 
 
-def accuracy_table(df: pd.DataFrame, pred: str, meas: str, by: Sequence[str] | str = (),
-                   overall: bool = True) -> pd.DataFrame:
+def accuracy_table(
+    df: pd.DataFrame, pred: str, meas: str, by: Sequence[str] | str = (), overall: bool = True
+) -> pd.DataFrame:
     """One row of accuracy metrics per group of `by`, plus an `overall` row."""
     by = [by] if isinstance(by, str) else list(by)
     rows = []

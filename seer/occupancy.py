@@ -4,6 +4,7 @@ SEER's time models count waves W = ceil(B / B_max) with B_max = resident blocks 
 this module gives B_max for compute capability 6.0 to 9.0 (REFERENCE.md section 4). All
 functions take numpy arrays as well as scalars, so a whole data set is done in one call.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +39,7 @@ ARCH: dict[str, Arch] = {
     "8.0": Arch(2048, 64, 32, 65536, (0, 8, 16, 32, 64, 100, 132, 164), 163 * 1024, 1024, 128, 4),
     "8.6": Arch(1536, 48, 16, 65536, (0, 8, 16, 32, 64, 100), 99 * 1024, 1024, 128, 4),
     "8.9": Arch(1536, 48, 24, 65536, (0, 8, 16, 32, 64, 100), 99 * 1024, 1024, 128, 4),
-    "9.0": Arch(2048, 64, 32, 65536, (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 227 * 1024,
-                1024, 128, 4),
+    "9.0": Arch(2048, 64, 32, 65536, (0, 8, 16, 32, 64, 100, 132, 164, 196, 228), 227 * 1024, 1024, 128, 4),
 }
 
 LIMITS = ("warps", "blocks", "registers", "shared_memory")
@@ -48,8 +48,9 @@ LIMITS = ("warps", "blocks", "registers", "shared_memory")
 def arch(cc: str | float) -> Arch:
     key = f"{float(cc):.1f}" if not isinstance(cc, str) else cc
     if key not in ARCH:
-        raise SeerError(f"compute capability {cc} is not supported by the occupancy model "
-                        f"(supported: {', '.join(ARCH)})")
+        raise SeerError(
+            f"compute capability {cc} is not supported by the occupancy model (supported: {', '.join(ARCH)})"
+        )
     return ARCH[key]
 
 
@@ -66,9 +67,11 @@ def limits(cc: str | float, threads_per_block, regs_per_thread, smem_bytes=0) ->
     where it was measured.
     """
     a = arch(cc)
-    threads, regs, smem = np.broadcast_arrays(np.asarray(threads_per_block, dtype=np.int64),
-                                              np.asarray(regs_per_thread, dtype=np.int64),
-                                              np.asarray(smem_bytes, dtype=np.int64))
+    threads, regs, smem = np.broadcast_arrays(
+        np.asarray(threads_per_block, dtype=np.int64),
+        np.asarray(regs_per_thread, dtype=np.int64),
+        np.asarray(smem_bytes, dtype=np.int64),
+    )
     if np.any(threads < 1) or np.any(threads > 1024):
         raise SeerError("threads per block must be between 1 and 1024")
     if np.any(regs < 0) or np.any(smem < 0):
@@ -111,8 +114,9 @@ def occupancy(cc, threads_per_block: int, regs_per_thread: int, smem_bytes: int 
     lim = {k: int(v) for k, v in limits(cc, threads_per_block, regs_per_thread, smem_bytes).items()}
     blocks = min(lim.values())
     warps = -(-int(threads_per_block) // 32)
-    return Occupancy(blocks, tuple(k for k in LIMITS if lim[k] == blocks), lim, warps,
-                     blocks * warps / arch(cc).max_warps)
+    return Occupancy(
+        blocks, tuple(k for k in LIMITS if lim[k] == blocks), lim, warps, blocks * warps / arch(cc).max_warps
+    )
 
 
 def b_max(blocks_per_sm_, sms):

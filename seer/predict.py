@@ -5,34 +5,39 @@ as keyword arguments), ranks the convolution algorithms it covers and picks the 
 Everything is vectorized: rows are grouped by the variant the library would launch and each
 group is one matrix product.
 """
+
 from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from . import configs, fitsfile, gpus
 from .chooser import CANDIDATES, Chooser
+from .configs import ConfigBatch
 from .drift import Drift
 from .errors import SeerError
-from .models import VariantModel
-from .records import OPS
+from .models import DEFAULT, FitOptions, VariantFit, family_key
+from .records import MEMORY_OPS, OPS
 from .variants import CONV_ALGO_ID
 
-MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
-# Where each convolution was timed only with the algorithm the autotuner picked (NeuSight),
-# an algorithm's model has only seen the configs it won; it is trusted within this log2
-# distance of them (a factor of about 2.8 in one size), and beyond it the algorithm ranks
-# after those predicted in range. Fits of data that timed every algorithm rank by time alone.
-TRUST_DISTANCE = 1.5
-_DEFAULTS = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1,
-             "groups": 1, "dtype": "float32", "algo": ""}
+_DEFAULTS = {
+    "stride_h": 1,
+    "stride_w": 1,
+    "pad_h": 0,
+    "pad_w": 0,
+    "dil_h": 1,
+    "dil_w": 1,
+    "groups": 1,
+    "dtype": "float32",
+    "algo": "",
+}
 # cuDNN's letters for a convolution's sizes, the likeliest "misspelling" of seer's names
 _CONV_LETTERS = {"N": "batch", "C": "c_in", "H": "h_in", "W": "w_in", "K": "c_out", "R": "kh", "S": "kw"}
 
@@ -44,11 +49,12 @@ class Fits:
     path: Path
     gpu: gpus.GPUSpec
     meta: dict
-    variants: dict[str, VariantModel]
+    variants: dict[str, VariantFit]
     choosers: dict[str, Chooser]
     drift: dict[str, Drift]
     memory_bound: dict | None = None
-    conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see TRUST_DISTANCE)
+    conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see FitOptions.trust_distance)
+    options: FitOptions = DEFAULT  # what the fits were made with
 
     # ------------------------------------------------------------ what the fits cover
     @property
@@ -63,8 +69,9 @@ class Fits:
         return sorted(algos, key=lambda a: CONV_ALGO_ID.get(a, 99))
 
     # ------------------------------------------------------------ prediction
-    def predict(self, configs_: pd.DataFrame | Mapping | None = None, *, variant: str | Iterable | None = None,
-                **config) -> np.ndarray | float:
+    def predict(
+        self, configs_: pd.DataFrame | Mapping | None = None, *, variant: str | Iterable | None = None, **config
+    ) -> np.ndarray | float:
         """Time in ms of each config: one config as keywords, or a DataFrame with an `op` column
         (conv_fwd rows also need `algo`). `variant` forces the variant key(s) instead of the
         learned choice (what Test-set-I per variant measures)."""
@@ -76,80 +83,103 @@ class Fits:
                 out[idx] = self._memory(sub)
                 continue
             if op not in {m.op for m in self.variants.values()}:
-                raise SeerError(f"the fits for {self.gpu.name} ({self.path.name}) cover ops "
-                                f"{', '.join(self.ops)}; not {op!r}")
+                raise SeerError(
+                    f"the fits for {self.gpu.name} ({self.path.name}) cover ops {', '.join(self.ops)}; not {op!r}"
+                )
             configs.check_configs(sub, op)
+            batch = ConfigBatch.of(sub, op)
             if variant is not None:
                 keys = np.asarray([variant] * len(df) if isinstance(variant, str) else list(variant), dtype=object)
                 if len(keys) != len(df):
                     raise SeerError("variant must be one key or one per config row")
-                out[idx] = self._by_variant(sub, keys[idx])
+                out[idx] = self._by_variant(batch, keys[idx])
                 continue
-            for ch, rows in self._choosers(sub, op):
-                out[idx[rows]] = self._launch(sub.iloc[rows], ch)[1]
+            for ch, rows in self._choosers(batch):
+                out[idx[rows]] = self._launch(batch.take(rows), ch)[1]
         return float(out[0]) if single else out
 
-    def _by_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
+    def _by_variant(self, batch: ConfigBatch, keys: np.ndarray) -> np.ndarray:
         """Each row's time from the model of its variant key: one matrix product per variant."""
-        s = configs.sizes(df)
-        out = np.empty(len(df))
+        out = np.empty(len(batch))
         for key, rows in pd.Series(keys).groupby(keys, sort=False).indices.items():
             if key not in self.variants:
                 raise SeerError(f"no fitted model for variant {key!r} on {self.gpu.name}")
-            out[rows] = self.variants[key].predict(df.iloc[rows], s={k: v[rows] for k, v in s.items()})
+            out[rows] = self.variants[key].predict(batch.take(rows))
         return out
 
-    def _choosers(self, df: pd.DataFrame, op: str) -> list[tuple[Chooser, np.ndarray]]:
+    def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
         """The chooser of each row's (op, algorithm), with the row positions it serves."""
+        op = batch.op
         if op != "conv_fwd":
-            ch = self.choosers.get(f"{op}:default")
+            ch = self.choosers.get(family_key(op, ""))
             if ch is None:
                 raise SeerError(f"the fits for {self.gpu.name} have no models of op {op!r}")
-            return [(ch, np.arange(len(df)))]
-        algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
+            return [(ch, np.arange(len(batch)))]
         out = []
-        for algo in pd.unique(algos):
+        for algo in pd.unique(batch.algo):
             if not algo:
-                raise SeerError("conv_fwd configs need an 'algo' (one of "
-                                f"{', '.join(self.algorithms)}); or use rank_algorithms")
-            ch = self.choosers.get(f"conv_fwd:{algo}")
+                raise SeerError(
+                    f"conv_fwd configs need an 'algo' (one of {', '.join(self.algorithms)}); or use rank_algorithms"
+                )
+            ch = self.choosers.get(family_key(op, algo))
             if ch is None:
-                raise SeerError(f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
-                                f"(fitted: {', '.join(self.algorithms)})")
-            out.append((ch, np.flatnonzero(algos == algo)))
+                raise SeerError(
+                    f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
+                    f"(fitted: {', '.join(self.algorithms)})"
+                )
+            out.append((ch, np.flatnonzero(batch.algo == algo)))
         return out
 
-    def _launch(self, df: pd.DataFrame, ch: Chooser, logcfg: np.ndarray | None = None):
+    def _launch(self, batch: ConfigBatch, ch: Chooser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(variant key, time, log2 distance to the nearest fitted config) of each row: among the
         variants the library launched for the nearest training configs, the fastest predicted."""
-        logcfg = configs.log_config(df, ch.op) if logcfg is None else logcfg
-        dist, cand = ch.nearest(logcfg, CANDIDATES.get(ch.op, 5))
-        s = configs.sizes(df)
-        best_t = np.full(len(df), np.inf)
-        best = np.zeros(len(df), dtype=int)
+        dist, cand = ch.nearest(batch.logcfg, CANDIDATES.get(ch.op, 5))
+        best_t = np.full(len(batch), np.inf)
+        best = np.zeros(len(batch), dtype=int)
         for lab in np.unique(cand):
             rows = np.flatnonzero((cand == lab).any(axis=1))
-            t = self.variants[ch.labels[lab]].predict(df.iloc[rows], s={k: v[rows] for k, v in s.items()})
+            t = self.variants[ch.labels[lab]].predict(batch.take(rows))
             better = t < best_t[rows]
             best_t[rows[better]], best[rows[better]] = t[better], lab
         return np.asarray(ch.labels, dtype=object)[best], best_t, dist
 
     def choose(self, df: pd.DataFrame, op: str) -> np.ndarray:
         """The variant key the library would launch for each row (op is the same for all)."""
+        batch = ConfigBatch.of(df, op)
         keys = np.empty(len(df), dtype=object)
-        for ch, rows in self._choosers(df, op):
-            keys[rows] = self._launch(df.iloc[rows], ch)[0]
+        for ch, rows in self._choosers(batch):
+            keys[rows] = self._launch(batch.take(rows), ch)[0]
         return keys
 
-    def rank_algorithms(self, configs_: pd.DataFrame | Mapping | None = None, *,
-                        algorithms: Iterable[str] | None = None, extrapolate: bool | None = None,
-                        **config) -> pd.DataFrame:
+    def rank_algorithms(
+        self,
+        configs_: pd.DataFrame | Mapping | None = None,
+        *,
+        algorithms: Iterable[str] | None = None,
+        extrapolate: bool | None = None,
+        **config,
+    ) -> pd.DataFrame:
         """Predicted time of every fitted convolution algorithm for every config, ranked.
 
         Returns one row per (config, algorithm): config (row position), algo, variant,
-        time_ms, fitted_range (whether the config lies within TRUST_DISTANCE of a configuration
+        time_ms, fitted_range (whether the config lies within the fits' trust_distance of a configuration
         the algorithm was fitted on), rank (0 = the pick). With fits of autotuner picks only,
         algorithms outside their fitted range rank after the others unless `extrapolate`."""
+        algos, keys, times, inside, rank = self._rank(configs_, config, algorithms, extrapolate)
+        n = len(times)
+        return pd.DataFrame(
+            {
+                "config": np.repeat(np.arange(n), len(algos)),
+                "algo": np.tile(np.asarray(algos, dtype=object), n),
+                "variant": keys.ravel(),
+                "time_ms": times.ravel(),
+                "fitted_range": inside.ravel(),
+                "rank": rank.ravel(),
+            }
+        )
+
+    def _rank(self, configs_, config: dict, algorithms: Iterable[str] | None, extrapolate: bool | None):
+        """(algorithms, variant keys, times, in fitted range, rank): configs x algorithms arrays."""
         if extrapolate is None:
             extrapolate = self.conv_timing != "pick_only"
         df, _ = _frame(configs_, {**config, "op": "conv_fwd"})
@@ -159,39 +189,37 @@ class Fits:
         if isinstance(algorithms, str):  # one name, not its letters
             algorithms = [algorithms]
         algos = list(algorithms) if algorithms is not None else self.algorithms
-        unknown = [a for a in algos if f"conv_fwd:{a}" not in self.choosers]
+        unknown = [a for a in algos if family_key("conv_fwd", a) not in self.choosers]
         if unknown:
             raise SeerError(f"no models of algorithm(s) {', '.join(unknown)} on {self.gpu.name}")
         n = len(df)
         times = np.empty((n, len(algos)))
         inside = np.empty((n, len(algos)), dtype=bool)
         keys = np.empty((n, len(algos)), dtype=object)
-        logcfg = configs.log_config(df, "conv_fwd")
+        batch = ConfigBatch.of(df, "conv_fwd")
         for j, a in enumerate(algos):
-            keys[:, j], times[:, j], dist = self._launch(df.assign(algo=a), self.choosers[f"conv_fwd:{a}"], logcfg)
-            inside[:, j] = dist <= TRUST_DISTANCE
+            keys[:, j], times[:, j], dist = self._launch(batch.with_algo(a), self.choosers[family_key("conv_fwd", a)])
+            inside[:, j] = dist <= self.options.trust_distance
         score = times if extrapolate else np.where(inside, times, times + 1e12)
         order = np.argsort(score, axis=1, kind="stable")
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(len(algos))[None, :].repeat(n, 0), axis=1)
-        return pd.DataFrame({"config": np.repeat(np.arange(n), len(algos)),
-                             "algo": np.tile(np.asarray(algos, dtype=object), n),
-                             "variant": keys.ravel(), "time_ms": times.ravel(),
-                             "fitted_range": inside.ravel(), "rank": rank.ravel()})
+        return algos, keys, times, inside, rank
 
     def best_algorithm(self, configs_: pd.DataFrame | Mapping | None = None, **config) -> str | np.ndarray:
         """The algorithm predicted fastest: a name for one config, an array for a DataFrame."""
         single = configs_ is None or isinstance(configs_, Mapping)
-        r = self.rank_algorithms(configs_, **config)
-        best = r[r["rank"] == 0].sort_values("config")["algo"].to_numpy(dtype=object)
+        algos, _, _, _, rank = self._rank(configs_, config, None, None)
+        best = np.asarray(algos, dtype=object)[np.argmin(rank, axis=1)]  # rank 0 of each config
         return str(best[0]) if single else best
 
     def _memory(self, df: pd.DataFrame) -> np.ndarray:
         from .analytical import predict_memory_bound
 
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in df]
-        return np.asarray(predict_memory_bound(df[cols].reset_index(drop=True), self.memory_bound,
-                                               self.gpu), dtype=float)
+        return np.asarray(
+            predict_memory_bound(df[cols].reset_index(drop=True), self.memory_bound, self.gpu), dtype=float
+        )
 
 
 def _frame(configs_, config: dict) -> tuple[pd.DataFrame, bool]:
@@ -253,16 +281,27 @@ def _check_keywords(keys: Iterable, ops: list[str]) -> None:
 
 def from_doc(doc: dict, path: Path) -> Fits:
     g = doc["gpu"]
-    spec = gpus.GPUSpec(**{k: g[k] for k in ("slug", "name", "cc", "sms", "fp32_tflops", "dram_gbs",
-                                              "l2_mb", "boost_mhz")}, source=g.get("source", ""))
+    spec = gpus.GPUSpec(
+        **{k: g[k] for k in ("slug", "name", "cc", "sms", "fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")},
+        source=g.get("source", ""),
+    )
     try:
-        variants = {k: VariantModel.from_dict(v) for k, v in doc["variants"].items()}
+        variants = {k: VariantFit.from_dict(v) for k, v in doc["variants"].items()}
         choosers = {k: Chooser.from_dict(v) for k, v in doc["choosers"].items()}
         drift = {s: Drift.from_dict(s, d) for s, d in doc.get("drift", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
-    return Fits(path, spec, {k: doc[k] for k in ("dataset", "date", "seer_version", "split") if k in doc},
-                variants, choosers, drift, doc.get("memory_bound"), doc.get("conv_timing"))
+    return Fits(
+        path,
+        spec,
+        {k: doc[k] for k in ("dataset", "date", "seer_version", "split") if k in doc},
+        variants,
+        choosers,
+        drift,
+        doc.get("memory_bound"),
+        doc.get("conv_timing"),
+        FitOptions.from_dict(doc.get("options")),
+    )
 
 
 @lru_cache(maxsize=32)
@@ -273,8 +312,10 @@ def _load(path: str, mtime: float) -> Fits:
 def load(name: str | Path | None = None) -> Fits:
     """Fits of a GPU: a bundled name ('t4', 'Tesla T4', 'h100-sxm') or a fits file path."""
     if name is not None and (not isinstance(name, (str, os.PathLike)) or not str(name).strip()):
-        raise SeerError(f"argument name: expected a GPU name (bundled: {', '.join(available())}) or the "
-                        f"path of a fits file, got {name!r}")
+        raise SeerError(
+            f"argument name: expected a GPU name (bundled: {', '.join(available())}) or the "
+            f"path of a fits file, got {name!r}"
+        )
     path = fitsfile.resolve(name)
     try:
         mtime = path.stat().st_mtime

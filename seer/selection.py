@@ -7,19 +7,30 @@ with the fixed default IMPLICIT_PRECOMP_GEMM. Algorithms that are not supported 
 config, or need more workspace than the limit, are no choice for anybody (model, heuristic,
 default or oracle). Metric names and definitions: DESIGN.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from . import fit, gpus, records
 from .errors import SeerError
+from .report import fits_for, pyplot, write_out
 from .variants import CONV_ALGOS
 
-SELECTION_KEYS = ("n", "top1", "within_5pct", "within_10pct", "slowdown_mean", "slowdown_p95",
-                  "slowdown_max", "total_time_ratio")
+SELECTION_KEYS = (
+    "n",
+    "top1",
+    "within_5pct",
+    "within_10pct",
+    "slowdown_mean",
+    "slowdown_p95",
+    "slowdown_max",
+    "total_time_ratio",
+)
 METHODS = ("model", "cudnn_heuristic", "fixed_default")
 DEFAULT_ALGO = "IMPLICIT_PRECOMP_GEMM"
 FALLBACK_ALGO = "IMPLICIT_GEMM"  # where the default is unsupported: cuDNN's always-there one
@@ -37,11 +48,16 @@ def selection_metrics(measured: np.ndarray, pick: np.ndarray) -> dict[str, float
     if np.isnan(t).any():
         raise SeerError("a pick fell on an algorithm that was not measured for its config")
     slow = t / best - 1.0
-    return {"n": int(n), "top1": float(np.mean((pick == oracle) | (t == best))),
-            "within_5pct": float(np.mean(t <= 1.05 * best)),
-            "within_10pct": float(np.mean(t <= 1.10 * best)),
-            "slowdown_mean": float(np.mean(slow)), "slowdown_p95": float(np.quantile(slow, 0.95)),
-            "slowdown_max": float(np.max(slow)), "total_time_ratio": float(t.sum() / best.sum())}
+    return {
+        "n": int(n),
+        "top1": float(np.mean((pick == oracle) | (t == best))),
+        "within_5pct": float(np.mean(t <= 1.05 * best)),
+        "within_10pct": float(np.mean(t <= 1.10 * best)),
+        "slowdown_mean": float(np.mean(slow)),
+        "slowdown_p95": float(np.quantile(slow, 0.95)),
+        "slowdown_max": float(np.max(slow)),
+        "total_time_ratio": float(t.sum() / best.sum()),
+    }
 
 
 # ---------------------------------------------------------------- the measured table
@@ -52,7 +68,7 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> p
     if conv.empty:
         raise SeerError("no convolution measurements of every algorithm (Test-set-II) in these records")
     if "config_key" not in conv:
-        cfg = [c for c in records.OPS["conv_fwd"]]
+        cfg = list(records.CONV_FIELDS)
         conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
     ok = conv["status"] == "ok"
     if workspace_limit is not None:
@@ -64,7 +80,7 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> p
     wide = wide.reindex(columns=ALGOS)
     rank = rank.reindex(columns=ALGOS).add_prefix("rank:")
     first = conv.groupby(keys, sort=True).first()
-    meta_cols = [c for c in records.OPS["conv_fwd"] + ("layer", "uses") if c in first]
+    meta_cols = [c for c in (*records.CONV_FIELDS, "layer", "uses") if c in first]
     out = pd.concat([first[meta_cols], wide.add_prefix("t:"), rank], axis=1).reset_index()
     return out[out[[f"t:{a}" for a in ALGOS]].notna().any(axis=1)].reset_index(drop=True)
 
@@ -91,11 +107,14 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
     heur = np.argmin(rank, axis=1)
     no_rank = ~np.isfinite(rank.min(axis=1))
     default = np.where(avail[:, ALGOS.index(DEFAULT_ALGO)], ALGOS.index(DEFAULT_ALGO), ALGOS.index(FALLBACK_ALGO))
-    default = np.where(avail[np.arange(len(default)), default], default, np.nanargmin(np.where(avail, meas, np.inf), axis=1))
+    default = np.where(
+        avail[np.arange(len(default)), default], default, np.nanargmin(np.where(avail, meas, np.inf), axis=1)
+    )
     model = np.where(none, heur, model)
     heur = np.where(no_rank, default, heur)
-    return pd.DataFrame({"model": model, "cudnn_heuristic": heur, "fixed_default": default,
-                         "model_fallback": none}), pred
+    return pd.DataFrame(
+        {"model": model, "cudnn_heuristic": heur, "fixed_default": default, "model_fallback": none}
+    ), pred
 
 
 def _networks(table: pd.DataFrame) -> pd.DataFrame:
@@ -120,7 +139,7 @@ def selection_tables(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) ->
             out.update({f"{m}:{k}": v for k, v in r.items()})
         return out
 
-    groups = {"overall": {}, "by_gpu": {}, "by_batch": {}, "by_network": {}}
+    groups: dict[str, dict[str, dict]] = {"overall": {}, "by_gpu": {}, "by_batch": {}, "by_network": {}}
     groups["overall"]["all"] = block(np.arange(len(table)))
     for g, idx in table.groupby("gpu").indices.items():
         groups["by_gpu"][g] = block(idx)
@@ -143,9 +162,18 @@ def selection_tables(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) ->
             meas_sum = float(np.sum(w * t_pick[r]))
             pred_sum = float(np.nansum(w * p_pick[r]))
             best_sum = float(np.sum(w * np.nanmin(meas[r], axis=1)))
-            rows.append({"gpu": g, "network": net, "batch": b, "layers": int(w.sum()),
-                         "measured_ms": meas_sum, "predicted_ms": pred_sum,
-                         "error": abs(pred_sum - meas_sum) / meas_sum, "vs_oracle": meas_sum / best_sum - 1})
+            rows.append(
+                {
+                    "gpu": g,
+                    "network": net,
+                    "batch": b,
+                    "layers": int(w.sum()),
+                    "measured_ms": meas_sum,
+                    "predicted_ms": pred_sum,
+                    "error": abs(pred_sum - meas_sum) / meas_sum,
+                    "vs_oracle": meas_sum / best_sum - 1,
+                }
+            )
     if rows:
         tables["network_time"] = pd.DataFrame(rows)
     return tables
@@ -157,15 +185,18 @@ def _show(t: pd.DataFrame) -> str:
     for c in cols:
         if not c.endswith(":n"):
             shown[c] = shown[c].map(lambda v: f"{100 * v:.1f}%")
-    shown.columns = [c.replace("cudnn_heuristic", "cudnn").replace("fixed_default", "default")
-                     .replace("slowdown_", "slow_").replace("within_10pct", "w10") for c in cols]
+    shown.columns = [
+        c.replace("cudnn_heuristic", "cudnn")
+        .replace("fixed_default", "default")
+        .replace("slowdown_", "slow_")
+        .replace("within_10pct", "w10")
+        for c in cols
+    ]
     return shown.to_string()
 
 
 def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
-    from .evaluate import _pyplot
-
-    plt = _pyplot()
+    plt = pyplot()
     meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
     best = np.nanmin(meas, axis=1)
     n = np.arange(len(table))
@@ -173,8 +204,12 @@ def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
     for m, label in (("model", "seer's pick"), ("cudnn_heuristic", "cuDNN heuristic (Get_v7)")):
         slow = 100 * (meas[n, pk[m].to_numpy()] / best - 1)
         ax.plot(np.sort(slow)[::-1], label=label)
-    ax.set(yscale="symlog", xlabel="configurations, sorted", ylabel="slowdown vs the fastest, %",
-           title="Test-set-II: per-configuration slowdown of the pick")
+    ax.set(
+        yscale="symlog",
+        xlabel="configurations, sorted",
+        ylabel="slowdown vs the fastest, %",
+        title="Test-set-II: per-configuration slowdown of the pick",
+    )
     ax.legend()
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "set2_slowdown.png"
@@ -188,8 +223,6 @@ def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
 def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
     """CPU-side check on NeuSight's conv data, where only the autotuner's pick was timed:
     how often the model's fastest algorithm is the autotuner's pick on held-out configs."""
-    from .evaluate import fits_for
-
     prep = fit.prepare(rec[rec["op"] == "conv_fwd"])
     test = prep[prep["split"] == "test"]
     rows = []
@@ -198,79 +231,96 @@ def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
         covered = g["algo"].isin(f.algorithms)
         best = f.best_algorithm(g.assign(op="conv_fwd")) if len(g) else np.array([])
         agree = best == g["algo"].to_numpy()
-        rows.append({"gpu": name, "n": len(g), "algorithms_fitted": len(f.algorithms),
-                     "pick_has_model": float(covered.mean()),
-                     "agreement": float(agree.mean()),
-                     "agreement_where_fitted": float(agree[covered.to_numpy()].mean()) if covered.any() else np.nan,
-                     "autotuner_picks": ", ".join(f"{a}:{c}" for a, c in g["algo"].value_counts().items()),
-                     "model_picks": ", ".join(f"{a}:{c}" for a, c in pd.Series(best).value_counts().items())})
+        rows.append(
+            {
+                "gpu": name,
+                "n": len(g),
+                "algorithms_fitted": len(f.algorithms),
+                "pick_has_model": float(covered.mean()),
+                "agreement": float(agree.mean()),
+                "agreement_where_fitted": float(agree[covered.to_numpy()].mean()) if covered.any() else np.nan,
+                "autotuner_picks": ", ".join(f"{a}:{c}" for a, c in g["algo"].value_counts().items()),
+                "model_picks": ", ".join(f"{a}:{c}" for a, c in pd.Series(best).value_counts().items()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def run_set_two(args) -> int:
-    from .evaluate import write_out
-
     data = args.data
-    own = None
+    own: list[Path] = []
     if data is None:
         root = Path(__file__).resolve().parent.parent / "data"
-        own = [p for p in root.glob("*/test_set_ii*.csv*")]
+        own = list(root.glob("*/test_set_ii*.csv*"))
     if data is not None or own:
         rec = pd.concat([records.load(p) for p in ([data] if data else own)], ignore_index=True)
         if "suite" in rec and (rec["suite"] == "test_set_ii").any():
             rec = rec[rec["suite"] == "test_set_ii"]
-        if args.gpu:
-            rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
+        rec = gpus.rows_of(rec, args.gpu)
         if (rec["op"] == "conv_fwd").any() and rec["heuristic_rank"].notna().any():
             return _run_measured(rec, args)
     # no measurements of every algorithm: the CPU-side check on NeuSight
     if data is None:
         path = records.neusight_dir()
         if path is None:
-            raise SeerError("no Test-set-II measurements (they need a GPU: make collect) and no "
-                            "NeuSight data for the CPU-side check")
+            raise SeerError(
+                "no Test-set-II measurements (they need a GPU: make collect) and no "
+                "NeuSight data for the CPU-side check"
+            )
         rec = records.load(path / "conv")
     else:
         path = data
     rec = rec[rec["op"] == "conv_fwd"]
-    if args.gpu:
-        rec = rec[[gpus.slug_for(g) == gpus.slug_for(args.gpu) for g in rec["gpu"]]]
+    rec = gpus.rows_of(rec, args.gpu)
     if rec.empty:
-        raise SeerError(f"no convolution rows{' of GPU ' + repr(args.gpu) if args.gpu else ''} in "
-                        f"{path}: Test-set-II scores the algorithm picked for each convolution")
-    print("seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
-          "make collect); showing the CPU-side check on NeuSight's conv data instead.\n")
+        raise SeerError(
+            f"no convolution rows{' of GPU ' + repr(args.gpu) if args.gpu else ''} in "
+            f"{path}: Test-set-II scores the algorithm picked for each convolution"
+        )
+    print(
+        "seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
+        "make collect); showing the CPU-side check on NeuSight's conv data instead.\n"
+    )
     t = autotuner_agreement(rec, Path(args.fits))
-    print("How often the model's fastest algorithm is the one cuDNN's autotuner (cudnnFind, "
-          "PyTorch benchmark mode) picked, on the held-out configs of each GPU. Only the pick was "
-          "timed, so this is agreement, not slowdown; an algorithm is fitted only where the autotuner "
-          "chose it often enough to train on.\n")
+    print(
+        "How often the model's fastest algorithm is the one cuDNN's autotuner (cudnnFind, "
+        "PyTorch benchmark mode) picked, on the held-out configs of each GPU. Only the pick was "
+        "timed, so this is agreement, not slowdown; an algorithm is fitted only where the autotuner "
+        "chose it often enough to train on.\n"
+    )
     shown = t.copy()
     for c in ("pick_has_model", "agreement", "agreement_where_fitted"):
         shown[c] = shown[c].map(lambda v: f"{100 * v:.1f}%")
     print(shown.drop(columns=["autotuner_picks", "model_picks"]).to_string(index=False))
     for _, r in t.iterrows():
-        print(f"\n{r['gpu']}: autotuner picked {r['autotuner_picks']}\n{' ' * len(r['gpu'])}  model picked {r['model_picks']}")
+        print(
+            f"\n{r['gpu']}: autotuner picked {r['autotuner_picks']}\n"
+            f"{' ' * len(r['gpu'])}  model picked {r['model_picks']}"
+        )
     if args.out:
-        payload = {"set": "II", "kind": "neusight autotuner agreement",
-                   "by_gpu": {r["gpu"]: {k: r[k] for k in ("n", "agreement", "agreement_where_fitted", "pick_has_model")}
-                              for _, r in t.iterrows()},
-                   "overall": {"n": int(t["n"].sum()),
-                               "agreement": float((t["agreement"] * t["n"]).sum() / t["n"].sum())}}
+        payload = {
+            "set": "II",
+            "kind": "neusight autotuner agreement",
+            "by_gpu": {
+                r["gpu"]: {k: r[k] for k in ("n", "agreement", "agreement_where_fitted", "pick_has_model")}
+                for _, r in t.iterrows()
+            },
+            "overall": {"n": int(t["n"].sum()), "agreement": float((t["agreement"] * t["n"]).sum() / t["n"].sum())},
+        }
         write_out(Path(args.out), payload, {"agreement": t})
         print(f"\nwrote {args.out}")
     return 0
 
 
 def _run_measured(rec: pd.DataFrame, args) -> int:
-    from .evaluate import fits_for, write_out
-
     table = measured_table(rec, args.workspace_limit)
     fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits)) for g in pd.unique(table["gpu"])}
     pk, pred = picks(table, fits_by_gpu)
     tables = selection_tables(table, pk, pred)
-    print(f"Test-set-II: {len(table)} configurations, every algorithm measured; picks scored against "
-          "the fastest measured algorithm (oracle).\n")
+    print(
+        f"Test-set-II: {len(table)} configurations, every algorithm measured; picks scored against "
+        "the fastest measured algorithm (oracle).\n"
+    )
     for name in ("overall", "by_gpu", "by_batch", "by_network"):
         if name in tables:
             print(f"{name}:\n{_show(tables[name])}\n")
@@ -281,16 +331,19 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
         print("Whole-network convolution time with the model's picks, predicted vs measured:\n")
         print(nt.to_string(index=False))
     if pk["model_fallback"].any():
-        print(f"\n{int(pk['model_fallback'].sum())} configs had no available algorithm with a model; "
-              "the model fell back to cuDNN's heuristic there.")
+        print(
+            f"\n{int(pk['model_fallback'].sum())} configs had no available algorithm with a model; "
+            "the model fell back to cuDNN's heuristic there."
+        )
     if args.out:
-        payload = {"set": "II"}
+        payload: dict[str, Any] = {"set": "II"}
         for name, t in tables.items():
             if name == "network_time":
                 payload[name] = t.to_dict(orient="records")
                 continue
-            payload[name] = {idx: {m: {k: row[f"{m}:{k}"] for k in SELECTION_KEYS} for m in METHODS}
-                             for idx, row in t.iterrows()}
+            payload[name] = {
+                idx: {m: {k: row[f"{m}:{k}"] for k in SELECTION_KEYS} for m in METHODS} for idx, row in t.iterrows()
+            }
         payload["overall"] = payload["overall"]["all"]
         write_out(Path(args.out), payload, tables)
         print(f"\nwrote {args.out}")

@@ -5,25 +5,43 @@ alone: `classify` parses one name; `conv_algorithm` reads which cuDNN forward al
 convolution call ran from the list of kernels it launched. Names nothing matches are kind
 "unknown" (counted by `annotate`), never a silent default.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterable, Sequence
+from functools import cache
 
 import pandas as pd
 
 # cudnnConvolutionFwdAlgo_t, the real enum (REFERENCE.md section 1).
 CONV_ALGOS: dict[int, str] = {
-    0: "IMPLICIT_GEMM", 1: "IMPLICIT_PRECOMP_GEMM", 2: "GEMM", 3: "DIRECT", 4: "FFT",
-    5: "FFT_TILING", 6: "WINOGRAD", 7: "WINOGRAD_NONFUSED",
+    0: "IMPLICIT_GEMM",
+    1: "IMPLICIT_PRECOMP_GEMM",
+    2: "GEMM",
+    3: "DIRECT",
+    4: "FFT",
+    5: "FFT_TILING",
+    6: "WINOGRAD",
+    7: "WINOGRAD_NONFUSED",
 }
 CONV_ALGO_ID: dict[str, int] = {v: k for k, v in CONV_ALGOS.items()}
 # Algorithm families of kernels: FFT covers FFT and FFT_TILING (same kernels, told apart by the
 # call's kernel list); BLAS is a cuBLAS/cuBLASLt/CUTLASS GEMM kernel outside cuDNN.
-FAMILIES = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "FFT", "WINOGRAD",
-            "WINOGRAD_NONFUSED", "BLAS", "LAYOUT", "ELEMENTWISE", "SOFTMAX", "LAYER_NORM")
+FAMILIES = (
+    "IMPLICIT_GEMM",
+    "IMPLICIT_PRECOMP_GEMM",
+    "GEMM",
+    "FFT",
+    "WINOGRAD",
+    "WINOGRAD_NONFUSED",
+    "BLAS",
+    "LAYOUT",
+    "ELEMENTWISE",
+    "SOFTMAX",
+    "LAYER_NORM",
+)
 ROLES = ("main", "pre", "post")
 UNKNOWN = "unknown"
 
@@ -86,21 +104,23 @@ def _kv(name, kind, op, family, **kw) -> KernelVariant:
     return KernelVariant(name=name, kind=kind, op=op, family=family, **kw)
 
 
-_RULES: list[tuple[re.Pattern, callable]] = []
+_RULES: list[tuple[re.Pattern, Callable[..., KernelVariant]]] = []
 
 
 def _rule(pattern: str):
     def deco(fn):
         _RULES.append((re.compile(pattern), fn))
         return fn
+
     return deco
 
 
 @_rule(r"winograd_nonfused::winogradforward(data|filter|output)(\d+x\d+)")
 def _wn(m, name):
     part, tile = m.group(1), m.group(2)
-    return _kv(name, f"wn_{part}", "conv_fwd", "WINOGRAD_NONFUSED",
-               role="post" if part == "output" else "pre", tag=tile)
+    return _kv(
+        name, f"wn_{part}", "conv_fwd", "WINOGRAD_NONFUSED", role="post" if part == "output" else "pre", tag=tile
+    )
 
 
 @_rule(r"generatewinogradtileskernel<(\d+)")
@@ -113,8 +133,16 @@ def _wino(m, name):
     rest = m.group(4)
     tile = re.search(r"tile(\d+[a-z]?)", rest)
     tag = ("mobile_" if "mobile" in rest else "") + (f"tile{tile.group(1)}" if tile else _strip_version(rest))
-    return _kv(name, "scudnn_winograd", "conv_fwd", "WINOGRAD", arch=_arch(m.group(1)),
-               tile_m=int(m.group(2)), tile_n=int(m.group(3)), tag=tag)
+    return _kv(
+        name,
+        "scudnn_winograd",
+        "conv_fwd",
+        "WINOGRAD",
+        arch=_arch(m.group(1)),
+        tile_m=int(m.group(2)),
+        tile_n=int(m.group(3)),
+        tag=tag,
+    )
 
 
 @_rule(r"^(?:cudnn_infer_|cudnn_)?(\w*?)_?scudnn_(\d+)x(\d+)_(.*)$")
@@ -122,8 +150,17 @@ def _scudnn(m, name):
     rest = _strip_version(m.group(4))
     layout = "nhwc" if "nhwc" in rest else "nchw"
     tag = re.sub(r"_(nn|nt|tn|tt)$", "", rest)
-    return _kv(name, "scudnn", "conv_fwd", "IMPLICIT_PRECOMP_GEMM", arch=_arch(m.group(1)),
-               tile_m=int(m.group(2)), tile_n=int(m.group(3)), layout=layout, tag=tag)
+    return _kv(
+        name,
+        "scudnn",
+        "conv_fwd",
+        "IMPLICIT_PRECOMP_GEMM",
+        arch=_arch(m.group(1)),
+        tile_m=int(m.group(2)),
+        tile_n=int(m.group(3)),
+        layout=layout,
+        tag=tag,
+    )
 
 
 @_rule(r"(computeoffsetskernel|computeboffsetskernel|kern_precompute_indices)")
@@ -133,14 +170,14 @@ def _offsets(m, name):
 
 @_rule(r"precomputed_convolve_sgemm<([^>]*)>")
 def _precomp(m, name):
-    return _kv(name, "precomputed_convolve_sgemm", "conv_fwd", "IMPLICIT_PRECOMP_GEMM",
-               tag=_ints(m.group(1)))
+    return _kv(name, "precomputed_convolve_sgemm", "conv_fwd", "IMPLICIT_PRECOMP_GEMM", tag=_ints(m.group(1)))
 
 
 @_rule(r"implicit_convolve(nd)?_sgemm<([^>]*)>")
 def _implicit(m, name):
-    return _kv(name, "implicit_convolve" + (m.group(1) or "") + "_sgemm", "conv_fwd",
-               "IMPLICIT_GEMM", tag=_ints(m.group(2)))
+    return _kv(
+        name, "implicit_convolve" + (m.group(1) or "") + "_sgemm", "conv_fwd", "IMPLICIT_GEMM", tag=_ints(m.group(2))
+    )
 
 
 @_rule(r"explicit_convolve_sgemm<([^>]*)>")
@@ -155,8 +192,9 @@ def _im2col(m, name):
 
 @_rule(r"(nchw|nhwc)to(nchw|nhwc)kernel")
 def _layout(m, name):
-    return _kv(name, f"{m.group(1)}_to_{m.group(2)}", "conv_fwd", "LAYOUT",
-               role="pre" if m.group(2) == "nhwc" else "post")
+    return _kv(
+        name, f"{m.group(1)}_to_{m.group(2)}", "conv_fwd", "LAYOUT", role="pre" if m.group(2) == "nhwc" else "post"
+    )
 
 
 @_rule(r"flip_filter")
@@ -166,8 +204,14 @@ def _flip(m, name):
 
 @_rule(r"fft2d_(r2c|c2r)_(\d+)x(\d+)")
 def _fft(m, name):
-    return _kv(name, f"fft_{m.group(1)}", "conv_fwd", "FFT",
-               role="pre" if m.group(1) == "r2c" else "post", tag=f"{m.group(2)}x{m.group(3)}")
+    return _kv(
+        name,
+        f"fft_{m.group(1)}",
+        "conv_fwd",
+        "FFT",
+        role="pre" if m.group(1) == "r2c" else "post",
+        tag=f"{m.group(2)}x{m.group(3)}",
+    )
 
 
 @_rule(r"region_transform_abc")
@@ -177,8 +221,17 @@ def _region(m, name):
 
 @_rule(r"^(\w*?)_?gcgemm_(\d+)x(\d+)_(nn|nt|tn|tt)")
 def _gcgemm(m, name):
-    return _kv(name, "gcgemm", "conv_fwd", "FFT", arch=_arch(m.group(1)), tile_m=int(m.group(2)),
-               tile_n=int(m.group(3)), layout=m.group(4), tag=m.group(4))
+    return _kv(
+        name,
+        "gcgemm",
+        "conv_fwd",
+        "FFT",
+        arch=_arch(m.group(1)),
+        tile_m=int(m.group(2)),
+        tile_n=int(m.group(3)),
+        layout=m.group(4),
+        tag=m.group(4),
+    )
 
 
 @_rule(r"sm(\d+)_xmma_fprop_implicit_gemm_(.*)")
@@ -187,30 +240,67 @@ def _xmma_fprop(m, name):
     t = re.search(r"tilesize(\d+)x(\d+)x(\d+)", rest)
     st = re.search(r"stage(\d+)", rest)
     layout = "nhwc" if "nhwc" in rest else "nchw"
-    return _kv(name, "xmma_fprop", "conv_fwd", "IMPLICIT_PRECOMP_GEMM", arch=f"sm{m.group(1)}",
-               tile_m=int(t.group(1)) if t else None, tile_n=int(t.group(2)) if t else None,
-               tile_k=int(t.group(3)) if t else None, math=_math(rest), layout=layout,
-               tag=f"s{st.group(1)}" if st else "")
+    return _kv(
+        name,
+        "xmma_fprop",
+        "conv_fwd",
+        "IMPLICIT_PRECOMP_GEMM",
+        arch=f"sm{m.group(1)}",
+        tile_m=int(t.group(1)) if t else None,
+        tile_n=int(t.group(2)) if t else None,
+        tile_k=int(t.group(3)) if t else None,
+        math=_math(rest),
+        layout=layout,
+        tag=f"s{st.group(1)}" if st else "",
+    )
 
 
 @_rule(r"^(\w*?)_?sgemm_(\d+)x(\d+)(?:_(sliced\d+x\d+))?(?:_ldg\d+)?_(nn|nt|tn|tt)")
 def _sgemm(m, name):
-    return _kv(name, "sgemm", "gemm", "BLAS", arch=_arch(m.group(1)), tile_m=int(m.group(2)),
-               tile_n=int(m.group(3)), layout=m.group(5), tag=m.group(4) or "")
+    return _kv(
+        name,
+        "sgemm",
+        "gemm",
+        "BLAS",
+        arch=_arch(m.group(1)),
+        tile_m=int(m.group(2)),
+        tile_n=int(m.group(3)),
+        layout=m.group(5),
+        tag=m.group(4) or "",
+    )
 
 
 @_rule(r"^sgemm_(\d+)x(\d+)x(\d+)_(nn|nt|tn|tt)(_vec)?")
 def _sgemm3(m, name):
-    return _kv(name, "sgemm", "gemm", "BLAS", tile_m=int(m.group(1)), tile_n=int(m.group(2)),
-               tile_k=int(m.group(3)), layout=m.group(4), tag="vec" if m.group(5) else "")
+    return _kv(
+        name,
+        "sgemm",
+        "gemm",
+        "BLAS",
+        tile_m=int(m.group(1)),
+        tile_n=int(m.group(2)),
+        tile_k=int(m.group(3)),
+        layout=m.group(4),
+        tag="vec" if m.group(5) else "",
+    )
 
 
 @_rule(r"cutlass_(\d+)_(simt|tensorop)_(\w*?)gemm_(\d+)x(\d+)_(\d+)x(\d+)_(nn|nt|tn|tt)")
 def _cutlass(m, name):
-    math = "ffma" if m.group(2) == "simt" else _math(m.group(3) + "tf32" * ("s" == m.group(3)[:1]))
-    return _kv(name, "cutlass_gemm", "gemm", "BLAS", arch=f"sm{m.group(1)}",
-               tile_m=int(m.group(4)), tile_n=int(m.group(5)), tile_k=int(m.group(6)), math=math,
-               layout=m.group(8), tag=f"s{m.group(7)}")
+    math = "ffma" if m.group(2) == "simt" else _math(m.group(3) + "tf32" * (m.group(3)[:1] == "s"))
+    return _kv(
+        name,
+        "cutlass_gemm",
+        "gemm",
+        "BLAS",
+        arch=f"sm{m.group(1)}",
+        tile_m=int(m.group(4)),
+        tile_n=int(m.group(5)),
+        tile_k=int(m.group(6)),
+        math=math,
+        layout=m.group(8),
+        tag=f"s{m.group(7)}",
+    )
 
 
 @_rule(r"sm(\d+)_xmma_gemm_(.*)")
@@ -220,17 +310,35 @@ def _xmma_gemm(m, name):
     st = re.search(r"stage(\d+)", rest)
     lay = re.search(r"_(nn|nt|tn|tt)_", rest)
     sk = "splitk_" if "splitk" in rest else ""
-    return _kv(name, "xmma_gemm", "gemm", "BLAS", arch=f"sm{m.group(1)}",
-               tile_m=int(t.group(1)) if t else None, tile_n=int(t.group(2)) if t else None,
-               tile_k=int(t.group(3)) if t else None, math=_math(rest),
-               layout=lay.group(1) if lay else None, tag=sk + (f"s{st.group(1)}" if st else ""))
+    return _kv(
+        name,
+        "xmma_gemm",
+        "gemm",
+        "BLAS",
+        arch=f"sm{m.group(1)}",
+        tile_m=int(t.group(1)) if t else None,
+        tile_n=int(t.group(2)) if t else None,
+        tile_k=int(t.group(3)) if t else None,
+        math=_math(rest),
+        layout=lay.group(1) if lay else None,
+        tag=sk + (f"s{st.group(1)}" if st else ""),
+    )
 
 
 @_rule(r"nvjet_(\w+?)_(\d+)x(\d+)_(\d+)x(\d+)(.*)")
 def _nvjet(m, name):
-    return _kv(name, "nvjet", "gemm", "BLAS", arch="sm90", tile_m=int(m.group(2)),
-               tile_n=int(m.group(3)), tile_k=int(m.group(4)), math=_math(m.group(1)),
-               tag=f"{m.group(1)}_s{m.group(5)}{_strip_version(m.group(6)).lower()}")
+    return _kv(
+        name,
+        "nvjet",
+        "gemm",
+        "BLAS",
+        arch="sm90",
+        tile_m=int(m.group(2)),
+        tile_n=int(m.group(3)),
+        tile_k=int(m.group(4)),
+        math=_math(m.group(1)),
+        tag=f"{m.group(1)}_s{m.group(5)}{_strip_version(m.group(6)).lower()}",
+    )
 
 
 @_rule(r"(gemmsn_(?:nn|tn|nt)_kernel|gemv2[tn]_kernel|gemmk1_kernel|gemm_kernel)")
@@ -248,11 +356,23 @@ def _copy(m, name):
     return _kv(name, "direct_copy", "copy", "ELEMENTWISE", role="pre")
 
 
-_ELEMENTWISE_FN = (("gelu", "gelu"), ("tanh", "tanh"), ("sigmoid", "sigmoid"), ("silu", "silu"),
-                   ("clamp", "relu"), ("threshold", "relu"), ("relu", "relu"),
-                   ("functor_add", "add"), ("addfunctor", "add"), ("mulfunctor", "mul"),
-                   ("functor_mul", "mul"), ("divfunctor", "div"), ("functor_div", "div"),
-                   ("functor_sub", "sub"), ("fill", "fill"))
+_ELEMENTWISE_FN = (
+    ("gelu", "gelu"),
+    ("tanh", "tanh"),
+    ("sigmoid", "sigmoid"),
+    ("silu", "silu"),
+    ("clamp", "relu"),
+    ("threshold", "relu"),
+    ("relu", "relu"),
+    ("functor_add", "add"),
+    ("addfunctor", "add"),
+    ("mulfunctor", "mul"),
+    ("functor_mul", "mul"),
+    ("divfunctor", "div"),
+    ("functor_div", "div"),
+    ("functor_sub", "sub"),
+    ("fill", "fill"),
+)
 
 
 @_rule(r"elementwise_kernel")
@@ -288,7 +408,7 @@ def short_name(name: str) -> str:
     return s[:cut]
 
 
-@lru_cache(maxsize=None)
+@cache
 def classify(name: str) -> KernelVariant:
     """Parse one kernel name (mangled case or the lower-cased form of PyTorch's profiler)."""
     if not isinstance(name, str) or not name.strip():
@@ -302,8 +422,7 @@ def classify(name: str) -> KernelVariant:
     return KernelVariant(name=name, kind=UNKNOWN, op=UNKNOWN, family=None)
 
 
-_CONV_FAMILY_ORDER = ("WINOGRAD_NONFUSED", "WINOGRAD", "FFT", "GEMM", "IMPLICIT_PRECOMP_GEMM",
-                      "IMPLICIT_GEMM")
+_CONV_FAMILY_ORDER = ("WINOGRAD_NONFUSED", "WINOGRAD", "FFT", "GEMM", "IMPLICIT_PRECOMP_GEMM", "IMPLICIT_GEMM")
 
 
 def split_kernels(kernels: str | Sequence[str] | None) -> list[str]:

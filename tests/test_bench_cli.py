@@ -13,7 +13,7 @@ from cudnn_bench import __main__ as M
 from cudnn_bench import collect as K
 from cudnn_bench import libs
 from cudnn_bench import suites as S
-from cudnn_bench.fakes import FakeBackend
+from fakes import FakeBackend
 from seer import records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,7 +89,7 @@ def test_default_plan_prints_minutes(capsys):
 
 
 def test_export_excel(tmp_path, capsys):
-    from cudnn_bench.fakes import fake_env
+    from fakes import fake_env
 
     opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
@@ -109,7 +109,8 @@ def test_export_excel(tmp_path, capsys):
 
 def test_importing_the_harness_imports_no_gpu_module():
     code = ("import sys, cudnn_bench.__main__, cudnn_bench.collect, cudnn_bench.ncu_pass, cudnn_bench.export, "
-            "cudnn_bench.nvtx, cudnn_bench.runtime, cudnn_bench.cupti, cudnn_bench.fakes; "
+            "cudnn_bench.nvtx, cudnn_bench.runtime, cudnn_bench.cupti, cudnn_bench.env, cudnn_bench.runners, "
+            "cudnn_bench.measure, cudnn_bench.oneshot, tests.fakes; "
             "print([m for m in ('pycuda', 'cupy', 'torch', 'cuda') if m in sys.modules])")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stderr
@@ -128,7 +129,7 @@ def test_seer_does_not_import_the_harness():
 
 
 def test_report(tmp_path, capsys):
-    from cudnn_bench.fakes import fake_env
+    from fakes import fake_env
 
     opts = K.Options(out=tmp_path, suites=["test_set_ii", "gemm_layers"], budget=S.Budget(count=4),
                      progress=False, timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))

@@ -9,7 +9,7 @@ import pytest
 
 from cudnn_bench import collect as K
 from cudnn_bench import suites as S
-from cudnn_bench.fakes import fake_env
+from fakes import fake_env
 from seer import occupancy, records
 from seer.variants import CONV_ALGOS
 

@@ -17,7 +17,7 @@ from cudnn_bench import ncu_pass as N
 from cudnn_bench import store as ST
 from cudnn_bench import suites as S
 from cudnn_bench.errors import BenchError
-from cudnn_bench.fakes import fake_env
+from fakes import fake_env
 from seer import records
 
 FIX = Path(__file__).parent / "fixtures" / "bench"

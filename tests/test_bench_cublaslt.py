@@ -7,7 +7,7 @@ import pytest
 
 from cudnn_bench import cublaslt as L
 from cudnn_bench import errors as E
-from cudnn_bench.fakes import FakeLtLib
+from fakes import FakeLtLib
 
 
 def test_structs_match_the_header():

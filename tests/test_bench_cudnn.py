@@ -1,6 +1,6 @@
 """cudnn_bench.cudnn and libs: struct layout, enums, argument order, status -> exceptions.
 
-Marshalling is checked with a fake library that records every call (cudnn_bench.fakes); where
+Marshalling is checked with a fake library that records every call (tests/fakes.py); where
 the real cuDNN wheel is installed, the shim is driven for real without a GPU (REFERENCE.md:
 cudnnGetVersion works and cudnnCreate returns 1001; descriptors and output shapes work too).
 """
@@ -13,7 +13,7 @@ import pytest
 from cudnn_bench import cudnn as D
 from cudnn_bench import errors as E
 from cudnn_bench import libs
-from cudnn_bench.fakes import FakeCudnnLib
+from fakes import FakeCudnnLib
 
 
 def test_algo_perf_struct_matches_the_header():

@@ -15,12 +15,14 @@ import pytest
 
 from cudnn_bench import collect as K
 from cudnn_bench import libs
+from cudnn_bench import measure as M
 from cudnn_bench import oneshot as O
 from cudnn_bench import suites as S
 from cudnn_bench.cublaslt import CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC, COMPUTE_NAMES
+from cudnn_bench.env import SIMULATE, open_env
 from cudnn_bench.errors import BenchError, LibraryNotFound
-from cudnn_bench.fakes import FakeTracer, fake_env
 from cudnn_bench.ncu_pass import calls_of
+from fakes import FakeTracer, fake_env
 from seer import gpus, records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -168,10 +170,10 @@ def test_a_run_without_kernel_names_stops_with_one_sentence(tmp_path):
 def test_cluster_dims_are_recorded_where_cupti_has_them():
     from cudnn_bench.cupti import KernelRecord
 
-    rows = K.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0, cluster=(2, 1, 1))] * 2,
+    rows = M.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0, cluster=(2, 1, 1))] * 2,
                          1, 2, "9.0", 132)
     assert (rows[0]["cluster_x"], rows[0]["cluster_y"], rows[0]["cluster_z"]) == (2, 1, 1)
-    rows = K.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0)] * 2, 1, 2, "9.0", 132)
+    rows = M.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0)] * 2, 1, 2, "9.0", 132)
     assert "cluster_x" not in rows[0]
 
 
@@ -221,6 +223,19 @@ def test_oneshot_packs_what_it_measured_and_a_second_call_resumes(tmp_path):
     assert second.returncode == 0
     assert "already in" in second.stdout  # the stores skip what they hold
     assert (tmp_path / "data" / "simulated-gpu" / "test_set_ii.csv").read_bytes() == before
+
+
+def test_simulation_names_its_factory_and_a_bad_name_is_one_sentence(monkeypatch):
+    monkeypatch.setenv(SIMULATE, "fakes:fake_env")  # tests/ is on the path under pytest
+    env = open_env(_opts(), need_conv=True, need_gemm=True)
+    assert env.device.name == "Simulated GPU" and env.notes[-1].startswith(f"{SIMULATE}=fakes:fake_env")
+    assert env.tracer is not None and env.dnn is not None and env.lt is not None
+    env.close()
+    for bad in ("no_such_module:make", "fakes:no_such_function", "fakes"):
+        monkeypatch.setenv(SIMULATE, bad)
+        with pytest.raises(BenchError, match="names no simulated GPU") as info:
+            open_env(_opts(), need_conv=True, need_gemm=True)
+        assert "\n" not in str(info.value)
 
 
 def test_a_step_past_its_time_is_interrupted_and_the_session_goes_on(tmp_path):

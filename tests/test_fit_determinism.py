@@ -11,7 +11,7 @@ import statsmodels.api as sm
 from scipy.optimize import nnls
 
 from seer import fit, fitsfile, records
-from seer.models import _wls
+from seer.models import nonnegative_wls
 
 COEF_RTOL = 1e-6  # what may differ between BLAS builds: rounding, never a choice
 
@@ -75,7 +75,7 @@ def test_nonnegative_wls_is_the_exact_optimum():
     y = np.abs(y) + 0.1
     free = sm.WLS(y, X, weights=1 / y**2).fit().params
     assert (free < 0).any()  # the unconstrained fit is not admissible here
-    r = _wls(X, y)
+    r = nonnegative_wls(X, y)
     assert (r.params >= 0).all()
     Xw = X / y[:, None]
     grad = Xw.T @ (Xw @ r.params - 1)

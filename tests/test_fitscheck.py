@@ -291,9 +291,9 @@ def test_typed_variants_need_their_regimes(t4_text, tmp_path):
     tr = typed_records(900)
     doc = json.loads(t4_text)
     key = _variant(doc, lambda v: v["op"] == "bmm")
-    m = models.fit_variant(tr, op="bmm", algo="", variant=doc["variants"][key]["variant"], cc="7.5",
-                           sms=doc["gpu"]["sms"])
-    assert m.feature_set.startswith("types") and m.type_chooser is not None
+    vkey = models.VariantKey("bmm", "", doc["variants"][key]["variant"])
+    m = models.VariantModel(vkey, cc="7.5", sms=doc["gpu"]["sms"]).fit(tr)
+    assert m.feature_set.typed and m.type_chooser is not None
     doc["variants"][key] = m.to_dict()
     path = tmp_path / "typed.json"
     check(doc, path)

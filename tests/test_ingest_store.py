@@ -155,7 +155,7 @@ def test_store_files_and_load_ignore_the_lock_and_quarantine_files(tmp_path):
 def test_a_second_collect_into_the_same_folder_is_refused(tmp_path, capsys):
     from cudnn_bench import collect as K
     from cudnn_bench import suites as S
-    from cudnn_bench.fakes import fake_env
+    from fakes import fake_env
 
     opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))

@@ -7,8 +7,8 @@ from synthetic import SMS, conv_records, gemm_records
 
 
 def _fit(df, **kw):
-    return models.fit_variant(df, op=df["op"].iloc[0], algo=df["algo"].iloc[0],
-                              variant="v", cc="7.5", sms=SMS, **kw)
+    key = models.VariantKey(df["op"].iloc[0], df["algo"].iloc[0], "v")
+    return models.VariantModel(key, cc="7.5", sms=SMS, **kw).fit(df)
 
 
 def test_staircase_finds_resident_blocks_and_law():
@@ -31,7 +31,7 @@ def test_conv_variant_accuracy_and_round_trip():
     pre = rec[rec["algo"] == "IMPLICIT_PRECOMP_GEMM"]
     m = _fit(pre)
     assert m.blocks_per_sm == 2
-    back = models.VariantModel.from_dict(m.to_dict())
+    back = models.VariantFit.from_dict(m.to_dict())
     test = conv_records(100, seed=3, noise=0.0)
     test = test[test["algo"] == "IMPLICIT_PRECOMP_GEMM"]
     assert np.allclose(back.predict(test), m.predict(test))
@@ -47,8 +47,9 @@ def test_segmented_bounds_recover_two_regimes():
     one = np.ones(n)
     D = models.Design(np.column_stack([xc, one]), np.column_stack([xm, one]), np.zeros((n, 0)),
                       {"compute": ["x", "1"], "memory": ["m", "1"], "helpers": []})
-    b = models.fit_bounds(D, t)
-    assert b.a == pytest.approx([0.5, 1], rel=0.03) and b.b == pytest.approx([0.8, 2], rel=0.03)
+    b = models.fit_bounds(D, t, floor=0.0)
+    a, m = b.law.compute.coef, b.law.memory.coef
+    assert a == pytest.approx([0.5, 1], rel=0.03) and m == pytest.approx([0.8, 2], rel=0.03)
     truth_mem = 0.8 * xm + 2 > 0.5 * xc + 1
     assert (b.memory_rows == truth_mem).mean() > 0.97
 
@@ -59,9 +60,9 @@ def test_clock_law_recovered():
     t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, 300))
     D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((300, 1)), np.zeros((300, 0)),
                       {"compute": ["x", "1"], "memory": ["none"], "helpers": []})
-    plain = models.fit_model(D, t, False, 1e-3)
-    clocked = models.fit_model(D, t, True, 1e-3)
-    e = lambda f: np.median(np.abs(f.predict(D, 1e-3) / t - 1))  # noqa: E731
+    plain = models.fit_law(D, t, 1e-3, clock=False).law
+    clocked = models.fit_law(D, t, 1e-3, clock=True).law
+    e = lambda f: np.median(np.abs(f.time(D) / t - 1))  # noqa: E731
     assert clocked.clock[1] == pytest.approx(0.15, abs=0.03)
     assert e(clocked) < e(plain) / 3
 
@@ -80,13 +81,13 @@ def test_seer_types_used_where_utilizations_were_measured():
     tr = typed_records(900)
     assert set(models.seer_types(tr)) == {"compute", "memory", "under"}
     m = _fit(tr)
-    assert m.feature_set.startswith("types")
+    assert m.feature_set.typed
     assert m.under is not None and m.under.names[:2] == ["read_MB", "write_MB"]
-    back = models.VariantModel.from_dict(m.to_dict())
+    back = models.VariantFit.from_dict(m.to_dict())
     test = typed_records(300, seed=8, noise=0.0)
     e = np.abs(back.predict(test) / test["time_ms"] - 1)
     blind = _fit(tr.drop(columns=["fp32_util_pct", "dram_util_pct"]))  # no counters: the bounds
-    assert not blind.feature_set.startswith("types") and blind.type_chooser is None
+    assert not blind.feature_set.typed and blind.type_chooser is None
     e_blind = np.abs(blind.predict(test) / test["time_ms"] - 1)
     assert np.median(e) < 0.04 and np.median(e) < np.median(e_blind)
     assert models.seer_types(gemm_records(50)) is None

@@ -3,10 +3,12 @@
 Every predictor accepts both forms; this is where bad input becomes one `SeerError` that names
 the argument (or the column and row) and what was expected.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,9 +39,15 @@ def _is_scalar(v: Any) -> bool:
     return np.ndim(v) == 0
 
 
-def gather(configs: pd.DataFrame | Mapping | None, kwargs: Mapping, fields: Sequence[str], *,
-           optional: Sequence[str] = (), aliases: Mapping[str, str] | None = None,
-           text: Sequence[str] = ()) -> Configs:
+def gather(
+    configs: pd.DataFrame | Mapping | None,
+    kwargs: Mapping,
+    fields: Sequence[str],
+    *,
+    optional: Sequence[str] = (),
+    aliases: Mapping[str, str] | None = None,
+    text: Sequence[str] = (),
+) -> Configs:
     """Collect `fields` (required) and `optional` ones from a DataFrame or keyword arguments.
 
     `aliases` maps other accepted names to field names (e.g. the seed's batch_size -> batch);
@@ -47,13 +55,14 @@ def gather(configs: pd.DataFrame | Mapping | None, kwargs: Mapping, fields: Sequ
     """
     aliases = dict(aliases or {})
     if configs is not None and kwargs:
-        raise SeerError(f"pass either a DataFrame of configs or keyword arguments, not both "
-                        f"(got both and {', '.join(sorted(kwargs))})")
+        raise SeerError(
+            f"pass either a DataFrame of configs or keyword arguments, not both "
+            f"(got both and {', '.join(sorted(kwargs))})"
+        )
     if configs is None:
         src: Mapping = kwargs
         if not src:
-            raise SeerError(f"no configuration given: pass a DataFrame or the keyword arguments "
-                            f"{', '.join(fields)}")
+            raise SeerError(f"no configuration given: pass a DataFrame or the keyword arguments {', '.join(fields)}")
         single = all(_is_scalar(v) for v in src.values())
         if not single:
             src = pd.DataFrame(dict(src))
@@ -64,11 +73,12 @@ def gather(configs: pd.DataFrame | Mapping | None, kwargs: Mapping, fields: Sequ
         src = configs if single else pd.DataFrame(dict(configs))
     else:
         raise SeerError(f"argument configs: expected a pandas DataFrame, got {type(configs).__name__}")
+
     def label(k: str) -> str:
         return f"argument {k}" if single else f"column {k!r}"
 
     names: dict[str, str] = {}
-    for key in (src.columns if isinstance(src, pd.DataFrame) else src.keys()):
+    for key in src.columns if isinstance(src, pd.DataFrame) else src.keys():
         field = aliases.get(key, key)
         if field in names and names[field] != key:
             raise SeerError(f"{label(key)} and {names[field]!r} give the same value ({field}); pass one")
@@ -76,16 +86,16 @@ def gather(configs: pd.DataFrame | Mapping | None, kwargs: Mapping, fields: Sequ
     if single:
         unknown = sorted(k for k in src if aliases.get(k, k) not in (*fields, *optional, *text))
         if unknown:
-            raise SeerError(f"argument {unknown[0]!r} is not a configuration field; expected "
-                            f"{', '.join((*fields, *optional))}")
+            raise SeerError(
+                f"argument {unknown[0]!r} is not a configuration field; expected {', '.join((*fields, *optional))}"
+            )
     n = 1 if single else len(src)
-    index = pd.RangeIndex(1) if single else src.index
+    index = pd.RangeIndex(1) if single else src.index  # type: ignore[attr-defined]  # a DataFrame here
     cols: dict[str, np.ndarray] = {}
     for field in (*fields, *optional):
         if field not in names:
             if field in fields:
-                raise SeerError(f"{label(field)} is missing: a configuration needs "
-                                f"{', '.join(fields)}")
+                raise SeerError(f"{label(field)} is missing: a configuration needs {', '.join(fields)}")
             continue
         raw = src[names[field]]
         if field in text:
@@ -124,8 +134,13 @@ def check_counts(cfg: Configs, fields: Sequence[str], minimum: float = 1) -> Non
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             got = v[i]
-            got_s = ("nothing (NaN)" if np.isnan(got) else repr(float(got)) if not np.isfinite(got)
-                     or got != int(got) else repr(int(got)))
+            got_s = (
+                "nothing (NaN)"
+                if np.isnan(got)
+                else repr(float(got))
+                if not np.isfinite(got) or got != int(got)
+                else repr(int(got))
+            )
             raise SeerError(f"{cfg.name(field, i)}: expected a whole number >= {minimum:g}, got {got_s}")
 
 
@@ -135,8 +150,9 @@ def lookup(values: np.ndarray, table: Mapping[str, Any], default: Any = None) ->
     return np.asarray([table.get(u, default) for u in uniq] + [default], dtype=object)[codes]
 
 
-def check_choice(cfg: Configs, field: str, allowed: Sequence[str], mask: np.ndarray | None = None,
-                 why: str = "") -> None:
+def check_choice(
+    cfg: Configs, field: str, allowed: Sequence[str], mask: np.ndarray | None = None, why: str = ""
+) -> None:
     v = cfg.cols[field]
     bad = ~lookup(v, {a: True for a in allowed}, False).astype(bool)
     if mask is not None:

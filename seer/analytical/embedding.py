@@ -11,9 +11,10 @@ Configuration (names of `seer.records.FIELDS`): batch B, num_embeddings E (rows 
 num_tables T, bag_size L, emb_dim D, rows_per_block (warps per SM in the seed's model).
 The seed's own argument names (batch_size, embedding_dim) are accepted too.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -60,8 +61,7 @@ def log_falling(z, length) -> np.ndarray:
     direct = gammaln(a) - gammaln(b)
     bs = np.maximum(b, 20.0)  # only used where b >= 20
     as_ = bs + n
-    series = (n * np.log(as_) - (bs - 0.5) * np.log1p(-n / as_) - n
-              + (_stirling_tail(as_) - _stirling_tail(bs)))
+    series = n * np.log(as_) - (bs - 0.5) * np.log1p(-n / as_) - n + (_stirling_tail(as_) - _stirling_tail(bs))
     return np.where(b >= 20.0, series, direct)
 
 
@@ -93,9 +93,11 @@ def _configs(configs, kwargs, need_rows_per_block: bool) -> Configs:
     bad = l > e
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise SeerError(f"{cfg.name('bag_size', i)}: a bag of {int(l[i])} distinct rows cannot "
-                        f"come from a table of num_embeddings={int(e[i])} rows (expected "
-                        "bag_size <= num_embeddings)")
+        raise SeerError(
+            f"{cfg.name('bag_size', i)}: a bag of {int(l[i])} distinct rows cannot "
+            f"come from a table of num_embeddings={int(e[i])} rows (expected "
+            "bag_size <= num_embeddings)"
+        )
     return cfg
 
 
@@ -118,18 +120,29 @@ def _forward(cfg: Configs, pk: Peaks) -> dict[str, np.ndarray]:
     indices_dram = _round_up(l * FLOAT)
     offsets = 32.0 + 32.0  # table offsets + bag offsets, one sector each per bag
     l2_bytes = (offsets * b + hr * (table_traffic * b - avg_table_bytes)) * t
-    dram_bytes = ((indices_dram + row_bytes) * b + (1 - hr) * (table_traffic * b - avg_table_bytes)
-                  + avg_table_bytes) * t
+    dram_bytes = (
+        (indices_dram + row_bytes) * b + (1 - hr) * (table_traffic * b - avg_table_bytes) + avg_table_bytes
+    ) * t
     dram_us = dram_bytes / pk.dram_gbs / 1000.0
     l2_us = l2_bytes / pk.l2_gbs / 1000.0
-    return {"hit_rate": hr, "rows_in_l2": rows_in_l2, "dram_bytes": dram_bytes,
-            "l2_bytes": l2_bytes, "dram_us": dram_us, "l2_us": l2_us,
-            "time_us": np.maximum(dram_us, l2_us)}
+    return {
+        "hit_rate": hr,
+        "rows_in_l2": rows_in_l2,
+        "dram_bytes": dram_bytes,
+        "l2_bytes": l2_bytes,
+        "dram_us": dram_us,
+        "l2_us": l2_us,
+        "time_us": np.maximum(dram_us, l2_us),
+    }
 
 
-def forward_traffic(configs: pd.DataFrame | Mapping | None = None, *,
-                    gpu: str | GPUSpec | None = None, peaks: Peaks | Mapping | None = None,
-                    **config) -> pd.DataFrame:
+def forward_traffic(
+    configs: pd.DataFrame | Mapping | None = None,
+    *,
+    gpu: str | GPUSpec | None = None,
+    peaks: Peaks | Mapping | None = None,
+    **config,
+) -> pd.DataFrame:
     """The forward model's intermediate quantities per config: hit rate, rows of a table in
     L2, DRAM and L2 bytes and times in microseconds (the seed's unit) -- for inspection and
     for the roofline (one row for a keyword config)."""
@@ -137,9 +150,14 @@ def forward_traffic(configs: pd.DataFrame | Mapping | None = None, *,
     return pd.DataFrame(_forward(cfg, peaks_for(gpu, peaks)), index=cfg.index)
 
 
-def embedding_forward(configs: pd.DataFrame | Mapping | None = None, *,
-                      gpu: str | GPUSpec | None = None, peaks: Peaks | Mapping | None = None,
-                      unit: str = "ms", **config) -> float | np.ndarray:
+def embedding_forward(
+    configs: pd.DataFrame | Mapping | None = None,
+    *,
+    gpu: str | GPUSpec | None = None,
+    peaks: Peaks | Mapping | None = None,
+    unit: str = "ms",
+    **config,
+) -> float | np.ndarray:
     """Time of a batched embedding-bag forward (FBGEMM-style table-batched lookup).
 
     One config by keyword (returns a float) or a DataFrame with the columns batch,
@@ -156,9 +174,14 @@ def embedding_forward(configs: pd.DataFrame | Mapping | None = None, *,
     return _out(_forward(cfg, peaks_for(gpu, peaks))["time_us"], cfg, unit)
 
 
-def embedding_backward_sgd(configs: pd.DataFrame | Mapping | None = None, *,
-                           gpu: str | GPUSpec | None = None, peaks: Peaks | Mapping | None = None,
-                           unit: str = "ms", **config) -> float | np.ndarray:
+def embedding_backward_sgd(
+    configs: pd.DataFrame | Mapping | None = None,
+    *,
+    gpu: str | GPUSpec | None = None,
+    peaks: Peaks | Mapping | None = None,
+    unit: str = "ms",
+    **config,
+) -> float | np.ndarray:
     """Time of the fused embedding-bag backward with an SGD update (seed 000's model).
 
     Each (bag, table) warp reads its offsets, indices and gradient row and reads and writes

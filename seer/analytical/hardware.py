@@ -5,11 +5,13 @@ bandwidth) and the DLRM paper's reproductions need that paper's own measured fig
 than datasheet ones; `Peaks` holds them all in the units the DLRM seed uses (GB/s, GFLOP/s),
 so a reproduction reads like the seed and no unit conversion hides in a call.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from statistics import median
-from typing import Mapping
+from typing import Any
 
 from .. import gpus
 from ..errors import SeerError, UnknownGPUError
@@ -57,17 +59,33 @@ def _pcie_gen(cc: str) -> int:
 
 # The DLRM seed's own V100 figures (seed 000, cell 5): what its printed numbers were computed
 # with. L2 is 6 * 1024 * 1024 * 4 bytes exactly as the seed sets it (4x the real 6 MiB).
-SEED_V100 = Peaks(name="V100 (DLRM seed 000)", sms=80, fp32_gflops=12200.0, dram_gbs=809.0,
-                  l2_gbs=2888.0, l2_bytes=6 * 1024 * 1024 * 4, pcie_gbs=_PCIE_GBS[3],
-                  source="seed 000 (DLRM performance model)")
+SEED_V100 = Peaks(
+    name="V100 (DLRM seed 000)",
+    sms=80,
+    fp32_gflops=12200.0,
+    dram_gbs=809.0,
+    l2_gbs=2888.0,
+    l2_bytes=6 * 1024 * 1024 * 4,
+    pcie_gbs=_PCIE_GBS[3],
+    source="seed 000 (DLRM performance model)",
+)
 
 _OVERRIDES = {  # accepted override names -> Peaks field (the seed's argument names included)
-    "sms": "sms", "num_sm": "sms", "num_SM": "sms",
-    "fp32_gflops": "fp32_gflops", "peak_throughput": "fp32_gflops", "peak_gflops": "fp32_gflops",
-    "dram_gbs": "dram_gbs", "peak_dram_bw": "dram_gbs",
-    "l2_gbs": "l2_gbs", "peak_l2_bw": "l2_gbs",
-    "l2_bytes": "l2_bytes", "L2_size": "l2_bytes", "l2_size": "l2_bytes",
-    "pcie_gbs": "pcie_gbs", "peak_pcie_bw": "pcie_gbs",
+    "sms": "sms",
+    "num_sm": "sms",
+    "num_SM": "sms",
+    "fp32_gflops": "fp32_gflops",
+    "peak_throughput": "fp32_gflops",
+    "peak_gflops": "fp32_gflops",
+    "dram_gbs": "dram_gbs",
+    "peak_dram_bw": "dram_gbs",
+    "l2_gbs": "l2_gbs",
+    "peak_l2_bw": "l2_gbs",
+    "l2_bytes": "l2_bytes",
+    "L2_size": "l2_bytes",
+    "l2_size": "l2_bytes",
+    "pcie_gbs": "pcie_gbs",
+    "peak_pcie_bw": "pcie_gbs",
 }
 
 
@@ -79,8 +97,9 @@ def spec_of(gpu: str | gpus.GPUSpec) -> gpus.GPUSpec:
         raise UnknownGPUError(f"argument gpu: {exc}") from None
 
 
-def peaks_for(gpu: str | gpus.GPUSpec | None = None, peaks: Peaks | Mapping | None = None, *,
-              measured: bool = False) -> Peaks:
+def peaks_for(
+    gpu: str | gpus.GPUSpec | None = None, peaks: Peaks | Mapping | None = None, *, measured: bool = False
+) -> Peaks:
     """Peaks of `gpu` (a name, slug or GPUSpec) from the datasheet table, with `peaks` applied.
 
     `peaks` is either a complete `Peaks` (used as is; `gpu` may then be None) or a mapping of
@@ -92,27 +111,40 @@ def peaks_for(gpu: str | gpus.GPUSpec | None = None, peaks: Peaks | Mapping | No
     if gpu is None:
         raise SeerError("argument gpu: a GPU name (or peaks=Peaks(...)) is needed")
     spec = spec_of(gpu)
-    base = Peaks(name=spec.name, sms=spec.sms, fp32_gflops=spec.fp32_tflops * 1000.0,
-                 dram_gbs=float(spec.dram_gbs), l2_gbs=L2_TO_DRAM * spec.dram_gbs,
-                 l2_bytes=spec.l2_bytes, pcie_gbs=_PCIE_GBS[_pcie_gen(spec.cc)],
-                 source=f"datasheet ({spec.source}); L2 bandwidth estimated as "
-                        f"{L2_TO_DRAM:.3f} x DRAM")
+    base = Peaks(
+        name=spec.name,
+        sms=spec.sms,
+        fp32_gflops=spec.fp32_tflops * 1000.0,
+        dram_gbs=float(spec.dram_gbs),
+        l2_gbs=L2_TO_DRAM * spec.dram_gbs,
+        l2_bytes=spec.l2_bytes,
+        pcie_gbs=_PCIE_GBS[_pcie_gen(spec.cc)],
+        source=f"datasheet ({spec.source}); L2 bandwidth estimated as {L2_TO_DRAM:.3f} x DRAM",
+    )
     dl = DLRM_MEASURED.get(spec.slug)
     if dl is not None:
-        base = replace(base, l2_gbs=dl[2], source=f"datasheet ({spec.source}); L2 bandwidth "
-                                                  "measured by the DLRM repo")
+        base = replace(base, l2_gbs=dl[2], source=f"datasheet ({spec.source}); L2 bandwidth measured by the DLRM repo")
         if measured:
-            base = replace(base, fp32_gflops=dl[0], dram_gbs=dl[1], sms=dl[3],
-                           l2_bytes=int(dl[4] * 2**20), source="DLRM repo measured peaks")
+            base = replace(
+                base,
+                fp32_gflops=dl[0],
+                dram_gbs=dl[1],
+                sms=dl[3],
+                l2_bytes=int(dl[4] * 2**20),
+                source="DLRM repo measured peaks",
+            )
     elif measured:
-        raise SeerError(f"argument gpu: the DLRM repo measured no peaks for {spec.name}; "
-                        f"measured peaks exist for {', '.join(DLRM_MEASURED)}")
+        raise SeerError(
+            f"argument gpu: the DLRM repo measured no peaks for {spec.name}; "
+            f"measured peaks exist for {', '.join(DLRM_MEASURED)}"
+        )
     if peaks:
-        changes = {}
+        changes: dict[str, Any] = {}
         for key, val in dict(peaks).items():
             if key not in _OVERRIDES:
-                raise SeerError(f"argument peaks: unknown peak {key!r}; expected one of "
-                                f"{', '.join(sorted(set(_OVERRIDES)))}")
+                raise SeerError(
+                    f"argument peaks: unknown peak {key!r}; expected one of {', '.join(sorted(set(_OVERRIDES)))}"
+                )
             try:
                 num = float(val)
             except (TypeError, ValueError):
@@ -121,6 +153,5 @@ def peaks_for(gpu: str | gpus.GPUSpec | None = None, peaks: Peaks | Mapping | No
                 raise SeerError(f"argument peaks[{key!r}]: expected a positive number, got {val!r}")
             field = _OVERRIDES[key]
             changes[field] = int(num) if field in ("sms", "l2_bytes") else num
-        base = replace(base, source=base.source + "; overrides: " + ", ".join(sorted(changes)),
-                       **changes)
+        base = replace(base, source=base.source + "; overrides: " + ", ".join(sorted(changes)), **changes)
     return base

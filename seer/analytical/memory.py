@@ -20,19 +20,23 @@ row terms are fitted (statsmodels WLS, weights 1/t^2 = least squares on relative
 Where a GPU has no measurements (or `params` is None) the datasheet is used instead:
 t = DATASHEET_FLOOR_MS + max(FLOPs / peak FLOP/s, bytes / peak bandwidth).
 """
+
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 
+from .. import gpus
+from ..dtypes import DTYPE_BYTES
 from ..errors import SeerError
 from ..gpus import GPUSpec
-from .. import gpus
-from ..models import TIE_RTOL  # ties between fits: the same rule as the per-variant models
+from ..models import DEFAULT as _FIT
+from ..models.solver import wls_relative  # ties between fits: the same rule as the per-variant models
+from ..records import MEMORY_OPS
 from ._inputs import Configs, check_choice, check_counts, gather, lookup, unit_factor
 from .hardware import peaks_for, spec_of
 
@@ -46,25 +50,72 @@ SCHEMA = "seer.analytical.memory_bound/1"
 # Accesses are the operands read plus the result written: 2 for a unary function, 3 for a
 # binary one, 4 for a ternary one.
 ELEMENTWISE: dict[str, tuple[float, int]] = {
-    "add": (1, 3), "sub": (1, 3), "mul": (1, 3), "div": (1, 3),
-    "relu": (1, 2), "sigmoid": (4, 2), "tanh": (1, 2), "exp": (1, 2), "neg": (1, 2),
+    "add": (1, 3),
+    "sub": (1, 3),
+    "mul": (1, 3),
+    "div": (1, 3),
+    "relu": (1, 2),
+    "sigmoid": (4, 2),
+    "tanh": (1, 2),
+    "exp": (1, 2),
+    "neg": (1, 2),
     "gelu": (5, 2),  # erf form: 0.5 * x * (1 + erf(x / sqrt(2)))
     "bce": (7, 3),  # binary cross-entropy, per element
     "copy": (0, 2),
     # unary
-    "abs": (1, 2), "sqrt": (1, 2), "rsqrt": (1, 2), "reciprocal": (1, 2), "square": (1, 2),
-    "log": (1, 2), "log2": (1, 2), "log10": (1, 2), "log1p": (1, 2), "exp2": (1, 2), "expm1": (1, 2),
-    "sin": (1, 2), "cos": (1, 2), "tan": (1, 2), "erf": (1, 2), "erfc": (1, 2), "sign": (1, 2),
-    "floor": (1, 2), "ceil": (1, 2), "round": (1, 2), "trunc": (1, 2), "clamp": (2, 2), "relu6": (2, 2),
-    "leaky_relu": (2, 2), "hardtanh": (2, 2), "hardsigmoid": (3, 2), "hardswish": (4, 2),
-    "elu": (3, 2), "selu": (4, 2), "celu": (3, 2), "softplus": (3, 2), "silu": (5, 2), "mish": (7, 2),
+    "abs": (1, 2),
+    "sqrt": (1, 2),
+    "rsqrt": (1, 2),
+    "reciprocal": (1, 2),
+    "square": (1, 2),
+    "log": (1, 2),
+    "log2": (1, 2),
+    "log10": (1, 2),
+    "log1p": (1, 2),
+    "exp2": (1, 2),
+    "expm1": (1, 2),
+    "sin": (1, 2),
+    "cos": (1, 2),
+    "tan": (1, 2),
+    "erf": (1, 2),
+    "erfc": (1, 2),
+    "sign": (1, 2),
+    "floor": (1, 2),
+    "ceil": (1, 2),
+    "round": (1, 2),
+    "trunc": (1, 2),
+    "clamp": (2, 2),
+    "relu6": (2, 2),
+    "leaky_relu": (2, 2),
+    "hardtanh": (2, 2),
+    "hardsigmoid": (3, 2),
+    "hardswish": (4, 2),
+    "elu": (3, 2),
+    "selu": (4, 2),
+    "celu": (3, 2),
+    "softplus": (3, 2),
+    "silu": (5, 2),
+    "mish": (7, 2),
     "pow": (3, 2),  # a scalar exponent (x ** 3 in GPT's GELU): log, multiply, exp
     "fill": (0, 1),  # writes only
     # binary
-    "maximum": (1, 3), "minimum": (1, 3), "fmod": (1, 3), "remainder": (2, 3), "atan2": (1, 3),
-    "hypot": (3, 3), "eq": (1, 3), "ne": (1, 3), "lt": (1, 3), "le": (1, 3), "gt": (1, 3), "ge": (1, 3),
+    "maximum": (1, 3),
+    "minimum": (1, 3),
+    "fmod": (1, 3),
+    "remainder": (2, 3),
+    "atan2": (1, 3),
+    "hypot": (3, 3),
+    "eq": (1, 3),
+    "ne": (1, 3),
+    "lt": (1, 3),
+    "le": (1, 3),
+    "gt": (1, 3),
+    "ge": (1, 3),
     # ternary
-    "where": (1, 4), "addcmul": (2, 4), "addcdiv": (2, 4), "lerp": (2, 4),
+    "where": (1, 4),
+    "addcmul": (2, 4),
+    "addcdiv": (2, 4),
+    "lerp": (2, 4),
 }
 # A function the table lacks (it loads and is fitted like any other): one FLOP, one operand
 # read and the result written per element, i.e. a unary function.
@@ -72,9 +123,7 @@ DEFAULT_FN: tuple[float, int] = (1, 2)
 ARITY = {0: "nullary", 1: "unary", 2: "binary", 3: "ternary"}
 ROW_FLOPS = {"softmax": 5, "layer_norm": 8}  # max, sub, exp, sum, div; mean, var (3), norm (2), affine (2)
 MEMCPY = ("h2d", "d2h", "d2d")
-OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")
-DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "float16": 2, "half": 2, "fp16": 2,
-               "bfloat16": 2, "bf16": 2, "float64": 8, "double": 8}
+OPS = MEMORY_OPS
 SOFTMAX_WARP_MAX = 1024  # PyTorch's softmax uses one warp per row up to 1024 columns
 DATASHEET_FLOOR_MS = 0.005  # nominal launch floor (5 us) where nothing was measured
 PER_ROW = ("softmax", "layer_norm")  # kernels that give each row its own warp or block
@@ -89,8 +138,9 @@ def _configs(configs, kwargs, fns: Iterable[str] = (), any_fn: bool = False) -> 
     """Checked configs. An element-wise `fn` must be in ELEMENTWISE or `fns` (functions the
     parameters were fitted on), so a typo is refused; `any_fn` (fitting measurements) takes
     every non-empty name, a function the table lacks counting as DEFAULT_FN."""
-    cfg = gather(configs, kwargs, ("op", "rows", "cols"), optional=("fn", "dtype", "gpu"),
-                 text=("op", "fn", "dtype", "gpu"))
+    cfg = gather(
+        configs, kwargs, ("op", "rows", "cols"), optional=("fn", "dtype", "gpu"), text=("op", "fn", "dtype", "gpu")
+    )
     check_choice(cfg, "op", OPS)
     check_counts(cfg, ("rows", "cols"))
     op = cfg.cols["op"]
@@ -112,8 +162,9 @@ def kernel_keys(op: np.ndarray, fn: np.ndarray, cols: np.ndarray, elem: np.ndarr
     """Which fitted kernel a config uses: elementwise:<fn>, softmax:warp|block, layer_norm,
     concat, transpose, memcpy:<direction>."""
     codes, uniq = pd.factorize(pd.Series(op, dtype=object) + ":" + pd.Series(fn, dtype=object))
-    names = np.array([u if u.split(":")[0] in ("elementwise", "memcpy") else u.split(":")[0]
-                      for u in uniq], dtype=object)
+    names = np.array(
+        [u if u.split(":")[0] in ("elementwise", "memcpy") else u.split(":")[0] for u in uniq], dtype=object
+    )
     key = names[codes]
     warp = (cols <= SOFTMAX_WARP_MAX) & (cols * elem <= 4096)
     soft = key == "softmax"
@@ -149,9 +200,18 @@ def _work(cfg: Configs) -> pd.DataFrame:
     nbytes = n * elem * acc
     ln = op == "layer_norm"
     nbytes = nbytes + np.where(ln, elem * 2 * cols + 4.0 * 2 * rows, 0.0)  # gamma, beta; mean, rstd
-    return pd.DataFrame({"key": kernel_keys(op, fn, cols, elem), "rows": rows, "cols": cols,
-                         "elem_bytes": elem, "flops": n * flops_pe, "bytes": nbytes,
-                         "host_link": host}, index=cfg.index)
+    return pd.DataFrame(
+        {
+            "key": kernel_keys(op, fn, cols, elem),
+            "rows": rows,
+            "cols": cols,
+            "elem_bytes": elem,
+            "flops": n * flops_pe,
+            "bytes": nbytes,
+            "host_link": host,
+        },
+        index=cfg.index,
+    )
 
 
 def _features(w: pd.DataFrame, reread_cols: float | None, rows_term: bool) -> np.ndarray:
@@ -186,7 +246,7 @@ def _full_rank(x: np.ndarray) -> bool:
 
 # ---------------------------------------------------------------- fitting
 def _wls(y: np.ndarray, x: np.ndarray):
-    return sm.WLS(y, x, weights=1.0 / y**2).fit()
+    return wls_relative(x, y)
 
 
 def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
@@ -204,11 +264,10 @@ def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
         thresholds = [None] + [float(m) for m in range(REREAD_STEP, int(hi_c), REREAD_STEP) if m >= lo_c]
         shapes = [(rt, thr) for thr in thresholds for rt in (False, True)]
     knees = np.unique(np.quantile(b, KNEES))
-    floors: dict[float, object] = {}
+    floors: dict[float, Any] = {}
     best = None
 
-    def consider(lo: np.ndarray, x: np.ndarray, rows_term: bool, thr: float | None, knee: float,
-                 cache: bool = True):
+    def consider(lo: np.ndarray, x: np.ndarray, rows_term: bool, thr: float | None, knee: float, cache: bool = True):
         nonlocal best
         if lo.sum() < 3 or (~lo).sum() < x.shape[1] + 3 or not _full_rank(x[~lo]):
             return
@@ -225,7 +284,7 @@ def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
             return  # the line never clearly rises above the floor: nothing to fit it on
         pred = np.maximum(fl.params[0], lin)
         sse = float(np.sum(((pred - t) / t) ** 2))
-        if best is None or sse < best[0] * (1 - TIE_RTOL):  # near-ties keep the first (fixed order)
+        if best is None or sse < best[0] * (1 - _FIT.tie_rtol):  # near-ties keep the first (fixed order)
             best = (sse, rows_term, thr, knee, fl, line, pred, int(lo.sum()))
 
     for rows_term, thr in shapes:
@@ -246,19 +305,32 @@ def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
             break
     if best is None:  # nothing rises above the floor: a floor only, bandwidth from the datasheet
         fl = _wls(t, np.ones((len(t), 1)))
-        return {"floor_ms": float(fl.params[0]), "floor_se_ms": float(fl.bse[0]), "coef": None,
-                "n": int(len(t)), "n_floor": int(len(t)), "bw_source": "datasheet",
-                **_train_err(np.full(len(t), fl.params[0]), t)}
-    sse, rows_term, thr, knee, fl, line, pred, n_floor = best
+        return {
+            "floor_ms": float(fl.params[0]),
+            "floor_se_ms": float(fl.bse[0]),
+            "coef": None,
+            "n": len(t),
+            "n_floor": len(t),
+            "bw_source": "datasheet",
+            **_train_err(np.full(len(t), fl.params[0]), t),
+        }
+    _, rows_term, thr, knee, fl, line, pred, n_floor = best
     names = _coef_names(rows_term, thr is not None)
     coef = {k: float(v) for k, v in zip(names, line.params)}
     se = {k: float(v) for k, v in zip(names, line.bse)}
     out = {
-        "floor_ms": float(fl.params[0]), "floor_se_ms": float(fl.bse[0]),
-        "coef": coef, "coef_se": se, "reread_cols": thr, "knee_bytes": knee,
-        "bw_gbs": 1e-6 / coef["bytes"], "bw_se_gbs": 1e-6 * se["bytes"] / coef["bytes"] ** 2,
+        "floor_ms": float(fl.params[0]),
+        "floor_se_ms": float(fl.bse[0]),
+        "coef": coef,
+        "coef_se": se,
+        "reread_cols": thr,
+        "knee_bytes": knee,
+        "bw_gbs": 1e-6 / coef["bytes"],
+        "bw_se_gbs": 1e-6 * se["bytes"] / coef["bytes"] ** 2,
         "latency_us": 1e3 * coef["const"],
-        "n": int(len(t)), "n_floor": n_floor, "bw_source": "fit",
+        "n": len(t),
+        "n_floor": n_floor,
+        "bw_source": "fit",
         **_train_err(pred, t),
     }
     if "rows" in coef:
@@ -276,8 +348,9 @@ def _train_err(pred: np.ndarray, t: np.ndarray) -> dict:
 def _memory_records(records: pd.DataFrame) -> pd.DataFrame:
     for c in ("gpu", "op", "rows", "cols", "time_ms"):
         if c not in records:
-            raise SeerError(f"records: column {c!r} is missing (memory-bound records need gpu, op, "
-                            "rows, cols, fn, time_ms)")
+            raise SeerError(
+                f"records: column {c!r} is missing (memory-bound records need gpu, op, rows, cols, fn, time_ms)"
+            )
     rec = records[records["op"].isin(OPS)]
     if "status" in rec:
         rec = rec[rec["status"].isin(["ok", ""])]
@@ -286,8 +359,9 @@ def _memory_records(records: pd.DataFrame) -> pd.DataFrame:
     t = rec["time_ms"].to_numpy(dtype="float64", na_value=np.nan)
     bad = ~(np.isfinite(t) & (t > 0))
     if bad.any():
-        raise SeerError(f"records: column 'time_ms', row {rec.index[np.flatnonzero(bad)[0]]!r}: "
-                        "expected a time in ms > 0")
+        raise SeerError(
+            f"records: column 'time_ms', row {rec.index[np.flatnonzero(bad)[0]]!r}: expected a time in ms > 0"
+        )
     return rec
 
 
@@ -311,10 +385,13 @@ def fit_memory_bound(records: pd.DataFrame) -> dict:
     order = ["gpu", "key", "bytes", "rows", "cols", "time_ms"]
     w = w.sort_values(order, kind="mergesort").reset_index(drop=True)
     digest = hashlib.sha256(pd.util.hash_pandas_object(w[order], index=False).to_numpy().tobytes())
-    out: dict = {"schema": SCHEMA,
-                 "model": "t = max(floor, const + bytes/bw + rows*row_cost + reread_bytes/bw2, "
-                          "flops/peak_flops); weights 1/t^2",
-                 "n_rows": int(len(w)), "content_sha256": digest.hexdigest(), "gpus": {}}
+    out: dict = {
+        "schema": SCHEMA,
+        "model": "t = max(floor, const + bytes/bw + rows*row_cost + reread_bytes/bw2, flops/peak_flops); weights 1/t^2",
+        "n_rows": len(w),
+        "content_sha256": digest.hexdigest(),
+        "gpus": {},
+    }
     for slug, g in w.groupby("gpu", sort=True):
         name = min(pd.unique(g["gpu_name"]))  # one name per GPU, whatever the row order
         spec = spec_of(slug if slug in gpus.GPUS else name)
@@ -332,10 +409,12 @@ def fit_memory_bound(records: pd.DataFrame) -> dict:
                 fit = _fit_kernel(part, part["time_ms"].to_numpy(), False)
                 if fit is not None:
                     kernels[pool] = fit
-        out["gpus"][spec.slug] = {"name": str(name), "cc": spec.cc,
-                                  "datasheet": {"dram_gbs": pk.dram_gbs, "fp32_gflops": pk.fp32_gflops,
-                                                "pcie_gbs": pk.pcie_gbs},
-                                  "kernels": kernels}
+        out["gpus"][spec.slug] = {
+            "name": str(name),
+            "cc": spec.cc,
+            "datasheet": {"dram_gbs": pk.dram_gbs, "fp32_gflops": pk.fp32_gflops, "pcie_gbs": pk.pcie_gbs},
+            "kernels": kernels,
+        }
     return out
 
 
@@ -345,8 +424,9 @@ def _gpu_params(params: Mapping | None, slug: str) -> Mapping | None:
         return None
     if not isinstance(params, Mapping) or params.get("schema") != SCHEMA:
         got = params.get("schema") if isinstance(params, Mapping) else type(params).__name__
-        raise SeerError(f"argument params: expected parameters from fit_memory_bound (schema "
-                        f"{SCHEMA}), got schema {got!r}")
+        raise SeerError(
+            f"argument params: expected parameters from fit_memory_bound (schema {SCHEMA}), got schema {got!r}"
+        )
     return params.get("gpus", {}).get(slug)
 
 
@@ -360,8 +440,12 @@ def _fitted_fns(params: Mapping | None) -> set[str]:
     """Element-wise functions some GPU of `params` was fitted on (valid in predictions)."""
     if not isinstance(params, Mapping) or params.get("schema") != SCHEMA:
         return set()
-    return {k.split(":", 1)[1] for g in params.get("gpus", {}).values()
-            for k in g.get("kernels", {}) if k.startswith("elementwise:")}
+    return {
+        k.split(":", 1)[1]
+        for g in params.get("gpus", {}).values()
+        for k in g.get("kernels", {})
+        if k.startswith("elementwise:")
+    }
 
 
 def _choose(key: str, kernels: Mapping) -> tuple[str | None, str]:
@@ -382,8 +466,7 @@ def _choose(key: str, kernels: Mapping) -> tuple[str | None, str]:
     return None, "datasheet"
 
 
-def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None,
-            floor_ms: float | None) -> pd.DataFrame:
+def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None, floor_ms: float | None) -> pd.DataFrame:
     w = _work(cfg)
     if gpu is not None:
         groups = [(gpu, np.ones(cfg.n, dtype=bool))]
@@ -432,24 +515,47 @@ def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None,
             res["floor_ms"][sel] = fl
             res["time_ms"][sel] = t
             source[sel] = label
-    bound = np.where(res["compute_ms"] >= np.maximum(res["memory_ms"], res["floor_ms"]), "compute",
-                     np.where(res["memory_ms"] >= res["floor_ms"], "memory", "floor"))
-    return pd.DataFrame({"key": keys, "flops": w["flops"].to_numpy(), "bytes": w["bytes"].to_numpy(),
-                         **res, "bound": bound, "source": source}, index=cfg.index)
+    bound = np.where(
+        res["compute_ms"] >= np.maximum(res["memory_ms"], res["floor_ms"]),
+        "compute",
+        np.where(res["memory_ms"] >= res["floor_ms"], "memory", "floor"),
+    )
+    return pd.DataFrame(
+        {
+            "key": keys,
+            "flops": w["flops"].to_numpy(),
+            "bytes": w["bytes"].to_numpy(),
+            **res,
+            "bound": bound,
+            "source": source,
+        },
+        index=cfg.index,
+    )
 
 
-def memory_bound_detail(configs: pd.DataFrame | Mapping | None = None, params: Mapping | None = None,
-                        gpu: str | GPUSpec | None = None, *, floor_ms: float | None = None,
-                        **config) -> pd.DataFrame:
+def memory_bound_detail(
+    configs: pd.DataFrame | Mapping | None = None,
+    params: Mapping | None = None,
+    gpu: str | GPUSpec | None = None,
+    *,
+    floor_ms: float | None = None,
+    **config,
+) -> pd.DataFrame:
     """Per config: kernel key, FLOPs, bytes, compute and memory times, floor, predicted time
     (ms), the bound (floor, memory or compute) and where the numbers come from (fit:<kernel>,
     the GPU's pooled element-wise fit standing in, or datasheet)."""
     return _detail(_configs(configs, config, _fitted_fns(params)), params, gpu, floor_ms)
 
 
-def predict_memory_bound(configs: pd.DataFrame | Mapping | None = None, params: Mapping | None = None,
-                         gpu: str | GPUSpec | None = None, *, unit: str = "ms",
-                         floor_ms: float | None = None, **config) -> float | np.ndarray:
+def predict_memory_bound(
+    configs: pd.DataFrame | Mapping | None = None,
+    params: Mapping | None = None,
+    gpu: str | GPUSpec | None = None,
+    *,
+    unit: str = "ms",
+    floor_ms: float | None = None,
+    **config,
+) -> float | np.ndarray:
     """Predicted time of memory-bound kernels: a float for one config given by keyword, an
     array for a DataFrame (columns op, rows, cols, fn, dtype; gpu where `gpu` is None).
 
@@ -467,15 +573,26 @@ def fitted_table(params: Mapping) -> pd.DataFrame:
     of the datasheet peak), floor, latency, row cost, re-read threshold, n."""
     _gpu_params(params, "")
     rows = []
-    for slug, g in params["gpus"].items():
+    for g in params["gpus"].values():
         for key, k in g["kernels"].items():
             host = key in ("memcpy:h2d", "memcpy:d2h")
             peak = g["datasheet"]["pcie_gbs" if host else "dram_gbs"]
             bw = k.get("bw_gbs")
-            rows.append({"gpu": g["name"], "kernel": key, "n": k["n"],
-                         "bw_gbs": bw, "bw_se_gbs": k.get("bw_se_gbs"), "datasheet_gbs": peak,
-                         "bw_of_peak": None if bw is None else bw / peak,
-                         "floor_us": 1e3 * k["floor_ms"], "floor_se_us": 1e3 * k["floor_se_ms"],
-                         "latency_us": k.get("latency_us"), "row_ns": k.get("row_ns"),
-                         "reread_cols": k.get("reread_cols"), "reread_gbs": k.get("reread_gbs")})
+            rows.append(
+                {
+                    "gpu": g["name"],
+                    "kernel": key,
+                    "n": k["n"],
+                    "bw_gbs": bw,
+                    "bw_se_gbs": k.get("bw_se_gbs"),
+                    "datasheet_gbs": peak,
+                    "bw_of_peak": None if bw is None else bw / peak,
+                    "floor_us": 1e3 * k["floor_ms"],
+                    "floor_se_us": 1e3 * k["floor_se_ms"],
+                    "latency_us": k.get("latency_us"),
+                    "row_ns": k.get("row_ns"),
+                    "reread_cols": k.get("reread_cols"),
+                    "reread_gbs": k.get("reread_gbs"),
+                }
+            )
     return pd.DataFrame(rows)

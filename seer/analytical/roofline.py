@@ -6,9 +6,10 @@ the GPU's peak.
 Peaks come from seer's GPU table (REFERENCE.md section 5), not from the seeds' tables, which
 have known errors; a `peaks` mapping overrides them (e.g. measured peaks).
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -31,8 +32,15 @@ def _array(name: str, v, minimum: float, strict: bool) -> np.ndarray:
     return a
 
 
-def roofline(flops, bytes_moved, time_ms, gpu: str | GPUSpec | None = None, *,
-             peaks: Peaks | Mapping | None = None, memory: str = "dram") -> pd.DataFrame:
+def roofline(
+    flops,
+    bytes_moved,
+    time_ms,
+    gpu: str | GPUSpec | None = None,
+    *,
+    peaks: Peaks | Mapping | None = None,
+    memory: str = "dram",
+) -> pd.DataFrame:
     """Roofline figures per kernel (scalars or equal-length arrays; scalars broadcast).
 
     Columns: flops, bytes, time_ms, intensity (FLOP/byte), ridge (FLOP/byte where the roofs
@@ -50,12 +58,15 @@ def roofline(flops, bytes_moved, time_ms, gpu: str | GPUSpec | None = None, *,
     try:
         f, b, t = np.broadcast_arrays(f, b, t)
     except ValueError:
-        raise SeerError("arguments flops, bytes_moved, time_ms: expected equal lengths (or scalars), "
-                        f"got {np.size(flops)}, {np.size(bytes_moved)}, {np.size(time_ms)}") from None
+        raise SeerError(
+            "arguments flops, bytes_moved, time_ms: expected equal lengths (or scalars), "
+            f"got {np.size(flops)}, {np.size(bytes_moved)}, {np.size(time_ms)}"
+        ) from None
     if ((f == 0) & (b == 0)).any():
         i = int(np.flatnonzero((f == 0) & (b == 0))[0])
-        raise SeerError(f"arguments flops and bytes_moved (element {i}): a kernel with no FLOPs "
-                        "and no bytes has no roofline")
+        raise SeerError(
+            f"arguments flops and bytes_moved (element {i}): a kernel with no FLOPs and no bytes has no roofline"
+        )
     peak_flops = pk.fp32_gflops * 1e9
     peak_bw = {"dram": pk.dram_gbs, "l2": pk.l2_gbs, "pcie": pk.pcie_gbs}[memory] * 1e9
     compute_ms = f / peak_flops * 1e3
@@ -64,18 +75,24 @@ def roofline(flops, bytes_moved, time_ms, gpu: str | GPUSpec | None = None, *,
     secs = t * 1e-3
     with np.errstate(divide="ignore"):
         intensity = np.where(b > 0, f / np.where(b > 0, b, 1), np.inf)
-    return pd.DataFrame({
-        "flops": f, "bytes": b, "time_ms": t, "intensity": intensity,
-        "ridge": np.full(len(t), peak_flops / peak_bw),
-        "compute_ms": compute_ms, "memory_ms": memory_ms, "ideal_ms": ideal,
-        "bound": np.where(compute_ms >= memory_ms, "compute", "memory"),
-        "achieved_gflops": f / secs / 1e9, "achieved_gbs": b / secs / 1e9,
-        "flops_pct_of_peak": 100 * (f / secs) / peak_flops,
-        "bw_pct_of_peak": 100 * (b / secs) / peak_bw,
-        "efficiency": ideal / t,
-    })
-
-
+    return pd.DataFrame(
+        {
+            "flops": f,
+            "bytes": b,
+            "time_ms": t,
+            "intensity": intensity,
+            "ridge": np.full(len(t), peak_flops / peak_bw),
+            "compute_ms": compute_ms,
+            "memory_ms": memory_ms,
+            "ideal_ms": ideal,
+            "bound": np.where(compute_ms >= memory_ms, "compute", "memory"),
+            "achieved_gflops": f / secs / 1e9,
+            "achieved_gbs": b / secs / 1e9,
+            "flops_pct_of_peak": 100 * (f / secs) / peak_flops,
+            "bw_pct_of_peak": 100 * (b / secs) / peak_bw,
+            "efficiency": ideal / t,
+        }
+    )
 
 
 def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
@@ -85,7 +102,8 @@ def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
     P Q FLOPs; input, filter and output once). Other ops get NaN. Bytes are the minimum
     traffic, so achieved bandwidth is a lower bound of the real one."""
     from ..configs import flops_bytes
-    from .memory import OPS as MEM_OPS, work
+    from .memory import OPS as MEM_OPS
+    from .memory import work
 
     n = len(records)
     flops = np.full(n, np.nan)
@@ -106,8 +124,9 @@ def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"flops": flops, "bytes": nbytes}, index=records.index)
 
 
-def roofline_records(records: pd.DataFrame, gpu: str | GPUSpec | None = None, *,
-                     peaks: Peaks | Mapping | None = None) -> pd.DataFrame:
+def roofline_records(
+    records: pd.DataFrame, gpu: str | GPUSpec | None = None, *, peaks: Peaks | Mapping | None = None
+) -> pd.DataFrame:
     """`roofline` for measured records (seer.records), one row each, with the records' gpu,
     op, fn and kernel beside it. Rows whose FLOPs and bytes seer cannot count are dropped;
     host copies (memcpy h2d/d2h) are measured against PCIe, everything else against DRAM."""
@@ -129,9 +148,14 @@ def roofline_records(records: pd.DataFrame, gpu: str | GPUSpec | None = None, *,
             if not sel.any():
                 continue
             g = gpu if gpu is not None else g_name
-            r = roofline(wk["flops"].to_numpy()[sel], wk["bytes"].to_numpy()[sel],
-                         rec["time_ms"].to_numpy(dtype="float64")[sel], g, peaks=peaks,
-                         memory="pcie" if is_host else "dram")
+            r = roofline(
+                wk["flops"].to_numpy()[sel],
+                wk["bytes"].to_numpy()[sel],
+                rec["time_ms"].to_numpy(dtype="float64")[sel],
+                g,
+                peaks=peaks,
+                memory="pcie" if is_host else "dram",
+            )
             r.index = rec.index[sel]
             parts.append(r)
     if not parts:

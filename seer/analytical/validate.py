@@ -4,6 +4,7 @@ The rows of each (GPU, op, function) group are split by SEER's rule (`records.sp
 stable sort by configuration, row index mod 10 < 7 = train); the effective bandwidth, floor
 and row terms are fitted on the training rows only and every metric is on the held-out rows.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,13 +63,15 @@ def validation_table(records: pd.DataFrame, model: str = "fitted") -> pd.DataFra
 
 
 def _table(test: pd.DataFrame) -> pd.DataFrame:
-    tab = accuracy_table(test.rename(columns={"op": "op_kind", "op_name": "op"}), "pred_ms", "time_ms",
-                         by=["gpu", "op"])
+    tab = accuracy_table(
+        test.rename(columns={"op": "op_kind", "op_name": "op"}), "pred_ms", "time_ms", by=["gpu", "op"]
+    )
     return tab[["gpu", "op", *ACCURACY_KEYS]]
 
 
-def missed_targets(table: pd.DataFrame, median_ape: float = TARGET_MEDIAN_APE,
-                   rmspe: float = TARGET_RMSPE) -> list[str]:
+def missed_targets(
+    table: pd.DataFrame, median_ape: float = TARGET_MEDIAN_APE, rmspe: float = TARGET_RMSPE
+) -> list[str]:
     """The (gpu, op) groups of a validation table above either target, as 'gpu / op' strings."""
     rows = table[table["gpu"] != "overall"]
     bad = rows[(rows["median_ape"] > median_ape) | (rows["rmspe"] > rmspe)]
@@ -81,21 +84,31 @@ def _write(out: Path, table: pd.DataFrame, params: dict | None, data: str, model
     elif out.suffix == ".json":
         groups = table[table["gpu"] != "overall"]
         overall = table[table["gpu"] == "overall"].iloc[0]
-        doc = {"set": "analytical", "model": model, "data": data,
-               "split": "seer.records.split_rows by gpu, op, fn (index mod 10 < 7 = train)",
-               "targets": {"median_ape": TARGET_MEDIAN_APE, "rmspe": TARGET_RMSPE},
-               "groups": [{"gpu": r["gpu"], "op": r["op"], **{k: r[k] for k in ACCURACY_KEYS}}
-                          for _, r in groups.iterrows()],
-               "overall": {k: overall[k] for k in ACCURACY_KEYS},
-               "params": params}
+        doc = {
+            "set": "analytical",
+            "model": model,
+            "data": data,
+            "split": "seer.records.split_rows by gpu, op, fn (index mod 10 < 7 = train)",
+            "targets": {"median_ape": TARGET_MEDIAN_APE, "rmspe": TARGET_RMSPE},
+            "groups": [
+                {"gpu": r["gpu"], "op": r["op"], **{k: r[k] for k in ACCURACY_KEYS}} for _, r in groups.iterrows()
+            ],
+            "overall": {k: overall[k] for k in ACCURACY_KEYS},
+            "params": params,
+        }
         text = json.dumps(doc, indent=1, sort_keys=True, default=lambda v: v.item())
         atomic_write(out, lambda p: p.write_text(text + "\n"))
     else:
         raise SeerError(f"argument out: expected a file name ending in .csv or .json, got {str(out)!r}")
 
 
-def report(neusight_path: str | Path | None = None, out: str | Path | None = None, *,
-           datasheet: bool = False, stream: TextIO | None = None) -> int:
+def report(
+    neusight_path: str | Path | None = None,
+    out: str | Path | None = None,
+    *,
+    datasheet: bool = False,
+    stream: TextIO | None = None,
+) -> int:
     """Fit on NeuSight's training rows, print held-out accuracy per op and GPU and the fitted
     parameters; write the table to `out` (.csv or .json) if given. Returns an exit code
     (0 done, 2 bad input or no data, with one sentence on stderr)."""
@@ -105,36 +118,61 @@ def report(neusight_path: str | Path | None = None, out: str | Path | None = Non
             raise SeerError(f"argument out: expected a file name ending in .csv or .json, got {str(out)!r}")
         path = Path(neusight_path) if neusight_path is not None else neusight_dir()
         if path is None:
-            raise SeerError("NeuSight data not found: pass its folder or set SEER_NEUSIGHT "
-                            "(expected ../shared/datasets/neusight)")
+            raise SeerError(
+                "NeuSight data not found: pass its folder or set SEER_NEUSIGHT (expected ../shared/datasets/neusight)"
+            )
         records = read_neusight(path, ops=NEUSIGHT_OPS)
         model = "datasheet" if datasheet else "fitted"
         test, params = holdout(records, model)
         table = _table(test)
-        what = ("datasheet roofline, nothing fitted" if datasheet else
-                "roofline with fitted effective bandwidth and floor (statsmodels WLS, 1/t^2)")
-        how = ("scored on" if datasheet else "fitted on the training rows and scored on")
-        print(f"Memory-bound kernels, {what}: held-out accuracy on NeuSight ({path}),\n"
-              f"{how} the test rows of SEER's split per GPU, op and function "
-              f"({len(test)} test rows).\n", file=stream)
+        what = (
+            "datasheet roofline, nothing fitted"
+            if datasheet
+            else "roofline with fitted effective bandwidth and floor (statsmodels WLS, 1/t^2)"
+        )
+        how = "scored on" if datasheet else "fitted on the training rows and scored on"
+        print(
+            f"Memory-bound kernels, {what}: held-out accuracy on NeuSight ({path}),\n"
+            f"{how} the test rows of SEER's split per GPU, op and function "
+            f"({len(test)} test rows).\n",
+            file=stream,
+        )
         print(format_table(table), file=stream)
         missed = missed_targets(table)
-        verdict = ("met for every op on every GPU" if not missed else
-                   f"missed by {len(missed)} of {len(table) - 1}: {', '.join(missed[:5])}"
-                   + (f", and {len(missed) - 5} more" if len(missed) > 5 else ""))
-        print(f"\nTargets (median APE <= {TARGET_MEDIAN_APE:.0%}, RMSPE <= {TARGET_RMSPE:.0%}): "
-              f"{verdict}.", file=stream)
+        verdict = (
+            "met for every op on every GPU"
+            if not missed
+            else f"missed by {len(missed)} of {len(table) - 1}: {', '.join(missed[:5])}"
+            + (f", and {len(missed) - 5} more" if len(missed) > 5 else "")
+        )
+        print(
+            f"\nTargets (median APE <= {TARGET_MEDIAN_APE:.0%}, RMSPE <= {TARGET_RMSPE:.0%}): {verdict}.", file=stream
+        )
         if params is not None:
             fit = fitted_table(params)
-            shown = fit[["gpu", "kernel", "n", "bw_gbs", "datasheet_gbs", "bw_of_peak", "floor_us",
-                         "latency_us", "row_ns", "reread_cols"]].copy()
+            shown = fit[
+                [
+                    "gpu",
+                    "kernel",
+                    "n",
+                    "bw_gbs",
+                    "datasheet_gbs",
+                    "bw_of_peak",
+                    "floor_us",
+                    "latency_us",
+                    "row_ns",
+                    "reread_cols",
+                ]
+            ].copy()
             shown["bw_of_peak"] = shown["bw_of_peak"].map(lambda v: "" if pd.isna(v) else f"{100 * v:.0f}%")
             for c in ("bw_gbs", "floor_us", "latency_us", "row_ns"):
                 shown[c] = shown[c].map(lambda v: "" if pd.isna(v) else f"{v:.1f}")
             shown["reread_cols"] = shown["reread_cols"].map(lambda v: "" if pd.isna(v) else f">{v:.0f}")
-            print("\nFitted parameters (training rows): effective bandwidth, its share of the "
-                  "datasheet peak, floor, latency, cost per row, re-read threshold (columns):\n",
-                  file=stream)
+            print(
+                "\nFitted parameters (training rows): effective bandwidth, its share of the "
+                "datasheet peak, floor, latency, cost per row, re-read threshold (columns):\n",
+                file=stream,
+            )
             print(shown.to_string(index=False), file=stream)
         if out is not None:
             _write(Path(out), table, params, str(path), model)

@@ -4,15 +4,27 @@ The fakes record every library call with its arguments (to check marshalling: ar
 enum values, struct contents) and simulate time: a call advances the backend's clock by a
 duration derived from the configuration, so events, medians, kernel records and the whole
 collection loop run end to end without a GPU. Nothing here is used on a real GPU.
+
+Tests import it as `fakes` (pytest puts tests/ on the path); `CUDNN_BENCH_SIMULATE=1` (or
+`=tests.fakes:fake_env`) makes cudnn_bench.env.open_env use `fake_env` from the repository root,
+to rehearse the one-shot call on a CPU.
 """
+
 from __future__ import annotations
 
 import ctypes
 import itertools
 from dataclasses import dataclass, replace
 
-from .cupti import KernelRecord
-from .runtime import Backend, DeviceInfo
+from cudnn_bench.cublaslt import STATUS_NAMES as CUBLAS_STATUS_NAMES
+from cudnn_bench.cublaslt import CublasLt
+from cudnn_bench.cudnn import STATUS_NAMES as CUDNN_STATUS_NAMES
+from cudnn_bench.cudnn import Cudnn
+from cudnn_bench.cupti import KernelRecord
+from cudnn_bench.env import Env
+from cudnn_bench.errors import DeviceOutOfMemory
+from cudnn_bench.runtime import Backend, BufferPool, DeviceInfo
+from cudnn_bench.timing import EventPool, Flusher
 
 
 # ====================================================================== backend
@@ -25,8 +37,18 @@ class FakeBackend(Backend):
     name = "fake"
 
     def __init__(self, device: DeviceInfo | None = None, mem_bytes: int = 80 << 30):
-        self.device = device or DeviceInfo(0, "NVIDIA H100 80GB HBM3", "9.0", 132, 50 << 20, 1980.0,
-                                           mem_bytes, "580.159.04", "13.0", "00000000:01:00.0")
+        self.device = device or DeviceInfo(
+            0,
+            "NVIDIA H100 80GB HBM3",
+            "9.0",
+            132,
+            50 << 20,
+            1980.0,
+            mem_bytes,
+            "580.159.04",
+            "13.0",
+            "00000000:01:00.0",
+        )
         self.clock_ms = 0.0
         self.allocs: dict[int, int] = {}
         self.memsets: list[tuple[int, int, int, int]] = []
@@ -36,8 +58,6 @@ class FakeBackend(Backend):
         self.synced = 0
 
     def alloc(self, nbytes: int) -> int:
-        from .errors import DeviceOutOfMemory
-
         if sum(self.allocs.values()) + nbytes > self.mem_bytes:
             raise DeviceOutOfMemory(f"fake cudaMalloc of {nbytes} bytes: out of memory")
         p = next(self._next)
@@ -131,21 +151,34 @@ def _v(x):
 # ====================================================================== cuDNN
 ALGO_KERNELS = {  # algorithm -> [(kernel name, share of the call's time)]
     0: [("void implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int)", 1.0)],
-    1: [("void computeOffsetsKernel<false, false>(fft2d_offsets)", 0.05),
-        ("sm90_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8_stage3_warpsize1x4x1_g1_ffma", 0.95)],
-    2: [("void im2col4d_kernel<float, int>(im2col4d_params, float const*, float*)", 0.3),
-        ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", 0.7)],
-    4: [("void flip_filter<float, float>(float*, float const*, int, int, int, int)", 0.05),
+    1: [
+        ("void computeOffsetsKernel<false, false>(fft2d_offsets)", 0.05),
+        (
+            "sm90_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8_stage3_warpsize1x4x1_g1_ffma",
+            0.95,
+        ),
+    ],
+    2: [
+        ("void im2col4d_kernel<float, int>(im2col4d_params, float const*, float*)", 0.3),
+        ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", 0.7),
+    ],
+    4: [
+        ("void flip_filter<float, float>(float*, float const*, int, int, int, int)", 0.05),
         ("void fft2d_r2c_32x32<float, false, 0u, false>(float2*, float const*)", 0.35),
         ("void gemv2T_kernel_val<int, int, float2, float2, float2, 128, 16, 4, 4, false>(float2)", 0.3),
-        ("void fft2d_c2r_32x32<float, false, false, 0u, false, false>(float*, float2 const*)", 0.3)],
-    5: [("void fft2d_r2c_32x32<float, false, 1u, true>(float2*, float const*)", 0.4),
+        ("void fft2d_c2r_32x32<float, false, false, 0u, false, false>(float*, float2 const*)", 0.3),
+    ],
+    5: [
+        ("void fft2d_r2c_32x32<float, false, 1u, true>(float2*, float const*)", 0.4),
         ("void gemv2T_kernel_val<int, int, float2, float2, float2, 128, 16, 4, 4, false>(float2)", 0.3),
-        ("void fft2d_c2r_32x32<float, false, false, 1u, false, false>(float*, float2 const*)", 0.3)],
-    7: [("void winograd_nonfused::winogradForwardData4x4<float, float>(Data)", 0.2),
+        ("void fft2d_c2r_32x32<float, false, false, 1u, false, false>(float*, float2 const*)", 0.3),
+    ],
+    7: [
+        ("void winograd_nonfused::winogradForwardData4x4<float, float>(Data)", 0.2),
         ("void winograd_nonfused::winogradForwardFilter4x4<float, float>(Filter)", 0.1),
         ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma", 0.5),
-        ("void winograd_nonfused::winogradForwardOutput4x4<float, float>(Output)", 0.2)],
+        ("void winograd_nonfused::winogradForwardOutput4x4<float, float>(Output)", 0.2),
+    ],
 }
 ALGO_SPEED = {0: 3.0, 1: 1.0, 2: 1.8, 4: 2.2, 5: 2.4, 6: 1.3, 7: 1.4}
 
@@ -153,8 +186,14 @@ ALGO_SPEED = {0: 3.0, 1: 1.0, 2: 1.8, 4: 2.2, 5: 2.4, 6: 1.3, 7: 1.4}
 class FakeCudnnLib(Recorder):
     """The cuDNN functions the bindings call, with cuDNN 9's status codes and shape rules."""
 
-    def __init__(self, backend: FakeBackend | None = None, tracer: FakeTracer | None = None,
-                 tflops: float = 30.0, fail: dict | None = None, host_gap_ms: float = 0.0):
+    def __init__(
+        self,
+        backend: FakeBackend | None = None,
+        tracer: FakeTracer | None = None,
+        tflops: float = 30.0,
+        fail: dict | None = None,
+        host_gap_ms: float = 0.0,
+    ):
         super().__init__()
         self.backend, self.tracer, self.tflops = backend, tracer, tflops
         self.host_gap_ms = host_gap_ms  # host enqueue time before a call's first kernel starts
@@ -172,9 +211,7 @@ class FakeCudnnLib(Recorder):
         return 13050
 
     def cudnnGetErrorString(self, status):
-        from .cudnn import STATUS_NAMES
-
-        return STATUS_NAMES.get(int(status), "CUDNN_STATUS_UNKNOWN").encode()
+        return CUDNN_STATUS_NAMES.get(int(status), "CUDNN_STATUS_UNKNOWN").encode()
 
     def cudnnGetLastErrorString(self, buf, size):
         ctypes.memmove(buf, self.last_error + b"\0", min(len(self.last_error) + 1, int(size)))
@@ -263,7 +300,7 @@ class FakeCudnnLib(Recorder):
         return xs, fs, cv
 
     def _supported(self, algo, x, w, conv) -> tuple[int, str]:
-        xs, fs, cv = self._problem(x, w, conv)
+        _, fs, cv = self._problem(x, w, conv)
         unit = cv["stride"] == (1, 1) and cv["dil"] == (1, 1)
         if algo == 3:
             return 3000, "CUDNN_CONVOLUTION_FWD_ALGO_DIRECT is not implemented"
@@ -284,8 +321,7 @@ class FakeCudnnLib(Recorder):
 
     def cudnnGetConvolutionForwardAlgorithm_v7(self, h, x, w, conv, y, req, got, arr):
         self.log("cudnnGetConvolutionForwardAlgorithm_v7", (_v(h), _v(x), _v(w), _v(conv), _v(y), req))
-        order = sorted(range(8), key=lambda a: (self._supported(a, x, w, conv)[0] != 0,
-                                                self._time_ms(a, x, w, conv)))
+        order = sorted(range(8), key=lambda a: (self._supported(a, x, w, conv)[0] != 0, self._time_ms(a, x, w, conv)))
         for i, a in enumerate(order[:req]):
             arr[i].algo, arr[i].status = a, self._supported(a, x, w, conv)[0]
             arr[i].time, arr[i].memory, arr[i].mathType = -1.0, 0, self.convs[_v(conv)].get("math", 0)
@@ -298,15 +334,24 @@ class FakeCudnnLib(Recorder):
         if st:
             return self._err(st, text)
         xs, fs, _ = self._problem(x, w, conv)
-        out.contents.value = {0: 0, 1: 4096, 2: xs[0] * fs[1] * fs[2] * fs[3] * xs[2] * xs[3] * 4,
-                              4: 1 << 26, 5: 1 << 24, 6: 1 << 20, 7: 1 << 25}[algo]
+        out.contents.value = {
+            0: 0,
+            1: 4096,
+            2: xs[0] * fs[1] * fs[2] * fs[3] * xs[2] * xs[3] * 4,
+            4: 1 << 26,
+            5: 1 << 24,
+            6: 1 << 20,
+            7: 1 << 25,
+        }[algo]
         return 0
 
     def cudnnConvolutionForward(self, h, alpha, xd, x, wd, w, conv, algo, ws, ws_size, beta, yd, y):
         a = ctypes.cast(alpha, ctypes.POINTER(ctypes.c_float)).contents.value
         b = ctypes.cast(beta, ctypes.POINTER(ctypes.c_float)).contents.value
-        self.log("cudnnConvolutionForward", (_v(h), a, _v(xd), _v(x), _v(wd), _v(w), _v(conv), algo,
-                                             _v(ws), ws_size, b, _v(yd), _v(y)))
+        self.log(
+            "cudnnConvolutionForward",
+            (_v(h), a, _v(xd), _v(x), _v(wd), _v(w), _v(conv), algo, _v(ws), ws_size, b, _v(yd), _v(y)),
+        )
         if algo in self.fail:
             return self._err(self.fail[algo], "injected failure")
         t = self._time_ms(algo, xd, wd, conv)
@@ -315,12 +360,15 @@ class FakeCudnnLib(Recorder):
             start = self.backend.clock_ms
             self.backend.clock_ms += t
             if self.tracer is not None:
-                xs, fs, _ = self._problem(xd, wd, conv)
+                xs, _, _ = self._problem(xd, wd, conv)
                 at = start * 1e6
                 for name, share in ALGO_KERNELS.get(algo, [(f"kernel_algo{algo}", 1.0)]):
                     dur = t * share * 1e6
-                    self.tracer.records.append(KernelRecord(name, int(at), int(at + dur), (max(1, xs[0] // 2), 4, 1),
-                                                            (256, 1, 1), 96, 0, 16384))
+                    self.tracer.records.append(
+                        KernelRecord(
+                            name, int(at), int(at + dur), (max(1, xs[0] // 2), 4, 1), (256, 1, 1), 96, 0, 16384
+                        )
+                    )
                     at += dur
         return 0
 
@@ -329,8 +377,14 @@ class FakeCudnnLib(Recorder):
 class FakeLtLib(Recorder):
     """The cuBLASLt functions of the bindings; the heuristic offers `n_algos` tile variants."""
 
-    def __init__(self, backend: FakeBackend | None = None, tracer: FakeTracer | None = None,
-                 n_algos: int = 4, tflops: float = 40.0, no_algos_for: tuple[int, ...] = ()):
+    def __init__(
+        self,
+        backend: FakeBackend | None = None,
+        tracer: FakeTracer | None = None,
+        n_algos: int = 4,
+        tflops: float = 40.0,
+        no_algos_for: tuple[int, ...] = (),
+    ):
         super().__init__()
         self.backend, self.tracer, self.n_algos, self.tflops = backend, tracer, n_algos, tflops
         self.no_algos_for = no_algos_for  # compute types for which the heuristic offers nothing
@@ -342,9 +396,7 @@ class FakeLtLib(Recorder):
         return 131000
 
     def cublasLtGetStatusName(self, s):
-        from .cublaslt import STATUS_NAMES
-
-        return STATUS_NAMES.get(int(s), "CUBLAS_STATUS_UNKNOWN").encode()
+        return CUBLAS_STATUS_NAMES.get(int(s), "CUBLAS_STATUS_UNKNOWN").encode()
 
     def cublasLtGetStatusString(self, s):
         return b"fake status text"
@@ -418,8 +470,26 @@ class FakeLtLib(Recorder):
 
     def cublasLtMatmul(self, h, op, alpha, A, a, B, b, beta, C, c, D, d, algo, ws, ws_size, stream):
         al = ctypes.cast(alpha, ctypes.POINTER(ctypes.c_float)).contents.value
-        self.log("cublasLtMatmul", (_v(h), _v(op), al, _v(A), _v(a), _v(B), _v(b), _v(C), _v(c), _v(D),
-                                    _v(d), int(algo.contents.data[0]), _v(ws), ws_size, _v(stream)))
+        self.log(
+            "cublasLtMatmul",
+            (
+                _v(h),
+                _v(op),
+                al,
+                _v(A),
+                _v(a),
+                _v(B),
+                _v(b),
+                _v(C),
+                _v(c),
+                _v(D),
+                _v(d),
+                int(algo.contents.data[0]),
+                _v(ws),
+                ws_size,
+                _v(stream),
+            ),
+        )
         rows, cols = self.layouts[_v(c)]
         k = self.layouts[_v(a)][1]
         t = 2.0 * rows * cols * k / (self.tflops * 1e9) * (1 + 0.1 * (algo.contents.data[0] - 20)) + 0.004
@@ -427,22 +497,31 @@ class FakeLtLib(Recorder):
             start = self.backend.clock_ms
             self.backend.clock_ms += t
             if self.tracer is not None:
-                self.tracer.records.append(KernelRecord(
-                    f"nvjet_tst_128x{64 + int(algo.contents.data[1])}_64x4_1x2_h_bz_TNT", int(start * 1e6),
-                    int((start + t) * 1e6), (rows // 128 + 1, cols // 64 + 1, 1), (384, 1, 1), 168, 0, 200000))
+                self.tracer.records.append(
+                    KernelRecord(
+                        f"nvjet_tst_128x{64 + int(algo.contents.data[1])}_64x4_1x2_h_bz_TNT",
+                        int(start * 1e6),
+                        int((start + t) * 1e6),
+                        (rows // 128 + 1, cols // 64 + 1, 1),
+                        (384, 1, 1),
+                        168,
+                        0,
+                        200000,
+                    )
+                )
         return 0
 
 
-def fake_env(tracer: bool | FakeTracer = True, fail: dict | None = None, n_algos: int = 4,
-             mem_bytes: int = 80 << 30, nvml_mhz: float = 1755.0, host_gap_ms: float = 0.0,
-             no_algos_for: tuple[int, ...] = ()):
-    """A collect.Env wired to the fakes (cuDNN and cuBLASLt through the real bindings)."""
-    from .collect import Env
-    from .cublaslt import CublasLt
-    from .cudnn import Cudnn
-    from .runtime import BufferPool
-    from .timing import EventPool, Flusher
-
+def fake_env(
+    tracer: bool | FakeTracer = True,
+    fail: dict | None = None,
+    n_algos: int = 4,
+    mem_bytes: int = 80 << 30,
+    nvml_mhz: float = 1755.0,
+    host_gap_ms: float = 0.0,
+    no_algos_for: tuple[int, ...] = (),
+) -> Env:
+    """An env.Env wired to the fakes (cuDNN and cuBLASLt through the real bindings)."""
     backend = FakeBackend(mem_bytes=mem_bytes)
     tr = tracer if isinstance(tracer, FakeTracer) else (FakeTracer() if tracer else None)
     dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms))
@@ -453,9 +532,24 @@ def fake_env(tracer: bool | FakeTracer = True, fail: dict | None = None, n_algos
         def sm_clock_mhz(self, *_):
             return nvml_mhz
 
-    env = Env(backend=backend, device=backend.device, stream=stream, pool=BufferPool(backend),
-              flusher=Flusher(backend, backend.device.l2_bytes, stream), events=EventPool(backend),
-              dnn=dnn, dnn_handle=dnn.create_handle(), lt=lt, lt_handle=lt.create_handle(), tracer=tr,
-              nvml=_Nvml(), versions={"driver_version": "580.159.04", "cuda_version": "13.5",
-                                      "cudnn_version": "9.28.0", "cublas_version": "13.10.0"})
+    env = Env(
+        backend=backend,
+        device=backend.device,
+        stream=stream,
+        pool=BufferPool(backend),
+        flusher=Flusher(backend, backend.device.l2_bytes, stream),
+        events=EventPool(backend),
+        dnn=dnn,
+        dnn_handle=dnn.create_handle(),
+        lt=lt,
+        lt_handle=lt.create_handle(),
+        tracer=tr,
+        nvml=_Nvml(),
+        versions={
+            "driver_version": "580.159.04",
+            "cuda_version": "13.5",
+            "cudnn_version": "9.28.0",
+            "cublas_version": "13.10.0",
+        },
+    )
     return env

@@ -1,0 +1,207 @@
+"""Measuring one configuration: every call its runner offers, timed, as record rows.
+
+One loop serves convolutions and GEMMs (runners.py says what differs): a call whose workspace
+cannot be had, is too large, or fails is a row with a status instead of a time; a sticky CUDA
+error (FatalGPUError) stops the run. A timed call gets one row per kernel it launched, from
+the tracer's records of its repetitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from seer import occupancy
+
+from . import suites as S
+from .counters import kernel_roles
+from .cupti import KernelRecord, span_ms, split_calls, summarize
+from .env import Env
+from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
+from .maths import MATH_DTYPE
+from .options import Options
+from .runners import Call, open_runner, unopened_calls
+from .store import utc_now
+from .timing import Timing, time_call
+
+HOST_GAP = 0.10  # events longer than the kernels' GPU span by more than this: host-bound
+
+
+# ====================================================================== rows
+def base_row(env: Env, item: S.PlanItem) -> dict:
+    cfg = item.config
+    row = {
+        "suite": item.suite,
+        "gpu": env.device.name,
+        "cc": env.device.cc,
+        **cfg.fields(),
+        "dtype": MATH_DTYPE[item.math],
+        "math": item.math,
+        "config_key": cfg.key(),
+        "layer": cfg.name,
+        "backend": env.backend.name,
+        "est_s": round(item.est_s, 4),
+        **env.versions,
+    }
+    if isinstance(cfg, S.GemmConfig):
+        row["layout"] = ""
+    return row
+
+
+def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sms: int) -> list[dict] | None:
+    """Per-kernel fields of one call from a tracer's records of all its repetitions; every
+    row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms)."""
+    per_call = split_calls(kernels, calls)
+    if not per_call:
+        return None
+    span = span_ms(per_call, timed)
+    summ = summarize(per_call, timed)
+    names = [s.record.name for s in summ]
+    roles = kernel_roles(names, [s.median_ms for s in summ])
+    out = []
+    for s, role in zip(summ, roles):
+        r = s.record
+        row = {
+            "kernel": r.name,
+            "kernels": ";".join(names),
+            "role": role,
+            "kernel_index": s.index,
+            "grid_x": r.grid[0],
+            "grid_y": r.grid[1],
+            "grid_z": r.grid[2],
+            "block_x": r.block[0],
+            "block_y": r.block[1],
+            "block_z": r.block[2],
+            "blocks": r.blocks,
+            "regs_per_thread": r.regs,
+            "smem_static": r.smem_static,
+            "smem_dynamic": r.smem_dynamic,
+            "kernel_time_ms": s.median_ms,
+            "kernel_time_source": "cupti",
+            "gpu_span_ms": span,
+        }
+        if r.cluster is not None:
+            row.update(cluster_x=r.cluster[0], cluster_y=r.cluster[1], cluster_z=r.cluster[2])
+        try:
+            bps = int(occupancy.blocks_per_sm(cc, max(1, r.threads), r.regs, r.smem_static + r.smem_dynamic))
+            row.update(
+                blocks_per_sm=bps,
+                model_blocks_per_sm=bps,
+                b_max=bps * sms,
+                waves=int(occupancy.waves(r.blocks, bps * sms)) if bps > 0 else None,
+                occupancy_source="model",
+            )
+        except Exception:  # an unknown CC leaves occupancy empty
+            pass
+        out.append(row)
+    return out
+
+
+def call_rows(
+    base: dict,
+    call: dict,
+    timing: Timing | None,
+    kernels: list[KernelRecord] | None,
+    env: Env,
+    status: str = "ok",
+    message: str = "",
+) -> list[dict]:
+    """The rows of one call: one per kernel it launched (or one row when unknown or failed)."""
+    key = f"{base['config_key']}|{base['math']}|{call['call_suffix']}"
+    common = {
+        **base,
+        **{k: v for k, v in call.items() if k != "call_suffix"},
+        "call_key": key,
+        "call_id": S.stable_hash(key),
+        "status": status,
+        "message": message or base.get("message", ""),
+        "measured_at": utc_now(),
+    }
+    if timing is None or status != "ok":
+        return [{**common, "role": "main", "kernel_index": 0}]
+    common.update(
+        time_ms=timing.median_ms, spread_ms=timing.spread_ms, reps=timing.reps, sm_clock_mhz=env.sm_clock_mhz()
+    )
+    ks = kernel_rows(kernels, timing.reps, timing.calls, env.device.cc, env.device.sms) if kernels else None
+    if not ks:
+        return [{**common, "role": "main", "kernel_index": 0}]
+    span = ks[0]["gpu_span_ms"]
+    common["host_gap"] = bool(span > 0 and timing.median_ms > (1 + HOST_GAP) * span)
+    return [{**common, **k} for k in ks]
+
+
+def failed_rows(base: dict, call: dict, env: Env, exc: BaseException) -> list[dict]:
+    """The row of a call that could not run, with the status and message the error stands for."""
+    return call_rows(base, call, None, None, env, status_of(exc), str(exc))
+
+
+# ====================================================================== timing a call
+def timed(env: Env, fn: Callable[[], None], opts: Options) -> tuple[Timing, list[KernelRecord]]:
+    """Time a call; its kernel records, or [] where there is no tracer or CUPTI dropped some
+    of them (a partial record list would split into wrong calls)."""
+    if env.tracer is None:
+        return time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events), []
+    env.tracer.take()  # drop whatever ran before this call
+    dropped = getattr(env.tracer, "dropped", 0)
+    timing = time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events)
+    kernels = env.tracer.take()
+    return timing, ([] if getattr(env.tracer, "dropped", 0) > dropped else kernels)
+
+
+def after_error(env: Env) -> None:
+    """After a failed call: a sticky CUDA error must stop the run (FatalGPUError propagates)."""
+    env.backend.synchronize()
+    if env.tracer is not None:
+        try:
+            env.tracer.take()
+        except Exception:  # the tracer's state after a failure does not matter
+            pass
+
+
+def measure_call(env: Env, base: dict, call: Call, opts: Options) -> list[dict]:
+    """One call's rows: timed, or one row whose status says why it was not."""
+    try:
+        ws = call.workspace()
+    except LibraryStatusError as exc:
+        return failed_rows(base, call.fields, env, exc)
+    fields = {**call.fields, "workspace_bytes": ws}
+    if ws > opts.workspace_limit:
+        return call_rows(
+            base,
+            fields,
+            None,
+            None,
+            env,
+            "workspace_too_large",
+            f"needs {ws} bytes, limit {opts.workspace_limit} (--workspace-limit)",
+        )
+    try:
+        ws_ptr = env.pool.get("ws", ws) if ws else 0
+    except DeviceOutOfMemory as exc:
+        return call_rows(base, fields, None, None, env, "out_of_memory", str(exc))
+    try:
+        timing, kernels = timed(env, call.make(ws_ptr, ws), opts)
+    except FatalGPUError:
+        raise
+    except (LibraryStatusError, DeviceOutOfMemory) as exc:
+        after_error(env)
+        return failed_rows(base, fields, env, exc)
+    return call_rows(base, fields, timing, kernels, env)
+
+
+# ====================================================================== one configuration
+def measure(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
+    """Every call of one configuration (each conv algorithm, or cuBLASLt's heuristic
+    algorithms of a GEMM), each timed, with the library's own ranking."""
+    base = base_row(env, item)
+    try:
+        runner = open_runner(env, item, opts)
+    except FatalGPUError:
+        raise
+    except BenchError as exc:
+        return [row for call in unopened_calls(item, opts) for row in failed_rows(base, call, env, exc)]
+    rows: list[dict] = []
+    with runner:
+        base.update(runner.shared())
+        for call in runner.calls(opts):
+            rows += measure_call(env, base, call, opts)
+    return rows

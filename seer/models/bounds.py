@@ -1,0 +1,110 @@
+"""Fitting a variant's time law: segmented bounds (which rows are compute- or memory-bound
+follows from the fit), SEER's typed regimes where types were measured, and the clock law."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import statsmodels.api as sm
+
+from .features import Design
+from .law import Regime, TimeLaw
+from .options import DEFAULT, FitOptions
+from .solver import WLSResult, nonnegative_wls
+from .typed import fit_typed
+
+
+class Segmented(NamedTuple):
+    """A fitted law and the training rows it puts on the memory bound."""
+
+    law: TimeLaw
+    memory_rows: np.ndarray
+
+
+def _law(D: Design, r: WLSResult, floor: float, mem: np.ndarray | None) -> TimeLaw:
+    """The bounds of one joint WLS whose columns are compute, [memory,] helpers."""
+    nc, n = D.compute.shape[1], len(r.y)
+    on_mem = 0 if mem is None else int(mem.sum())
+    compute = Regime(D.names["compute"], r.params[:nc], n - on_mem, r, slice(0, nc))
+    if mem is None:
+        return TimeLaw(compute, None, Regime(D.names["helpers"], r.params[nc:], n, r, slice(nc, None)), floor)
+    nm = D.memory.shape[1]
+    memory = Regime(D.names["memory"], r.params[nc : nc + nm], on_mem, r, slice(nc, nc + nm))
+    return TimeLaw(compute, memory, Regime(D.names["helpers"], r.params[nc + nm :], n, r, slice(nc + nm, None)), floor)
+
+
+def fit_bounds(
+    D: Design, y: np.ndarray, floor: float, start: np.ndarray | None = None, options: FitOptions = DEFAULT
+) -> Segmented:
+    """Segmented WLS on relative error: every row is explained by the larger of the two bounds
+    plus the helper terms; rows are re-assigned to bounds and all refitted together until the
+    assignment is stable. `start`: a first guess of the memory-bound rows."""
+    nc, nm = D.compute.shape[1], D.memory.shape[1]
+    margin = options.row_margin
+
+    def compute_only() -> Segmented:
+        r = nonnegative_wls(np.hstack([D.compute, D.helpers]), y)
+        return Segmented(_law(D, r, floor, None), np.zeros(len(y), bool))
+
+    if start is None:
+        law = compute_only().law
+        ratio = y / np.maximum(D.compute @ law.regime("compute").coef + D.helpers @ law.helpers.coef, 1e-12)
+        mem = ratio > np.quantile(ratio, options.memory_start)  # the rows the compute bound explains worst
+    else:
+        mem = start
+    fit = None
+    for _ in range(options.segment_iters):
+        if mem.sum() < nm + margin or (~mem).sum() < nc + margin:
+            return compute_only()
+        X = np.hstack([D.compute * ~mem[:, None], D.memory * mem[:, None], D.helpers])
+        fit = Segmented(_law(D, nonnegative_wls(X, y), floor, mem), mem)
+        new = D.memory @ fit.law.regime("memory").coef > D.compute @ fit.law.regime("compute").coef
+        if (new == mem).all():
+            break
+        mem = new
+    assert fit is not None
+    return fit
+
+
+def fit_law(
+    D: Design,
+    y: np.ndarray,
+    floor: float,
+    *,
+    clock: bool,
+    iters: int | None = None,
+    types: np.ndarray | None = None,
+    options: FitOptions = DEFAULT,
+    plain: Segmented | None = None,
+) -> Segmented:
+    """Fit the bounds (or, given measured `types`, SEER's typed regimes); with `clock`,
+    alternate between the bounds (on times mapped back through the clock law) and the law
+    itself (OLS of log t on log t_bounds) until the exponent settles. `plain`: the bounds
+    fitted to (D, y) without the clock, where already at hand (the clock's first step)."""
+    if types is not None:
+        law = fit_typed(D, y, types, floor, options)
+        return Segmented(law, np.zeros(len(y), bool))
+    if not clock:
+        return fit_bounds(D, y, floor, options=options) if plain is None else plain
+    target, c, b = y, (0.0, 0.0), None
+    for _ in range(options.clock_iters if iters is None else iters):
+        if b is None and plain is not None:
+            b = plain
+        else:
+            b = fit_bounds(D, target, floor, start=None if b is None else b.memory_rows, options=options)
+        lt = np.log(b.law.time(D))
+        # hasconst: the first column is the constant (statsmodels need not search for one)
+        r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt]), hasconst=True).fit()
+        new = (float(r.params[0]), float(r.params[1]))
+        if not -0.5 < new[1] < 1.0:  # not a plausible clock law: leave the bounds alone
+            return fit_bounds(D, y, floor, options=options) if plain is None else plain
+        done = abs(new[1] - c[1]) < 1e-3
+        c = new
+        target = np.exp((np.log(y) - c[0]) / (1.0 + c[1]))
+        if done:
+            break
+    assert b is not None
+    final = fit_bounds(D, target, floor, start=b.memory_rows, options=options)
+    final.law.clock = c
+    return final

@@ -1,0 +1,57 @@
+"""Which features a variant's model uses: deterministic k-fold cross-validation on its rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bounds import Segmented, fit_law
+from .features import Design, Inputs, design
+from .keys import FeatureSet
+from .options import DEFAULT, FitOptions
+from .staircase import Staircase, near_best, staircase
+
+
+def select(
+    x: Inputs,
+    y: np.ndarray,
+    cands: list[int],
+    sms: int,
+    floor: float,
+    types: np.ndarray | None = None,
+    options: FitOptions = DEFAULT,
+) -> tuple[float, FeatureSet, Staircase]:
+    """(cross-validated RMSPE, feature set, B_max staircase) of the best model. B_max is the
+    staircase the richest bounds fit best on the training rows; each candidate feature set is
+    then scored on held-out folds (row i in fold i mod k), near-ties going to the simpler set."""
+    folds = options.folds
+    fold = np.arange(len(y)) % folds
+    helpers = any(np.any(v != 0) for v in x.helpers.values())  # e.g. no split-K: no helpers
+    stair = staircase(x, y, cands, sms, FeatureSet("waves", helpers), floor, options)
+    scores: dict[FeatureSet, float] = {}
+    designs: dict[tuple[str, bool], Design] = {}  # a clock changes the law, not the design
+    plain: dict[tuple[str, bool, int], Segmented] = {}  # each fold's bounds without a clock
+    for fs in FeatureSet.candidates(helpers, types is not None):
+        terms = (fs.base, fs.helpers)
+        D = designs.setdefault(terms, design(x, stair.bps, sms, fs))
+        typed = types if fs.typed else None
+        errs = np.full(len(y), np.inf)
+        for f in range(folds):
+            te = fold == f
+            if (~te).sum() < D.columns + options.row_margin:
+                continue
+            fitted = fit_law(
+                D.take(~te),
+                y[~te],
+                floor,
+                clock=fs.clock,
+                iters=options.cv_clock_iters,
+                types=None if typed is None else typed[~te],
+                options=options,
+                plain=plain.get((*terms, f)),
+            )
+            if not fs.clock and typed is None:
+                plain[(*terms, f)] = fitted
+            errs[te] = (fitted.law.time(D.take(te)) - y[te]) / y[te]
+        scores[fs] = float(np.sqrt(np.mean(errs**2)))
+    fs = near_best(scores, options.tie_rtol)
+    return scores[fs], fs, stair

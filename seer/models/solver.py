@@ -1,0 +1,75 @@
+"""The one solver behind every regime: least squares on relative error, coefficients >= 0."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import statsmodels.api as sm
+from scipy.optimize import lsq_linear, nnls
+
+
+def wls_relative(X: np.ndarray, y: np.ndarray):
+    """statsmodels' WLS with weights 1/t^2: least squares on relative error (SEER's nlinfit objective)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sm.WLS(y, X, weights=1.0 / y**2).fit()
+
+
+@dataclass
+class WLSResult:
+    """Non-negative WLS coefficients; their standard errors and R^2 (one statsmodels WLS on
+    the kept columns) are computed on first use: the B_max and feature-set searches fit
+    hundreds of candidates and read only the coefficients."""
+
+    params: np.ndarray
+    X: np.ndarray
+    y: np.ndarray
+
+    @cached_property
+    def _stats(self) -> tuple[np.ndarray, float]:
+        se = np.zeros(len(self.params))
+        kept = self.params > 0
+        if not kept.any():
+            return se, float("nan")
+        r = wls_relative(self.X[:, kept], self.y)
+        se[kept] = np.nan_to_num(r.bse, nan=0.0)
+        return se, float(r.rsquared)
+
+    @property
+    def bse(self) -> np.ndarray:
+        return self._stats[0]
+
+    @property
+    def rsquared(self) -> float:
+        return self._stats[1]
+
+
+def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
+    """WLS on relative error with every coefficient >= 0: time never falls as waves, work,
+    bytes or launches grow (a negative coefficient is what collinear terms or an unmodelled
+    curvature produce, and it extrapolates into negative or exploding times).
+
+    The exact non-negative optimum comes from scipy's NNLS on the weighted system (rows
+    divided by t, columns scaled to unit norm so the solver's tolerances mean the same for
+    every feature); statsmodels' WLS on the columns it keeps gives the standard errors (at
+    the optimum the kept coefficients solve that unconstrained problem)."""
+    Xw = X / y[:, None]
+    norm = np.sqrt(np.add.reduce(Xw * Xw, axis=0))  # np.linalg.norm(Xw, axis=0), without its checks
+    usable = norm > 0
+    p = np.zeros(X.shape[1])
+    if usable.any():
+        A = Xw[:, usable] / norm[usable]
+        try:
+            sol = nnls(A, np.ones(len(y)), maxiter=50 * A.shape[1])[0]
+        except RuntimeError:  # NNLS did not converge (degenerate columns): the bounded solver
+            sol = lsq_linear(A, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
+        p[usable] = sol / norm[usable]
+    return WLSResult(p, X, y)
+
+
+def rmspe(pred: np.ndarray, y: np.ndarray) -> float:
+    """Root mean square of the relative errors."""
+    return float(np.sqrt(np.mean(((pred - y) / y) ** 2)))

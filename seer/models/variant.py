@@ -1,0 +1,200 @@
+"""One kernel variant's time model: the model (what to fit) and its results (what was fitted).
+
+As in statsmodels, `VariantModel(key, cc=..., sms=...).fit(train)` returns the results,
+a `VariantFit`: one `predict`, and its own serialization by keyword (`to_dict`/`from_dict`,
+the "variants" entries of a fits file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..chooser import Chooser
+from ..configs import ConfigBatch
+from ..geometry import Geometry, fit_geometry
+from .bounds import fit_law
+from .crossval import select
+from .features import design, inputs
+from .keys import FeatureSet, VariantKey
+from .law import Regime, TimeLaw, type_of
+from .options import DEFAULT, FitOptions
+from .solver import rmspe
+from .staircase import bps_candidates
+from .typed import seer_types
+
+
+@dataclass
+class VariantFit:
+    """A fitted variant: its launch geometry, B_max, feature set and time law, with how well
+    it fits (training and cross-validated RMSPE) and notes on what the data could not tell."""
+
+    key: VariantKey
+    kernel: str
+    geometry: Geometry
+    blocks_per_sm: int
+    bmax_source: str
+    feature_set: FeatureSet
+    law: TimeLaw
+    n_train: int
+    train_rmspe: float
+    cv_rmspe: float
+    compute_share: float  # training rows on the compute bound
+    sms: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def op(self) -> str:
+        return self.key.op
+
+    @property
+    def algo(self) -> str:
+        return self.key.algo
+
+    @property
+    def b_max(self) -> int:
+        return self.blocks_per_sm * self.sms
+
+    # the law's parts, as a fits file names them
+    compute = property(lambda self: self.law.compute)
+    memory = property(lambda self: self.law.memory)
+    under = property(lambda self: self.law.under)
+    helpers = property(lambda self: self.law.helpers)
+    clock = property(lambda self: self.law.clock)
+    floor_ms = property(lambda self: self.law.floor_ms)
+    type_chooser = property(lambda self: self.law.type_chooser)
+
+    def predict(self, configs: pd.DataFrame | ConfigBatch) -> np.ndarray:
+        """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch)."""
+        batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
+        x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None)
+        return self.law.time(design(x, self.blocks_per_sm, self.sms, self.feature_set))
+
+    def to_dict(self) -> dict:
+        law = self.law
+
+        def regime(r: Regime | None) -> dict | None:
+            return None if r is None else r.to_dict()
+
+        return {
+            "op": self.op,
+            "algo": self.algo,
+            "variant": self.key.variant,
+            "kernel": self.kernel,
+            "geometry": self.geometry.to_dict(),
+            "blocks_per_sm": self.blocks_per_sm,
+            "b_max": self.b_max,
+            "b_max_source": self.bmax_source,
+            "feature_set": str(self.feature_set),
+            "type": {"compute_bound_share": round(self.compute_share, 4)},
+            "compute": regime(law.compute),
+            "memory": regime(law.memory),
+            "under": regime(law.under),
+            "type_chooser": None if law.type_chooser is None else law.type_chooser.to_dict(),
+            "helpers": law.helpers.to_dict(),
+            "clock": None if law.clock is None else [float(f"{c:.9g}") for c in law.clock],
+            "floor_ms": float(f"{law.floor_ms:.6g}"),
+            "n": self.n_train,
+            "train_rmspe": round(self.train_rmspe, 5),
+            "cv_rmspe": round(self.cv_rmspe, 5),
+            "sms": self.sms,
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> VariantFit:
+        def regime(key: str) -> Regime | None:
+            return None if d.get(key) is None else Regime.from_dict(d[key])
+
+        clock = d.get("clock")
+        law = TimeLaw(
+            compute=regime("compute"),
+            memory=regime("memory"),
+            helpers=Regime.from_dict(d["helpers"]),
+            floor_ms=float(d["floor_ms"]),
+            clock=None if clock is None else (float(clock[0]), float(clock[1])),
+            under=regime("under"),
+            type_chooser=None if d.get("type_chooser") is None else Chooser.from_dict(d["type_chooser"]),
+        )
+        return cls(
+            key=VariantKey(d["op"], d["algo"], d["variant"]),
+            kernel=d["kernel"],
+            geometry=Geometry.from_dict(d["geometry"]),
+            blocks_per_sm=int(d["blocks_per_sm"]),
+            bmax_source=d["b_max_source"],
+            feature_set=FeatureSet.parse(d["feature_set"]),
+            law=law,
+            n_train=int(d["n"]),
+            train_rmspe=float(d["train_rmspe"]),
+            cv_rmspe=float(d["cv_rmspe"]),
+            compute_share=float(d["type"]["compute_bound_share"]),
+            sms=int(d["sms"]),
+            notes=list(d.get("notes", [])),
+        )
+
+
+@dataclass(frozen=True)
+class VariantModel:
+    """What to fit: one kernel variant on a GPU of compute capability `cc` with `sms` SMs
+    (`known_bps`: resident blocks per SM where occupancy was measured)."""
+
+    key: VariantKey
+    cc: str
+    sms: int
+    options: FitOptions = DEFAULT
+    known_bps: int | None = None
+
+    def fit(self, train: pd.DataFrame) -> VariantFit:
+        """Fit on the variant's training rows (time_ms = the measured kernel time).
+
+        B_max comes from the wave staircase (training error), the feature set from a
+        deterministic k-fold cross-validation inside the training rows (held-out error)."""
+        op, opts = self.key.op, self.options
+        y = train["time_ms"].to_numpy(dtype=float)
+        floor = float(opts.floor_fraction * y.min())
+        batch = ConfigBatch.of(train, op)
+        geom = fit_geometry(train, op, batch)
+        types = seer_types(train, opts)
+        x = inputs(batch, geom, self.key.algo, logcfg=types is not None)
+        cands = [self.known_bps] if self.known_bps else bps_candidates(train, self.cc)
+        cv, fs, stair = select(x, y, cands, self.sms, floor, types, opts)
+        D = design(x, stair.bps, self.sms, fs)
+        fitted = fit_law(D, y, floor, clock=fs.clock, types=types if fs.typed else None, options=opts)
+        law = fitted.law
+        if law.type_chooser is not None:
+            share = float(np.mean(type_of(law.type_chooser, D) == "compute"))
+        else:
+            share = float(1 - fitted.memory_rows.mean())
+        notes = [
+            f"{a} rule {r.describe()} reproduces {100 * r.match:.0f}% of training grids"
+            for a, r in geom.axes.items()
+            if r.match < 0.95
+        ]
+        if self.known_bps:
+            source = "measured occupancy"
+        elif stair.identified:
+            source = "wave staircase of training rows"
+        else:
+            source = "not identified: the smallest candidate"
+            notes.append(
+                "B_max not identified: every candidate gives the training rows the same wave "
+                "steps (up to a factor), so the data cannot tell them apart; the smallest "
+                f"({stair.bps} block(s) per SM) is taken"
+            )
+        return VariantFit(
+            key=self.key,
+            kernel=str(train["kernel"].iloc[0]),
+            geometry=geom,
+            blocks_per_sm=stair.bps,
+            bmax_source=source,
+            feature_set=fs,
+            law=law,
+            n_train=len(y),
+            train_rmspe=rmspe(law.time(D), y),
+            cv_rmspe=cv,
+            compute_share=share,
+            sms=self.sms,
+            notes=notes,
+        )

@@ -1,0 +1,40 @@
+"""Records from any supported source, told apart by their content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import DataError
+from .files import data_path
+from .harness import read_csv
+from .neusight import read_neusight, read_neusight_csv
+from .seer_excel import read_seer_excel
+from .validate import drop_duplicates
+
+
+def load(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
+    """Read records from any supported source: a harness CSV (.csv, .csv.gz), a NeuSight CSV,
+    a SEER .xlsx workbook, or a folder of any of these."""
+    path = data_path(path)
+    if path.is_dir():
+        nested = any(path.glob("*/*.csv")) and not any(path.glob("*.csv*"))
+        if nested and _is_neusight(next(path.glob("*/*.csv"))):
+            return read_neusight(path)
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".csv", ".gz", ".xlsx"))
+        if not files:
+            raise DataError(str(path), None, None, "data files (.csv, .csv.gz or .xlsx)")
+        return drop_duplicates(pd.concat([load(f, gpu) for f in files], ignore_index=True), str(path))
+    if path.suffix == ".xlsx":
+        return read_seer_excel(path, gpu)
+    if _is_neusight(path):
+        return read_neusight_csv(path)
+    return read_csv(path)
+
+
+def _is_neusight(path: Path) -> bool:
+    if path.suffix != ".csv" or not path.is_file():
+        return False
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.readline().startswith("OPName,")

@@ -1,0 +1,44 @@
+"""What the evaluations share: the fits they score, where their figures go, and plotting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from . import fitsfile, records
+from .errors import SeerError
+from .predict import Fits, from_doc
+
+
+def fits_for(slug: str, fits_dir: Path) -> Fits:
+    """The fits of one GPU from a folder of fits files (or the one file given)."""
+    path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
+    if not path.exists():
+        raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
+    return from_doc(fitsfile.read(path), path)
+
+
+def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:
+    """An evaluation's figures: the payload as JSON, or the tables as one CSV (a `table` column
+    names each row's table)."""
+    if path.suffix == ".json":
+        records.atomic_write(path, lambda p: p.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
+    elif path.suffix == ".csv":
+        frames = [t.assign(table=name) for name, t in tables.items()]
+        records.atomic_write(path, lambda p: pd.concat(frames, ignore_index=True).to_csv(p, index=False))
+    else:
+        raise SeerError(f"--out must end in .json or .csv, got {path}")
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only backend, or one sentence on how to get it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SeerError("--plots needs matplotlib: pip install 'seer[plot]'") from None
+    return plt
