@@ -133,6 +133,10 @@ class NcuKernel:
         return self.metrics.get(metric, math.nan)
 
     @property
+    def blocks(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    @property
     def call_id(self) -> int | None:
         if self.range.startswith(RANGE_PREFIX):
             try:
@@ -292,14 +296,13 @@ def counter_fields(k: NcuKernel, cc: str, sms: int | None = None) -> dict:
         bps = int(min(lim))
         sm_count = g("launch__sm_count")
         n_sm = int(sm_count) if math.isfinite(sm_count) else sms
-        blocks = k.grid[0] * k.grid[1] * k.grid[2]
         out["ncu_blocks_per_sm"] = bps
         if n_sm:
             out.update(
                 blocks_per_sm=bps,
                 b_max=bps * n_sm,
                 occupancy_source="ncu",
-                waves=int(occupancy.waves(blocks, bps * n_sm)) if bps > 0 else pd.NA,
+                waves=int(occupancy.waves(k.blocks, bps * n_sm)) if bps > 0 else pd.NA,
             )
     return {k2: v for k2, v in out.items() if not (isinstance(v, float) and math.isnan(v))}
 
@@ -318,7 +321,7 @@ def launch_fields(k: NcuKernel, cc: str, sms: int) -> dict:
         "block_x": k.block[0],
         "block_y": k.block[1],
         "block_z": k.block[2],
-        "blocks": k.grid[0] * k.grid[1] * k.grid[2],
+        "blocks": k.blocks,
         "regs_per_thread": int(regs) if math.isfinite(regs) else pd.NA,
         "smem_static": int(ss) if math.isfinite(ss) else pd.NA,
         "smem_dynamic": int(sd) if math.isfinite(sd) else pd.NA,
@@ -326,18 +329,24 @@ def launch_fields(k: NcuKernel, cc: str, sms: int) -> dict:
         "kernel_time_source": "ncu",
     }
     if threads and math.isfinite(regs):
-        try:
-            bps = int(occupancy.blocks_per_sm(cc, threads, int(regs), int(np.nan_to_num(ss + sd))))
-            out.update(
-                model_blocks_per_sm=bps,
-                blocks_per_sm=bps,
-                b_max=bps * sms,
-                waves=int(occupancy.waves(out["blocks"], bps * sms)) if bps else pd.NA,
-                occupancy_source="model",
-            )
-        except Exception:  # an unsupported CC leaves these empty
-            pass
+        out.update(model_occupancy(cc, threads, int(regs), int(np.nan_to_num(ss + sd)), k.blocks, sms))
     return out
+
+
+def model_occupancy(cc: str, threads: int, regs: int, smem: int, blocks: int, sms: int) -> dict:
+    """Occupancy fields from the occupancy calculator (seer.occupancy): resident blocks per SM,
+    B_max and waves of one launch; none for a compute capability it does not know."""
+    try:
+        bps = int(occupancy.blocks_per_sm(cc, threads, regs, smem))
+    except Exception:  # an unsupported CC leaves these empty
+        return {}
+    return {
+        "model_blocks_per_sm": bps,
+        "blocks_per_sm": bps,
+        "b_max": bps * sms,
+        "waves": int(occupancy.waves(blocks, bps * sms)) if bps > 0 else pd.NA,
+        "occupancy_source": "model",
+    }
 
 
 def kernel_roles(names: list[str], times: list[float]) -> list[str]:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from seer import occupancy
-
 from . import suites as S
-from .counters import kernel_roles
+from .counters import kernel_roles, model_occupancy
 from .cupti import KernelRecord, span_ms, split_calls, summarize
 from .env import Env
 from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
@@ -81,17 +79,7 @@ def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sm
         }
         if r.cluster is not None:
             row.update(cluster_x=r.cluster[0], cluster_y=r.cluster[1], cluster_z=r.cluster[2])
-        try:
-            bps = int(occupancy.blocks_per_sm(cc, max(1, r.threads), r.regs, r.smem_static + r.smem_dynamic))
-            row.update(
-                blocks_per_sm=bps,
-                model_blocks_per_sm=bps,
-                b_max=bps * sms,
-                waves=int(occupancy.waves(r.blocks, bps * sms)) if bps > 0 else None,
-                occupancy_source="model",
-            )
-        except Exception:  # an unknown CC leaves occupancy empty
-            pass
+        row.update(model_occupancy(cc, max(1, r.threads), r.regs, r.smem_static + r.smem_dynamic, r.blocks, sms))
         out.append(row)
     return out
 

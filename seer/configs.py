@@ -155,25 +155,22 @@ def gemm_view(
 
 
 def _gemm_view(op: np.ndarray, algo: np.ndarray, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    n = len(op)
-    gm, gn, gk, gb = (np.full(n, np.nan) for _ in range(4))
-    g = np.isin(op, GEMM_OPS)
-    if g.any():
-        gm[g], gn[g], gk[g], gb[g] = s["m"][g], s["n"][g], s["k"][g], s["batch"][g]
-    c = op == "conv_fwd"
-    if c.any():
-        gm[c], gn[c], gk[c], gb[c] = s["NPQ"][c], s["K"][c], s["CRS"][c], 1.0
-        wn = c & (algo == "WINOGRAD_NONFUSED")
-        gm[wn], gn[wn], gk[wn], gb[wn] = s["T4"][wn], s["K"][wn], s["C"][wn], 36.0
-        wf = c & (algo == "WINOGRAD")
-        gm[wf], gk[wf] = s["T2"][wf], s["C"][wf] * 4.0
-        fft = c & np.isin(algo, ["FFT", "FFT_TILING"])
-        gm[fft], gn[fft], gk[fft] = s["N"][fft], s["K"][fft], s["C"][fft]
-    return {"gm": gm, "gn": gn, "gk": gk, "gbatch": gb}
+    """The view of rows of any ops and algorithms: each (op, algorithm) group by `_one_view`
+    (NaN for ops that are no GEMM)."""
+    out = {k: np.full(len(op), np.nan) for k in ("gm", "gn", "gk", "gbatch")}
+    for o in pd.unique(op):
+        if o not in GEMM_OPS and o != "conv_fwd":
+            continue
+        is_op = op == o
+        for a in pd.unique(algo[is_op]) if o == "conv_fwd" else [""]:
+            rows = np.flatnonzero(is_op & (algo == a) if o == "conv_fwd" else is_op)
+            for k, v in _one_view(o, a, _Rows(s, rows)).items():
+                out[k][rows] = v
+    return out
 
 
 def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """`_gemm_view` of rows that all share one op and one algorithm (the same values, faster)."""
+    """The GEMM view of rows that share one op and, for convolutions, one algorithm."""
     if op in GEMM_OPS:
         return {"gm": s["m"], "gn": s["n"], "gk": s["k"], "gbatch": s["batch"]}
     if algo == "WINOGRAD_NONFUSED":

@@ -54,17 +54,31 @@ def test_segmented_bounds_recover_two_regimes():
     assert (b.memory_rows == truth_mem).mean() > 0.97
 
 
-def test_clock_law_recovered():
+def _clocked(n=300):
+    """A compute bound of one feature on a GPU whose clock sags: t = 0.9 t_bound^1.15."""
     rng = np.random.default_rng(1)
-    x = rng.uniform(1, 1000, 300)
-    t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, 300))
-    D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((300, 1)), np.zeros((300, 0)),
+    x = rng.uniform(1, 1000, n)
+    t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, n))
+    D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((n, 1)), np.zeros((n, 0)),
                       {"compute": ["x", "1"], "memory": ["none"], "helpers": []})
+    return D, t
+
+
+def test_clock_law_recovered():
+    D, t = _clocked()
     plain = models.fit_law(D, t, 1e-3, clock=False).law
     clocked = models.fit_law(D, t, 1e-3, clock=True).law
     e = lambda f: np.median(np.abs(f.time(D) / t - 1))  # noqa: E731
     assert clocked.clock[1] == pytest.approx(0.15, abs=0.03)
     assert e(clocked) < e(plain) / 3
+
+
+def test_the_clock_law_may_start_from_the_plain_fit():
+    D, t = _clocked(200)
+    plain = models.fit_law(D, t, 1e-3, clock=False)
+    a = models.fit_law(D, t, 1e-3, clock=True).law
+    b = models.fit_law(D, t, 1e-3, clock=True, plain=plain).law
+    assert a.clock == b.clock and (a.compute.coef == b.compute.coef).all()
 
 
 def test_bps_candidates_respect_warp_limit():

@@ -167,18 +167,6 @@ def test_grid_rules_are_the_first_best_of_every_candidate():
         assert geometry.AxisRule.from_dict(rule.to_dict()) == rule
 
 
-def test_the_clock_law_may_start_from_the_plain_fit():
-    rng = np.random.default_rng(1)
-    x = rng.uniform(1, 1000, 200)
-    t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, 200))
-    D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((200, 1)), np.zeros((200, 0)),
-                      {"compute": ["x", "1"], "memory": ["none"], "helpers": []})
-    plain = models.fit_law(D, t, 1e-3, clock=False)
-    a = models.fit_law(D, t, 1e-3, clock=True).law
-    b = models.fit_law(D, t, 1e-3, clock=True, plain=plain).law
-    assert a.clock == b.clock and (a.compute.coef == b.compute.coef).all()
-
-
 def test_rows_of_one_gpu_by_any_of_its_names():
     rec = pd.DataFrame({"gpu": ["Tesla T4", "NVIDIA A100-SXM4-40GB", "Tesla T4", "Mystery GPU"], "x": range(4)})
     assert gpus.rows_of(rec, "t4")["x"].tolist() == [0, 2]
