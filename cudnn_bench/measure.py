@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from . import suites as S
 from .counters import kernel_roles, model_occupancy
-from .cupti import KernelRecord, span_ms, split_calls, summarize
+from .cupti import KernelRecord, KernelSummary, span_ms, split_calls, summarize
 from .env import Env
 from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
 from .maths import MATH_DTYPE
@@ -22,6 +22,7 @@ from .store import utc_now
 from .timing import Timing, time_call
 
 HOST_GAP = 0.10  # events longer than the kernels' GPU span by more than this: host-bound
+MAX_KERNEL_ROWS = 16  # a call launching more kernels gets one row per distinct launch (merge_repeats)
 
 
 # ====================================================================== rows
@@ -45,22 +46,40 @@ def base_row(env: Env, item: S.PlanItem) -> dict:
     return row
 
 
+def merge_repeats(summ: list[KernelSummary]) -> list[tuple[KernelSummary, int]]:
+    """One entry per distinct launch (name, geometry, resources), first-seen order, with its
+    launch count and its launches' median times summed: cuDNN runs some algorithms on grouped
+    convolutions as one loop per group (thousands of launches), and a row per launch would
+    make the data quadratic in the groups (each row names the call's kernels)."""
+    merged: dict[tuple, tuple[KernelSummary, int]] = {}
+    for s in summ:
+        r = s.record
+        sig = (r.name, r.grid, r.block, r.regs, r.smem_static, r.smem_dynamic)
+        first, n = merged.get(sig, (s, 0))
+        total = first.median_ms + s.median_ms if n else s.median_ms
+        merged[sig] = (KernelSummary(first.index, first.record, total), n + 1)
+    return list(merged.values())
+
+
 def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sms: int) -> list[dict] | None:
     """Per-kernel fields of one call from a tracer's records of all its repetitions; every
-    row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms)."""
+    row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms). A call of more
+    than MAX_KERNEL_ROWS launches gets a row per distinct launch (`launches` > 1 where merged)."""
     per_call = split_calls(kernels, calls)
     if not per_call:
         return None
     span = span_ms(per_call, timed)
     summ = summarize(per_call, timed)
-    names = [s.record.name for s in summ]
-    roles = kernel_roles(names, [s.median_ms for s in summ])
+    runs = merge_repeats(summ) if len(summ) > MAX_KERNEL_ROWS else [(s, 1) for s in summ]
+    names = [s.record.name for s, _ in runs]
+    roles = kernel_roles(names, [s.median_ms for s, _ in runs])
     out = []
-    for s, role in zip(summ, roles):
+    for (s, launches), role in zip(runs, roles):
         r = s.record
         row = {
             "kernel": r.name,
             "kernels": ";".join(names),
+            "launches": launches,
             "role": role,
             "kernel_index": s.index,
             "grid_x": r.grid[0],

@@ -129,9 +129,17 @@ def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
 
 
 # ====================================================================== packing
+_PACKING = threading.Lock()  # the packer thread and the steps' own packs share the .part files
+
+
 def pack(data: Path, out_dir: Path) -> list[str]:
     """data/ into out_dir/data.tgz (ncu reports apart, into ncu.tgz: they are large), each
     written beside and renamed over the last, so a kill mid-write leaves the previous one."""
+    with _PACKING:
+        return _pack(data, out_dir)
+
+
+def _pack(data: Path, out_dir: Path) -> list[str]:
     if not data.is_dir():
         return []
     written = []
@@ -234,7 +242,7 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         min(15.0, sess.left()),
     )
     step(sess, "versions: libraries and device", [py, "-m", "cudnn_bench", "info"], min(VERSIONS_S, sess.left()))
-    reserve = COUNTERS_S * 1.5 + FINISH_S
+    reserve = (0.0 if "counters" in args.skip else COUNTERS_S * 1.5) + FINISH_S
     backend = args.backend
 
     def core(label: str, more: list[str]) -> int:

@@ -39,6 +39,7 @@ EXTRA: tuple[str, ...] = (
     "call_key",  # the call: config key | math | algorithm (and cuBLASLt rank)
     "config_rows",  # rows in this configuration's block (detects a torn block)
     "kernel_index",  # position of the kernel in the call's launch order
+    "launches",  # launches this row stands for (measure.merge_repeats; empty = 1), times summed
     "backend",  # pycuda, driver, cupy
     "heuristic_pick",  # the library heuristic's first choice for this configuration
     "heuristic_math",  # math type cuDNN's heuristic reported for this algorithm

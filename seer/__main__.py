@@ -2,9 +2,9 @@
 
 Fits every GPU of the built-in data into a build folder (default build/fits, so the bundled
 fits are never overwritten), evaluates Test-set-I, Test-set-II and the analytical predictors
-from there, and says how the fresh fits compare with the bundled ones. Until the project ships
-GPU measurements of its own, the built-in data is NeuSight's (read in place from
-../shared/datasets/neusight).
+from there, and says how the fresh fits compare with the bundled ones. The built-in data is the
+project's own measurements (data/<gpu-slug>/, taken with cudnn_bench); without them, NeuSight's
+(read in place from ../shared/datasets/neusight).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pathlib import Path
 from .cli import run, writable_dir
 
 
-def compare_with_bundled(out: Path) -> list[str]:
-    """One line per GPU fitted into `out`: how it compares with the bundled fits."""
+def compare_with_bundled(out: Path, since: float = 0.0) -> list[str]:
+    """One line per GPU fitted into `out` (files written after `since`, a time.time()): how it
+    compares with the bundled fits."""
     from . import fitsfile
 
     lines = []
-    for path in sorted(out.glob("*.json")):
+    for path in sorted(p for p in out.glob("*.json") if p.stat().st_mtime >= since):
         bundled = fitsfile.FITS_DIR / path.name
         if not bundled.is_file():
             lines.append(f"  {path.stem}: no bundled fits to compare with")
@@ -42,16 +43,18 @@ def main(argv: list[str] | None = None) -> int:
     data = fit.default_data()
     if "neusight" in str(data):
         print(
-            "seer ships no GPU measurements of its own yet (collecting them needs a GPU), so this "
-            f"fits and evaluates on NeuSight's measurements from {data}.\n"
+            "seer's own GPU measurements (data/) were not found, so this fits and evaluates on "
+            f"NeuSight's measurements from {data}.\n"
         )
+    else:
+        print(f"fitting and evaluating seer's own measurements in {data} (NeuSight's: --data of seer.fit/evaluate)\n")
     steps = [
         ("fit", lambda: fit.main(["--quiet", "--out", str(out)])),
         ("Test-set-I", lambda: evaluate.main(["--set", "I", "--fits", str(out)])),
         ("Test-set-II", lambda: evaluate.main(["--set", "II", "--fits", str(out)])),
         ("analytical", lambda: evaluate.main(["--set", "analytical"])),
     ]
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     for name, step in steps:
         print(f"\n===== {name} " + "=" * (70 - len(name)))
         rc = step()
@@ -59,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             return rc
     print(f"\n===== fresh fits vs bundled {'=' * 51}")
     print(f"fits written to {out}; compared with the bundled ones in the package:")
-    print("\n".join(compare_with_bundled(out)))
+    print("\n".join(compare_with_bundled(out, since=started)))
     print(
         f'\ndone in {time.perf_counter() - t0:.0f} s; predict with the bundled fits: python -c "import seer; '
         "print(seer.load('t4').predict(op='bmm', batch=8, m=512, n=512, k=512))\""

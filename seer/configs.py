@@ -130,6 +130,7 @@ def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
             Q=Q,
             R=R,
             S=S,
+            G=G,
             NPQ=N * P * Q,
             PQ=P * Q,
             NK=N * K,
@@ -251,6 +252,7 @@ def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.nda
             s["W"],
             s["R"],
             s["S"],
+            s["G"],  # a grouped convolution is far from every ungrouped one the fits learnt from
             extra["stride_h"],
             extra["stride_w"],
             extra["pad_h"] + 1,

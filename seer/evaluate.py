@@ -52,7 +52,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
         g["pred_config"] = np.nan
         for op, rows in g.groupby("op").groups.items():
             sub = g.loc[rows]
-            covered = sub["algo"].isin(f.algorithms) if op == "conv_fwd" else np.ones(len(sub), bool)
+            covered = sub["algo"].isin(f.algorithms) if op == "conv_fwd" else np.full(len(sub), op in f.ops)
             if covered.any():
                 g.loc[sub.index[covered], "pred_config"] = f.predict(sub[covered])
         known = g["key"].isin(list(f.variants))
@@ -169,6 +169,35 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def rerun_table(path: Path) -> pd.DataFrame:
+    """Run-to-run noise: calls measured again in a later run (a GPU folder's `repeat/`, same
+    suites, same harness) against the first measurement, per GPU and op. Deviation = |t2/t1 - 1|
+    of each successful call's time (the GPU span of its kernels)."""
+    path = records.data_path(path)
+    folders = [path / "repeat"] if (path / "repeat").is_dir() else sorted(path.glob("*/repeat"))
+    rows = []
+    for rep in folders:
+        first, again = (records.load(p) for p in (rep.parent, rep))
+        calls = []
+        for r in (first, again):
+            ok = r[(r["status"] == "ok") & r["call_key"].notna()] if "call_key" in r else r.iloc[:0]
+            calls.append(ok.drop_duplicates("call_key").set_index("call_key")[["gpu", "op", "time_ms"]])
+        both = calls[0].join(calls[1][["time_ms"]].rename(columns={"time_ms": "again"}), how="inner")
+        for (gpu, op), g in both.groupby(["gpu", "op"], sort=True):
+            dev = (g["again"] / g["time_ms"] - 1).abs()
+            rows.append(
+                {
+                    "gpu": gpu,
+                    "op": op,
+                    "calls": len(g),
+                    "median_dev": dev.median(),
+                    "p90_dev": dev.quantile(0.9),
+                    "p99_dev": dev.quantile(0.99),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
     """The data path (--data, else the default data) and its records that models may score:
     Test-set-II rows left out, only --gpu's if given, and at least one row of a per-variant op
@@ -190,8 +219,16 @@ def run_noise(args) -> int:
         "same (a per-variant model predicts them alike); deviation of each from its group's median.\n"
     )
     print(format_table(t, percent=("median_dev", "p90_dev")))
+    rerun = rerun_table(Path(path))
+    if len(rerun):
+        print(
+            "\nRun to run: the same calls measured again by a later run (repeat/), deviation |t2/t1 - 1| "
+            "of each call's time:\n"
+        )
+        print(format_table(rerun, percent=("median_dev", "p90_dev", "p99_dev")))
     if args.out:
-        write_out(Path(args.out), {"set": "noise", "groups": t.to_dict(orient="records")}, {"noise": t})
+        payload = {"set": "noise", "groups": t.to_dict(orient="records"), "rerun": rerun.to_dict(orient="records")}
+        write_out(Path(args.out), payload, {"noise": t, "rerun": rerun})
         print(f"\nwrote {args.out}")
     return 0
 
@@ -219,7 +256,8 @@ def run_set_one(args) -> int:
     missed = test["pred_config"].isna().sum()
     if missed:
         print(
-            f"\n{missed} rows not predicted: their algorithm has no fitted model on that GPU (too few training rows)."
+            f"\n{missed} rows not predicted: their algorithm has no fitted model on that GPU "
+            "(too few training rows, or 'unmodelled' in its fits file)."
         )
     if args.out:
         payload = {

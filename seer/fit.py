@@ -60,6 +60,7 @@ def training_records(rec: pd.DataFrame) -> pd.DataFrame:
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     """Rows the models learn from: successful main kernels, with their variant and split."""
     rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
+    rec = rec[~unnamed_calls(rec)]
     # a canonical row order by configuration (not by file row or call id), so that the same
     # rows in any order give the same CV folds, staircase subsample and fits
     order = [
@@ -86,6 +87,34 @@ def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     rec["key"] = key_column(rec)
     rec["split"] = split(rec)
     return rec
+
+
+_UNNAMED = (
+    "{:.0%} of its calls have no usable kernel names (CUPTI did not split them into calls): "
+    "no models, a fit of the rest would be biased"
+)
+
+
+def unnamed_calls(rec: pd.DataFrame) -> pd.Series:
+    """Harness rows without a usable kernel name: calls CUPTI could not split into repetitions
+    (some FFT calls vary their launches) or split at a chunk of the call. No variant to learn."""
+    if "backend" not in rec or "kernel" not in rec:
+        return pd.Series(False, index=rec.index)
+    unnamed = rec["backend"].fillna("").astype(str).ne("") & rec["kernel"].fillna("").astype(str).eq("")
+    if "span_partial" in rec:  # split at a chunk of the call, not at the call (records.span_partial)
+        unnamed |= rec["span_partial"].fillna(False).astype(bool)
+    return unnamed
+
+
+def unnamed_shares(rec: pd.DataFrame) -> dict[str, float]:
+    """Per (op, algorithm) family of the successful calls, the share whose kernels are unnamed."""
+    calls = rec[(rec["status"] == "ok") & rec["op"].isin(VARIANT_OPS)]
+    if calls.empty:
+        return {}
+    calls = calls.assign(_unnamed=unnamed_calls(calls))
+    calls = calls.drop_duplicates("call_id") if "call_id" in calls else calls
+    share = calls.groupby(["op", "algo"], sort=True)["_unnamed"].mean()
+    return {family_key(op, algo): float(v) for (op, algo), v in share.items() if v > 0}
 
 
 def split(rec: pd.DataFrame) -> np.ndarray:
@@ -146,7 +175,11 @@ def _drift(
 
 def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, options: FitOptions = DEFAULT) -> dict:
     """Fit one GPU's records: the variants, choosers and drift sections of its fits file."""
-    rec = prepare(rec[rec["op"].isin(VARIANT_OPS)])
+    rec = rec[rec["op"].isin(VARIANT_OPS)]
+    biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
+    rec = prepare(rec)
+    family = pd.Series([family_key(o, a) for o, a in zip(rec["op"], rec["algo"])], index=rec.index, dtype=object)
+    rec = rec[~family.isin(list(biased))].reset_index(drop=True)
     target = rec["time_ms"].to_numpy(dtype=float)
     models = _fit_variants(rec, target, spec, options)
     drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}
@@ -169,6 +202,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
         "options": options.to_dict(),
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
+        **({"unmodelled": {k: _UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
 
 
@@ -387,6 +421,8 @@ def _main(args: argparse.Namespace) -> int:
                 "configs that choose it are predicted with the nearest variant that has one",
                 file=sys.stderr,
             )
+        for key, why in doc.get("unmodelled", {}).items():
+            print(f"warning: {slug} {key}: {why}", file=sys.stderr)
         for src, d in doc["drift"].items():
             print(
                 f"note: {src}: measurement drift of {100 * d['span']:.0f}% over the file removed "

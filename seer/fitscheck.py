@@ -329,7 +329,12 @@ def _points(c: _Doc, d: Any, w: str, dims: int) -> int:
     c.obj(d, w)
     shape = c.nums(c.get(d, "shape", w, f"[n, {dims}]"), _at(w, "shape"), 2, 1, whole=True)
     if shape[1] != dims:
-        c.fail(_at(w, "shape"), f"[n, {dims}] (the log-configuration of the op)", got=json.dumps(d["shape"]))
+        c.fail(
+            _at(w, "shape"),
+            f"[n, {dims}] (the log-configuration of the op; fits written before convolutions gained "
+            "the groups axis have one column fewer: refit them with python -m seer.fit)",
+            got=json.dumps(d["shape"]),
+        )
     c.text(c.get(d, "f4", w, "base64 float32 data"), _at(w, "f4"))
     try:
         pts = knn.decode(d)

@@ -108,20 +108,22 @@ class Fits:
         return out
 
     def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
-        """The chooser of each row's (op, algorithm), with the row positions it serves."""
+        """The chooser of each row's (op, algorithm), with the row positions it serves. A GEMM
+        row may name its algorithm (the harness's cuBLASLt algorithms, `lt:<id>`) or not (the
+        op's default family, as NeuSight's data have)."""
         op = batch.op
-        if op != "conv_fwd":
-            ch = self.choosers.get(family_key(op, ""))
-            if ch is None:
-                raise SeerError(f"the fits for {self.gpu.name} have no models of op {op!r}")
-            return [(ch, np.arange(len(batch)))]
         out = []
         for algo in pd.unique(batch.algo):
-            if not algo:
+            if not algo and op == "conv_fwd":
                 raise SeerError(
                     f"conv_fwd configs need an 'algo' (one of {', '.join(self.algorithms)}); or use rank_algorithms"
                 )
             ch = self.choosers.get(family_key(op, algo))
+            if ch is None and op != "conv_fwd":
+                raise SeerError(
+                    f"the fits for {self.gpu.name} have no models of op {op!r}"
+                    + (f" with algorithm {algo!r}" if algo else "")
+                )
             if ch is None:
                 raise SeerError(
                     f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "

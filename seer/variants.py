@@ -219,6 +219,35 @@ def _region(m, name):
     return _kv(name, "fft_region_transform", "conv_fwd", "FFT", role="pre")
 
 
+def _bits(template: str) -> str:
+    """A template's bool arguments as bits ('true, false' -> '10')."""
+    return "".join("1" if b == "true" else "0" for b in re.findall(r"\b(true|false)\b", template))
+
+
+@_rule(r"conv2d_grouped_direct_kernel<([^>]*)>")
+def _grouped_direct(m, name):
+    # cuDNN 9's direct kernel (sm_90 runs it for GEMM and IMPLICIT_GEMM on many shapes, and for
+    # grouped convolutions); its bools and the two ints (filter-size specialisation) tell variants apart
+    return _kv(name, "grouped_direct", "conv_fwd", None, tag=f"{_bits(m.group(1))}_{_ints(m.group(1))}")
+
+
+@_rule(r"pointwise_mult_and_sum_complex<([^>]*)>")
+def _fft_pointwise(m, name):
+    return _kv(name, "fft_pointwise", "conv_fwd", "FFT", tag=_ints(m.group(1)))
+
+
+@_rule(r"fft1d_(r2c|c2r)_(\d+)")
+def _fft1d(m, name):
+    return _kv(
+        name, f"fft1d_{m.group(1)}", "conv_fwd", "FFT", role="pre" if m.group(1) == "r2c" else "post", tag=m.group(2)
+    )
+
+
+@_rule(r"generictranspose_kernel")
+def _transpose(m, name):
+    return _kv(name, "generic_transpose", "conv_fwd", "LAYOUT", role="pre")
+
+
 @_rule(r"^(\w*?)_?gcgemm_(\d+)x(\d+)_(nn|nt|tn|tt)")
 def _gcgemm(m, name):
     return _kv(
@@ -344,6 +373,18 @@ def _nvjet(m, name):
 @_rule(r"(gemmsn_(?:nn|tn|nt)_kernel|gemv2[tn]_kernel|gemmk1_kernel|gemm_kernel)")
 def _small_gemm(m, name):
     return _kv(name, m.group(1), "gemm", "BLAS")
+
+
+@_rule(r"gemvx::kernel<([^>]*)>")
+def _gemvx(m, name):
+    t = m.group(1)
+    return _kv(name, "gemvx", "gemm", "BLAS", tag=_bits(t) + "_" + _ints(t) + ("_c" if "float2" in t else ""))
+
+
+@_rule(r"(magma_sgemmex_kernel|sgemm_largek_lds64)<([^>]*)>")
+def _blas_template(m, name):
+    kind = "magma_sgemm" if m.group(1).startswith("magma") else "sgemm_largek"
+    return _kv(name, kind, "gemm", "BLAS", tag=_bits(m.group(2)) + "_" + _ints(m.group(2)))
 
 
 @_rule(r"splitkreduce_kernel")

@@ -169,3 +169,32 @@ def test_summarize_uses_the_timed_calls():
         t += 1000
     s = U.summarize(U.split_calls(recs, 5), timed=4)
     assert len(s) == 1 and s[0].median_ms == pytest.approx(115e-6) and s[0].record.grid == (5, 1, 1)
+
+
+def test_a_call_of_many_launches_gets_one_row_per_distinct_launch():
+    """cuDNN runs FFT on a depthwise convolution as one loop per group: 2,500 launches made
+    2,500 rows each naming all 2,500 kernels (1.7 GB of CSV on the H100). Repeats merge."""
+    from cudnn_bench.measure import MAX_KERNEL_ROWS, kernel_rows
+
+    def launch(name: str, t0: int, dur: int, grid=(4, 1, 1)) -> KernelRecord:
+        return KernelRecord(name, t0, t0 + dur, grid, (128, 1, 1), 32, 0, 0)
+
+    per_call = []
+    t = 0
+    for _ in range(3):  # three timed calls, each 2 x 20 launches (+ one of another geometry)
+        call = []
+        for _ in range(20):
+            call += [launch("fft_r2c(float*)", t, 1000), launch("gemm(float*)", t + 1000, 3000)]
+            t += 4000
+        call.append(launch("gemm(float*)", t, 500, grid=(8, 1, 1)))
+        t += 500
+        per_call += call
+    rows = kernel_rows(per_call, timed=3, calls=3, cc="9.0", sms=132)
+    assert 41 > MAX_KERNEL_ROWS and len(rows) == 3
+    by = {(r["kernel"], r["grid_x"]): r for r in rows}
+    assert by[("fft_r2c(float*)", 4)]["launches"] == 20 and by[("gemm(float*)", 8)]["launches"] == 1
+    assert by[("gemm(float*)", 4)]["kernel_time_ms"] == pytest.approx(20 * 0.003)
+    assert by[("gemm(float*)", 4)]["role"] == "main"
+    assert rows[0]["kernels"] == "fft_r2c(float*);gemm(float*);gemm(float*)"
+    few = kernel_rows(per_call[:4] * 3, timed=3, calls=3, cc="9.0", sms=132)  # 4 launches: kept apart
+    assert few is not None and len(few) == 4 and all(r["launches"] == 1 for r in few)

@@ -297,3 +297,51 @@ def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
 def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
     core = _scripted(tmp_path, "cudnn_bench: no usable CUDA GPU: ...")
     assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy"]  # core, retry, grid
+
+
+def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):
+    """With --skip counters, the ncu reserve goes to the grid (the first H100 call left 2 minutes idle)."""
+    import argparse
+
+    timeouts: dict[str, float] = {}
+
+    def step(sess, name, argv, timeout):
+        timeouts[name] = timeout
+        if "collect" in argv:
+            (sess.data / "gpu").mkdir(parents=True, exist_ok=True)
+            (sess.data / "gpu" / "device.json").write_text("{}")
+        sess.last_output = []
+        return 0
+
+    def grid_s(skip: set[str]) -> float:
+        sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
+        args = argparse.Namespace(backend="driver", max_configs=None, skip=skip, shard=None)
+        O.run_session(args, sess, step=step)
+        return timeouts["grid: SEER grid, stratified"]
+
+    with_counters, without = grid_s({"traces"}), grid_s({"traces", "counters"})
+    assert without - with_counters == pytest.approx(O.COUNTERS_S * 1.5, abs=2.0)
+
+
+def test_packs_from_two_threads_do_not_collide(tmp_path):
+    """The packer thread and a step's own pack share data.tgz.part: one at a time."""
+    import threading
+
+    data = tmp_path / "data" / "gpu"
+    data.mkdir(parents=True)
+    (data / "x.csv").write_text("a\n" * 200_000)
+    errors: list[BaseException] = []
+
+    def go():
+        try:
+            for _ in range(3):
+                O.pack(tmp_path / "data", tmp_path)
+        except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=go) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and (tmp_path / "data.tgz").is_file() and not (tmp_path / "data.tgz.part").exists()

@@ -94,6 +94,8 @@ def fit_law(
         else:
             b = fit_bounds(D, target, floor, start=None if b is None else b.memory_rows, options=options)
         lt = np.log(b.law.time(D))
+        if np.ptp(lt) <= 1e-12 * max(1.0, float(np.abs(lt).max())):  # a constant law: no clock slope to fit
+            return fit_bounds(D, y, floor, options=options) if plain is None else plain
         # hasconst: the first column is the constant (statsmodels need not search for one)
         r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt]), hasconst=True).fit()
         new = (float(r.params[0]), float(r.params[1]))

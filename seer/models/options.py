@@ -28,6 +28,10 @@ class FitOptions:
     # an algorithm's model has only seen the configs it won; it is trusted within this log2
     # distance of them (a factor of about 2.8 in one size), and beyond it ranks after the others.
     trust_distance: float = 1.5
+    # An algorithm whose measured calls lack kernel names for more than this share (CUPTI could
+    # not split some FFT calls into repetitions: their larger calls) would be fitted on a biased
+    # sample: it gets no models, and the fits file says why under "unmodelled".
+    max_unnamed_share: float = 0.2
 
     def to_dict(self) -> dict:
         return asdict(self)
