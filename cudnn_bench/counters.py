@@ -315,13 +315,7 @@ def launch_fields(k: NcuKernel, cc: str, sms: int) -> dict:
     threads = k.block[0] * k.block[1] * k.block[2]
     out = {
         "kernel": k.name,
-        "grid_x": k.grid[0],
-        "grid_y": k.grid[1],
-        "grid_z": k.grid[2],
-        "block_x": k.block[0],
-        "block_y": k.block[1],
-        "block_z": k.block[2],
-        "blocks": k.blocks,
+        **launch_geometry(k.grid, k.block),
         "regs_per_thread": int(regs) if math.isfinite(regs) else pd.NA,
         "smem_static": int(ss) if math.isfinite(ss) else pd.NA,
         "smem_dynamic": int(sd) if math.isfinite(sd) else pd.NA,
@@ -331,6 +325,19 @@ def launch_fields(k: NcuKernel, cc: str, sms: int) -> dict:
     if threads and math.isfinite(regs):
         out.update(model_occupancy(cc, threads, int(regs), int(np.nan_to_num(ss + sd)), k.blocks, sms))
     return out
+
+
+def launch_geometry(grid: tuple[int, int, int], block: tuple[int, int, int]) -> dict:
+    """The record's launch-shape fields of one kernel (CUPTI's or ncu's)."""
+    return {
+        "grid_x": grid[0],
+        "grid_y": grid[1],
+        "grid_z": grid[2],
+        "block_x": block[0],
+        "block_y": block[1],
+        "block_z": block[2],
+        "blocks": grid[0] * grid[1] * grid[2],
+    }
 
 
 def model_occupancy(cc: str, threads: int, regs: int, smem: int, blocks: int, sms: int) -> dict:

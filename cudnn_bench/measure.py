@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from . import suites as S
-from .counters import kernel_roles, model_occupancy
+from .counters import kernel_roles, launch_geometry, model_occupancy
 from .cupti import KernelRecord, KernelSummary, span_ms, split_calls, summarize
 from .env import Env
 from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
@@ -82,13 +82,7 @@ def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sm
             "launches": launches,
             "role": role,
             "kernel_index": s.index,
-            "grid_x": r.grid[0],
-            "grid_y": r.grid[1],
-            "grid_z": r.grid[2],
-            "block_x": r.block[0],
-            "block_y": r.block[1],
-            "block_z": r.block[2],
-            "blocks": r.blocks,
+            **launch_geometry(r.grid, r.block),
             "regs_per_thread": r.regs,
             "smem_static": r.smem_static,
             "smem_dynamic": r.smem_dynamic,

@@ -26,7 +26,7 @@ from .cli import data_path, run, writable_dir
 from .drift import Drift, fit_drift, order_is_random, position
 from .errors import SeerError
 from .fitsfile import DEFAULT_OUT, SCHEMA, write
-from .models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_key, key_column
+from .models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_column, family_key, key_column
 from .records import MEMORY_OPS, VARIANT_OPS
 
 SPLIT_RULE = (
@@ -113,8 +113,8 @@ def unnamed_shares(rec: pd.DataFrame) -> dict[str, float]:
         return {}
     calls = calls.assign(_unnamed=unnamed_calls(calls))
     calls = calls.drop_duplicates("call_id") if "call_id" in calls else calls
-    share = calls.groupby(["op", "algo"], sort=True)["_unnamed"].mean()
-    return {family_key(op, algo): float(v) for (op, algo), v in share.items() if v > 0}
+    share = calls.groupby(family_column(calls), sort=True)["_unnamed"].mean()
+    return {str(k): float(v) for k, v in share.items() if v > 0}
 
 
 def split(rec: pd.DataFrame) -> np.ndarray:
@@ -178,8 +178,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     rec = rec[rec["op"].isin(VARIANT_OPS)]
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
-    family = pd.Series([family_key(o, a) for o, a in zip(rec["op"], rec["algo"])], index=rec.index, dtype=object)
-    rec = rec[~family.isin(list(biased))].reset_index(drop=True)
+    rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
     target = rec["time_ms"].to_numpy(dtype=float)
     models = _fit_variants(rec, target, spec, options)
     drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}

@@ -119,15 +119,13 @@ class Fits:
                     f"conv_fwd configs need an 'algo' (one of {', '.join(self.algorithms)}); or use rank_algorithms"
                 )
             ch = self.choosers.get(family_key(op, algo))
-            if ch is None and op != "conv_fwd":
-                raise SeerError(
-                    f"the fits for {self.gpu.name} have no models of op {op!r}"
-                    + (f" with algorithm {algo!r}" if algo else "")
-                )
             if ch is None:
                 raise SeerError(
                     f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
                     f"(fitted: {', '.join(self.algorithms)})"
+                    if op == "conv_fwd"
+                    else f"the fits for {self.gpu.name} have no models of op {op!r}"
+                    + (f" with algorithm {algo!r}" if algo else "")
                 )
             out.append((ch, np.flatnonzero(batch.algo == algo)))
         return out

@@ -23,7 +23,7 @@ The modules, in the order a fit runs:
 
 from .bounds import Segmented, fit_bounds, fit_law
 from .features import HELPERS, Design, Inputs, design, helper_names, inputs
-from .keys import FeatureSet, VariantKey, family_key, key_column
+from .keys import FeatureSet, VariantKey, family_column, family_key, key_column
 from .law import TYPES, Regime, TimeLaw, type_of
 from .options import DEFAULT, FitOptions
 from .solver import WLSResult, nonnegative_wls, rmspe
@@ -49,6 +49,7 @@ __all__ = [
     "WLSResult",
     "bps_candidates",
     "design",
+    "family_column",
     "family_key",
     "fit_bounds",
     "fit_law",

@@ -40,9 +40,14 @@ def family_key(op: str, algo: str) -> str:
     return f"{op}:{algo or DEFAULT_ALGO}"
 
 
+def family_column(rec: pd.DataFrame) -> pd.Series:
+    """Each record's family_key (columns op, algo) as text: DataFrames group by it."""
+    return rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", DEFAULT_ALGO)
+
+
 def key_column(rec: pd.DataFrame) -> pd.Series:
     """Each record's variant key as text (columns op, algo, variant): DataFrames group by it."""
-    return rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", DEFAULT_ALGO) + ":" + rec["variant"]
+    return family_column(rec) + ":" + rec["variant"]
 
 
 BASES = ("seer", "waves", "types")
