@@ -2,9 +2,10 @@
 
 Fits every GPU of the built-in data into a build folder (default build/fits, so the bundled
 fits are never overwritten), evaluates Test-set-I, Test-set-II and the analytical predictors
-from there, and says how the fresh fits compare with the bundled ones. The built-in data is the
-project's own measurements (data/<gpu-slug>/, taken with cudnn_bench); without them, NeuSight's
-(read in place from ../shared/datasets/neusight).
+from there, predicts NeuSight's whole-model graphs where they lie beside the repo, and says how
+the fresh fits compare with the bundled ones. The built-in data is the project's own
+measurements (data/<gpu-slug>/, taken with cudnn_bench); without them, NeuSight's (read in place
+from ../shared/datasets/neusight).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m seer", description=__doc__.split("\n\n")[1])
     ap.add_argument("--out", default="build/fits", help="folder for the fresh fits (default: %(default)s)")
     args = ap.parse_args(argv)
-    from . import evaluate, fit
+    from . import evaluate, fit, records
 
     out = writable_dir(args.out, "--out")
     data = fit.default_data()
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         ("Test-set-II", lambda: evaluate.main(["--set", "II", "--fits", str(out)])),
         ("analytical", lambda: evaluate.main(["--set", "analytical"])),
     ]
+    if records.neusight_dir() is not None and (records.neusight_dir().parent / "neusight-models").is_dir():
+        steps.append(("whole models (bundled fits)", lambda: evaluate.main(["--set", "models"])))
     t0, started = time.perf_counter(), time.time()
     for name, step in steps:
         print(f"\n===== {name} " + "=" * (70 - len(name)))

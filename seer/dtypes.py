@@ -20,6 +20,15 @@ DTYPE_BYTES: dict[str, int] = {
     "bf16": 2,
     "float64": 8,
     "double": 8,
+    # integer and boolean tensors (indices, masks) in a model's graph: memory-bound ops only
+    "int64": 8,
+    "long": 8,
+    "int32": 4,
+    "int": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
 }
 MODEL_DTYPES = ("float32", "float16", "bfloat16")  # what the per-variant models know
 DEFAULT_DTYPE = "float32"

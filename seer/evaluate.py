@@ -7,6 +7,13 @@
 --set analytical  the memory-bound predictors on NeuSight's element-wise, softmax and layer
                   norm data (seer.analytical).
 --set noise       how far apart identical launches are in the data: the floor under any error.
+--set models      whole models (torch.fx graphs with measured latencies, NeuSight's layout;
+                  default ../shared/datasets/neusight-models): predicted vs measured whole-model
+                  time, per-node error by op kind, beside NeuSight's own predictions where
+                  they lie beside the graphs (seer.workload).
+--set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
+                  kernel time linked to ops, step time replayed with measured and with
+                  predicted kernel times (for GPUs seer has fits for).
 Metrics are those of DESIGN.md (seer.metrics); --out writes them as JSON (fractions) or CSV.
 """
 
@@ -285,11 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set",
         required=True,
-        choices=["I", "II", "analytical", "noise"],
-        type=lambda s: s if s in ("analytical", "noise") else s.upper(),
+        choices=["I", "II", "analytical", "noise", "models", "traces"],
+        type=lambda s: s if s in ("analytical", "noise", "models", "traces") else s.upper(),
         help="which evaluation",
     )
-    ap.add_argument("--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit)")
+    ap.add_argument(
+        "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
+    )
     ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
     ap.add_argument("--gpu", help="only this GPU")
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
@@ -317,6 +326,14 @@ def _main(args: argparse.Namespace) -> int:
         return run_set_two(args)
     if args.set == "noise":
         return run_noise(args)
+    if args.set == "models":
+        from .workload.evaluation import run_set_models
+
+        return run_set_models(args, lambda gpu: fits_for(gpus.lookup(gpu).slug, Path(args.fits)))
+    if args.set == "traces":
+        from .workload.evaluation import run_set_traces
+
+        return run_set_traces(args)
     from .analytical import report
 
     return report(args.data, args.out)

@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import configs, fitsfile, gpus
-from .chooser import CANDIDATES, Chooser
-from .configs import ConfigBatch
-from .drift import Drift
-from .errors import SeerError
-from .models import DEFAULT, FitOptions, VariantFit, family_key
-from .records import MEMORY_OPS, OPS
-from .variants import CONV_ALGO_ID
+from .. import configs, fitsfile, gpus
+from ..chooser import CANDIDATES, Chooser
+from ..configs import ConfigBatch
+from ..drift import Drift
+from ..errors import SeerError
+from ..models import DEFAULT, FitOptions, VariantFit, family_key
+from ..records import MEMORY_OPS, OPS
+from ..variants import CONV_ALGO_ID
 
 _DEFAULTS = {
     "stride_h": 1,
@@ -151,6 +151,20 @@ class Fits:
             keys[rows] = self._launch(batch.take(rows), ch)[0]
         return keys
 
+    def algorithm_times(self, configs_: pd.DataFrame, op: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(algorithms, times, inside) of every fitted algorithm of `op` (conv_fwd or gemm) for each
+        config: configs x algorithms arrays of predicted times and of whether the config lies
+        within trust_distance of a configuration the algorithm was fitted on."""
+        algos = sorted({c.algo for c in self.choosers.values() if c.op == op}, key=lambda a: CONV_ALGO_ID.get(a, 99))
+        df, _ = _frame(configs_.assign(op=op), {})
+        times = np.empty((len(df), len(algos)))
+        inside = np.empty((len(df), len(algos)), dtype=bool)
+        batch = ConfigBatch.of(df, op)
+        for j, a in enumerate(algos):
+            _, times[:, j], dist = self._launch(batch.with_algo(a), self.choosers[family_key(op, a)])
+            inside[:, j] = dist <= self.options.trust_distance
+        return algos, times, inside
+
     def rank_algorithms(
         self,
         configs_: pd.DataFrame | Mapping | None = None,
@@ -214,7 +228,7 @@ class Fits:
         return str(best[0]) if single else best
 
     def _memory(self, df: pd.DataFrame) -> np.ndarray:
-        from .analytical import predict_memory_bound
+        from ..analytical import predict_memory_bound
 
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in df]
         return np.asarray(

@@ -1,0 +1,375 @@
+"""Read PyTorch profiler (Kineto) Chrome traces into tables: cpu ops, launches, GPU activity, steps.
+
+Kineto's layout changed over the years: categories ``Operator/Runtime/Kernel/Memcpy/Memset`` (2021)
+vs ``cpu_op/cuda_runtime/cuda_driver/kernel/gpu_memcpy/gpu_memset`` (2022 on). Both are read here.
+A kernel is linked to its launch by ``correlation`` and a launch to the innermost cpu op that encloses
+it in time on the same thread; iterations are split at ``ProfilerStep#N`` (or, where a trace has no
+such marker, at a user annotation that repeats once per iteration). Shapes come from
+``args["Input Dims"]``, or from a PyTorch execution trace of the same run joined by op order.
+
+A small json/gzip + pandas reader on purpose: HolisticTraceAnalysis parses these traces too, but it
+hard-requires jupyterlab, plotly and pytest (about 500 MB), which a kernel-time predictor should not.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gzip
+import json
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seer.errors import SeerError
+
+OP_CATS = {"cpu_op", "operator"}
+LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
+STEP_PREFIX = "ProfilerStep#"
+
+# the profiler's spelling of a tensor's scalar type -> seer's dtype name
+_DTYPES = {
+    "float": "float32",
+    "c10::half": "float16",
+    "half": "float16",
+    "c10::bfloat16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "double": "float64",
+    "long int": "int64",
+    "long": "int64",
+    "int": "int32",
+    "bool": "bool",
+    "unsigned char": "uint8",
+    "signed char": "int8",
+    "c10::float8_e4m3fn": "float8_e4m3fn",
+    "c10::float8_e5m2": "float8_e5m2",
+}
+
+
+@dataclass
+class Trace:
+    """One profiled run as tables (times in microseconds as the trace has them; -1 where a link is missing).
+
+    ops: name, ts, dur, tid, depth, parent, input_dims, input_types, concrete (scalar arguments), step.
+    launches: name, ts, dur, correlation, tid, op, step.
+    kernels: name, cat, ts, dur, correlation, stream, device, launch, op, step.
+    steps: name, ts, dur (the CPU side of each iteration).
+    """
+
+    path: str
+    ops: pd.DataFrame
+    launches: pd.DataFrame
+    kernels: pd.DataFrame
+    steps: pd.DataFrame
+    step_marker: str = STEP_PREFIX
+    device: str = ""  # the GPU the trace was taken on (deviceProperties), '' where not recorded
+
+
+def _device(doc: Any) -> str:
+    """The name of the first GPU in the trace's deviceProperties."""
+    props = doc.get("deviceProperties") if isinstance(doc, dict) else None
+    if isinstance(props, list) and props and isinstance(props[0], dict):
+        return str(props[0].get("name", ""))
+    return ""
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as e:
+        raise SeerError(f"{path}: not a readable JSON trace ({type(e).__name__}: {e})") from None
+
+
+def _events(doc: Any, path: Path) -> list[dict]:
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise SeerError(f"{path}: no traceEvents list, not a Chrome trace")
+    return [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e]
+
+
+def _arg(e: dict, *keys: str, default: Any = None) -> Any:
+    args = e.get("args") or {}
+    for k in keys:
+        if k in args:
+            return args[k]
+    return default
+
+
+def _frame(rows: list[dict], cols: list[str]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=cols)
+    if len(df):
+        df = df.sort_values(["ts", "dur"], ascending=[True, False], kind="stable").reset_index(drop=True)
+    return df
+
+
+def _nest(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent of each op: a stack walk per thread over ops in start order (ties: longest first)."""
+    depth = np.zeros(len(ops), dtype=np.int64)
+    parent = np.full(len(ops), -1, dtype=np.int64)
+    ts, end = ops["ts"].to_numpy(float), (ops["ts"] + ops["dur"]).to_numpy(float)
+    for idx in ops.groupby("tid", sort=False).indices.values():
+        stack: list[int] = []
+        for i in idx:  # already in (ts, -dur) order
+            while stack and end[stack[-1]] <= ts[i]:
+                stack.pop()
+            if stack:
+                parent[i], depth[i] = stack[-1], len(stack)
+            stack.append(i)
+    return depth, parent
+
+
+def _enclosing(ops: pd.DataFrame, ev: pd.DataFrame) -> np.ndarray:
+    """Index of the innermost op on the same thread whose [ts, end) holds each event's start, else -1."""
+    out = np.full(len(ev), -1, dtype=np.int64)
+    if not len(ev) or not len(ops):
+        return out
+    ots, oend = ops["ts"].to_numpy(float), (ops["ts"] + ops["dur"]).to_numpy(float)
+    ets = ev["ts"].to_numpy(float)
+    op_groups = ops.groupby("tid", sort=False).indices
+    for tid, eidx in ev.groupby("tid", sort=False).indices.items():
+        oidx = op_groups.get(tid)
+        if oidx is None:
+            continue
+        eidx = eidx[np.argsort(ets[eidx], kind="stable")]
+        stack: list[int] = []
+        k = 0
+        for j in eidx:
+            t = ets[j]
+            while k < len(oidx) and ots[oidx[k]] <= t:  # push every op that started by t
+                while stack and oend[stack[-1]] <= ots[oidx[k]]:
+                    stack.pop()
+                stack.append(oidx[k])
+                k += 1
+            while stack and oend[stack[-1]] <= t:
+                stack.pop()
+            if stack:
+                out[j] = stack[-1]
+    return out
+
+
+def _steps(events: list[dict]) -> tuple[pd.DataFrame, str]:
+    """ProfilerStep#N on the CPU side; without them, a once-per-iteration user annotation (PARAM's replays)."""
+    cpu = [e for e in events if str(e.get("cat", "")).lower() not in GPU_CATS | {"gpu_user_annotation"}]
+    marks = [e for e in cpu if str(e.get("name", "")).startswith(STEP_PREFIX)]
+    marker = STEP_PREFIX
+    if marks:
+        rows = [{"name": e["name"], "ts": float(e["ts"]), "dur": float(e.get("dur", 0))} for e in marks]
+        df = pd.DataFrame(rows).drop_duplicates("name").sort_values("ts").reset_index(drop=True)
+        return df, marker
+    ann = [e for e in cpu if str(e.get("cat", "")).lower() == "user_annotation"]
+    counts: dict[str, list[dict]] = defaultdict(list)
+    for e in ann:
+        counts[e["name"]].append(e)
+    repeated = {n: v for n, v in counts.items() if len(v) >= 2}
+    if not repeated:
+        return pd.DataFrame(columns=["name", "ts", "dur"]), ""
+    top = max(len(v) for v in repeated.values())
+    marker = min((n for n, v in repeated.items() if len(v) == top), key=lambda n: min(e["ts"] for e in repeated[n]))
+    starts = np.sort(np.array([float(e["ts"]) for e in repeated[marker]]))
+    last = max(float(e["ts"]) + float(e.get("dur", 0)) for e in cpu)
+    ends = np.append(starts[1:], last)
+    df = pd.DataFrame({"name": [f"{marker}#{i}" for i in range(len(starts))], "ts": starts, "dur": ends - starts})
+    return df, marker
+
+
+def _step_of(ts: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
+    """Step number of each time (-1 outside every step)."""
+    if not len(steps) or not len(ts):
+        return np.full(len(ts), -1, dtype=np.int64)
+    starts = steps["ts"].to_numpy(float)
+    ends = starts + steps["dur"].to_numpy(float)
+    i = np.searchsorted(starts, ts, side="right") - 1
+    ok = (i >= 0) & (ts < ends[np.clip(i, 0, None)])
+    return np.where(ok, i, -1).astype(np.int64)
+
+
+def _shape(x: Any) -> list[int]:
+    """A tensor's shape as ints; [] for anything that is not one (scalars, lists of scalars, tensor lists)."""
+    if isinstance(x, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in x):
+        return list(x)
+    return []
+
+
+def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
+    """(name, input shapes, input types) of an execution trace's ops in start order (schema 1.0 and 1.1)."""
+    doc = _load_json(path)
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    if not isinstance(nodes, list):
+        raise SeerError(f"{path}: no nodes list, not a PyTorch execution trace")
+    rows = []
+    for n in nodes:
+        name = str(n.get("name", ""))
+        if not name or name.startswith("["):
+            continue
+        inputs = n.get("inputs")
+        if isinstance(inputs, dict):  # schema 1.1: {"values", "shapes", "types"}, rf_id among attrs
+            shapes, types = inputs.get("shapes", []), inputs.get("types", [])
+            attrs = {a.get("name"): a.get("value") for a in n.get("attrs", []) if isinstance(a, dict)}
+            order = int(attrs.get("rf_id", n.get("id", 0)) or 0)
+        else:
+            shapes, types = n.get("input_shapes", []), n.get("input_types", [])
+            order = int(n.get("rf_id", n.get("id", 0)) or 0)
+        types = [t[7:-1] if isinstance(t, str) and t.startswith("Tensor(") else "" for t in types]
+        rows.append((order, name, shapes, types))
+    rows.sort(key=lambda r: r[0])
+    return [(name, shapes, types) for _, name, shapes, types in rows]
+
+
+def _join_et(ops: pd.DataFrame, path: Path) -> None:
+    """Fill missing input_dims/input_types from an execution trace (one iteration) by aligning op-name sequences.
+
+    Each step's ops, in start order over all threads, are matched against the execution trace's ops in start
+    (rf_id) order with difflib; matched ops that lack shapes take the execution trace's.
+    """
+    et = _et_nodes(path)
+    et = et + et  # the trace's iteration may start elsewhere in the loop than the execution trace's: a rotation
+    et_names = [n for n, _, _ in et]
+    missing = ops["input_dims"].isna().to_numpy()
+    dims, types = ops["input_dims"].to_numpy(object).copy(), ops["input_types"].to_numpy(object).copy()
+    groups = ops.groupby("step", sort=False).indices if (ops["step"] >= 0).any() else {0: np.arange(len(ops))}
+    for step, idx in groups.items():
+        if step < 0 and len(groups) > 1:
+            continue
+        idx = np.sort(idx)  # ops are in start order
+        names = ops["name"].to_numpy(object)[idx].tolist()
+        sm = difflib.SequenceMatcher(None, et_names, names, autojunk=False)
+        for a, b, size in sm.get_matching_blocks():
+            for k in range(size):
+                i = idx[b + k]
+                if missing[i]:
+                    dims[i], types[i] = et[a + k][1], et[a + k][2]
+    ops["input_dims"], ops["input_types"] = dims, types
+
+
+def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> Trace:
+    """Read a Kineto trace (.json or .json.gz) into tables; shapes from ``execution_trace`` where it lacks them."""
+    path = Path(path)
+    doc = _load_json(path)
+    events = _events(doc, path)
+    op_rows, launch_rows, gpu_rows = [], [], []
+    for e in events:
+        cat = str(e.get("cat", "")).lower()
+        ts, dur = float(e["ts"]), float(e.get("dur", 0) or 0)
+        if cat in OP_CATS:
+            name = str(e.get("name", ""))
+            if name.startswith(STEP_PREFIX):
+                continue
+            dims = _arg(e, "Input Dims", "Input dims")
+            op_rows.append(
+                {
+                    "name": name,
+                    "ts": ts,
+                    "dur": dur,
+                    "tid": e.get("tid"),
+                    "input_dims": dims,
+                    "input_types": _arg(e, "Input type", "Input types"),
+                    "concrete": _arg(e, "Concrete Inputs"),
+                    "external_id": _arg(e, "External id", "external id", default=-1),
+                }
+            )
+        elif cat in LAUNCH_CATS:
+            launch_rows.append(
+                {
+                    "name": str(e.get("name", "")),
+                    "ts": ts,
+                    "dur": dur,
+                    "correlation": _arg(e, "correlation", default=-1),
+                    "tid": e.get("tid"),
+                    "external_id": _arg(e, "External id", "external id", default=-1),
+                }
+            )
+        elif cat in GPU_CATS:
+            gpu_rows.append(
+                {
+                    "name": str(e.get("name", "")),
+                    "cat": cat.removeprefix("gpu_"),
+                    "ts": ts,
+                    "dur": dur,
+                    "correlation": _arg(e, "correlation", default=-1),
+                    "stream": _arg(e, "stream", default=e.get("tid")),
+                    "device": _arg(e, "device", default=e.get("pid")),
+                    "pid": e.get("pid"),
+                }
+            )
+    if not op_rows and not gpu_rows:
+        raise SeerError(f"{path}: no cpu ops or GPU kernels, not a PyTorch profiler trace")
+    ops = _frame(op_rows, ["name", "ts", "dur", "tid", "input_dims", "input_types", "concrete", "external_id"])
+    launches = _frame(launch_rows, ["name", "ts", "dur", "correlation", "tid", "external_id"])
+    kernels = _frame(gpu_rows, ["name", "cat", "ts", "dur", "correlation", "stream", "device", "pid"])
+    kernels = kernels.drop(columns="pid")
+    steps, marker = _steps(events)
+
+    ops["depth"], ops["parent"] = _nest(ops)
+    ops["step"] = _step_of(ops["ts"].to_numpy(float), steps)
+    launches["op"] = _enclosing(ops, launches)
+    launches["step"] = _step_of(launches["ts"].to_numpy(float), steps)
+    for df in (launches, kernels):
+        df["correlation"] = pd.to_numeric(df["correlation"], errors="coerce").fillna(-1).astype(np.int64)
+    # a kernel's launch: the launch with its correlation id (the first, should a runtime reuse one)
+    first = launches.reset_index().drop_duplicates("correlation").set_index("correlation")["index"]
+    first = first[first.index >= 0]
+    kernels["launch"] = kernels["correlation"].map(first).fillna(-1).astype(np.int64)
+    has = kernels["launch"].to_numpy() >= 0
+    li = kernels["launch"].to_numpy()
+    kernels["op"] = np.where(has, launches["op"].to_numpy()[np.clip(li, 0, None)] if len(launches) else -1, -1)
+    own_step = _step_of(kernels["ts"].to_numpy(float), steps)
+    kernels["step"] = np.where(
+        has, launches["step"].to_numpy()[np.clip(li, 0, None)] if len(launches) else -1, own_step
+    )
+    ops = ops[
+        ["name", "ts", "dur", "tid", "depth", "parent", "input_dims", "input_types", "concrete", "step", "external_id"]
+    ]
+    if execution_trace is not None:
+        _join_et(ops, Path(execution_trace))
+    return Trace(str(path), ops, launches, kernels, steps, marker, _device(doc))
+
+
+def _dtype(types: Any) -> str:
+    """seer's dtype name of the first tensor argument ('' where the trace has no types)."""
+    for t in types or []:
+        if isinstance(t, str) and t:
+            key = t.lower()
+            if key in _DTYPES:
+                return _DTYPES[key]
+    return ""
+
+
+def kernel_ops(trace: Trace) -> pd.DataFrame:
+    """One row per launching op (innermost cpu op that launched GPU work) per step, with its measured kernel time.
+
+    Columns: step, op (row of trace.ops), name (without ``aten::``), input_shapes (a list per argument, [] for
+    non-tensors), dtype, kernel_ms (sum of its kernels' durations), n_kernels.
+    """
+    k = trace.kernels[trace.kernels["op"] >= 0]
+    g = k.groupby("op", sort=True).agg(kernel_us=("dur", "sum"), n_kernels=("dur", "size"))
+    ops = trace.ops.iloc[g.index.to_numpy()]
+    out = pd.DataFrame(
+        {
+            "step": ops["step"].to_numpy(),
+            "op": g.index.to_numpy(),
+            "name": ops["name"].str.removeprefix("aten::").to_numpy(),
+            "input_shapes": [[_shape(x) for x in d] if isinstance(d, list) else [] for d in ops["input_dims"]],
+            "dtype": [_dtype(t) for t in ops["input_types"]],
+            "concrete": [c if isinstance(c, list) else [] for c in ops["concrete"]],
+            "kernel_ms": g["kernel_us"].to_numpy(float) / 1e3,
+            "n_kernels": g["n_kernels"].to_numpy(np.int64),
+        }
+    )
+    return out.sort_values(["step", "op"], kind="stable").reset_index(drop=True)
+
+
+def attribution(trace: Trace) -> float:
+    """Share of GPU time (kernels, copies, sets) whose launch lies inside a cpu op: how much kernel_ops covers."""
+    total = float(trace.kernels["dur"].sum())
+    if total <= 0:
+        return float("nan")
+    return float(trace.kernels.loc[trace.kernels["op"] >= 0, "dur"].sum()) / total

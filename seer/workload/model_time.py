@@ -1,0 +1,132 @@
+"""A whole model's time on a GPU: from a torch.fx graph or a PyTorch profiler trace.
+
+`model_time(path, gpu)` reads either input, times every op with the GPU's fits and returns a
+per-op table and the totals. A graph (NeuSight's layout) is prologue + num_layer x block +
+epilogue on one host/GPU timeline (seer.workload.estimate). A trace keeps its own timeline: its
+runtime calls and host gaps are replayed (seer.workload.replay) once with the measured kernel
+times and once with seer's, each op's predicted time shared among its kernels as measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SeerError
+from ..predict import Fits, load
+from .estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
+from .graph import read_graph
+from .ops import KERNEL_KINDS, classify, conv_params
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+@dataclass
+class ModelTime:
+    """Per-op predictions and whole-model totals (ms) of one graph or trace on one GPU."""
+
+    source: Path
+    gpu: str  # the GPU the prediction is for (its fits' name)
+    measured_on: str  # the GPU the input was measured on ('' where unknown)
+    ops: pd.DataFrame  # name, kind, count, measured_ms, predicted_ms, why
+    totals: dict[str, float] = field(default_factory=dict)
+
+    def by_kind(self) -> pd.DataFrame:
+        """Time per op kind in the whole model (op time x count), measured and predicted, and shares."""
+        t = self.ops.assign(
+            measured=self.ops["measured_ms"].fillna(0) * self.ops["count"],
+            predicted=self.ops["predicted_ms"].fillna(0) * self.ops["count"],
+            ops=self.ops["count"],
+        )
+        t = t[t["kind"] != "dispatch"].groupby("kind")[["ops", "measured", "predicted"]].sum()
+        t["measured_share"] = t["measured"] / max(t["measured"].sum(), 1e-12)
+        t["predicted_share"] = t["predicted"] / max(t["predicted"].sum(), 1e-12)
+        return t.sort_values("predicted", ascending=False).reset_index()
+
+
+def is_trace(path: Path) -> bool:
+    return any(path.name.endswith(s) for s in TRACE_SUFFIXES)
+
+
+def model_time(
+    path: str | Path,
+    gpu: str | None = None,
+    *,
+    fits: Fits | None = None,
+    execution_trace: str | Path | None = None,
+    dispatch_ms: float = DEFAULT_DISPATCH_MS,
+) -> ModelTime:
+    """Predict a graph (.csv) or a profiler trace (.json, .json.gz) on `gpu` (default: the GPU it
+    was measured on, where seer has fits for it)."""
+    path = Path(path)
+    if not path.exists():
+        raise SeerError(f"{path} does not exist")
+    if is_trace(path):
+        return _trace_time(path, gpu, fits, execution_trace)
+    if path.suffix != ".csv":
+        raise SeerError(f"{path}: expected a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
+    g = read_graph(path)
+    fits = fits or load(gpu or g.gpu)
+    ops = predict_ops(g.ops, fits, dispatch_ms)
+    w = whole_model(ops, dispatch_ms)
+    totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
+    if g.measured_ms is not None and (gpu is None or load(gpu).gpu.slug == load(g.gpu).gpu.slug):
+        totals["measured_ms"] = g.measured_ms
+    cols = ["name", "kind", "part", "count", "measured_ms", "predicted_ms", "why"]
+    return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
+
+
+def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None) -> ModelTime:
+    from .kineto import kernel_ops, read_trace
+    from .replay import replay
+
+    trace = read_trace(path, et)
+    device = trace.device
+    if fits is None:
+        if gpu is None and not device:
+            raise SeerError(f"{path}: the trace does not name its GPU; give one (--gpu)")
+        fits = load(gpu or device)
+    kops = kernel_ops(trace)
+    mapped = [
+        classify(n, s, dtype=d or "float32", params=conv_params(n, c))
+        for n, s, d, c in zip(kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"])
+    ]
+    table = pd.DataFrame(
+        {
+            "name": kops["name"],
+            "kind": [m.kind for m in mapped],
+            "config": [m.config for m in mapped],
+            "why": [m.why for m in mapped],
+            "count": 1,
+            "step": kops["step"],
+            "op": kops["op"],
+            "measured_ms": kops["kernel_ms"],
+        }
+    )
+    ops = predict_ops(table, fits)
+    # ops that launched kernels but map to no kernel kind (a dispatch name that did launch): measured
+    timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
+    pred_op = np.where(timed, ops["predicted_ms"].to_numpy(float), ops["measured_ms"].to_numpy(float))
+    ops = ops.assign(predicted_ms=pred_op)
+    # each kernel gets its op's predicted time in proportion to its measured share of the op
+    k = trace.kernels
+    ratio = pd.Series(pred_op / np.maximum(ops["measured_ms"].to_numpy(float), 1e-9), index=ops["op"].to_numpy())
+    scale = k["op"].map(ratio).fillna(1.0).to_numpy()
+    measured = replay(trace)
+    predicted = replay(trace, k["dur"].to_numpy(float) * scale / 1e3)
+    n_steps = max(len(trace.steps), 1)
+    totals = {
+        "measured_ms": measured.measured_ms,
+        "predicted_ms": predicted.step_ms,
+        "replay_measured_ms": measured.step_ms,
+        "kernel_sum_ms": float(ops["predicted_ms"].sum()) / n_steps,
+        "measured_kernel_sum_ms": measured.kernel_ms,
+        "unmodelled_ms": float(ops.loc[~timed, "measured_ms"].sum()) / n_steps,
+    }
+    # one row per distinct op of a step (the first profiled step), not per repetition
+    first = ops[ops["step"] == ops["step"].min()] if "step" in ops else ops
+    cols = ["name", "kind", "count", "measured_ms", "predicted_ms", "why"]
+    return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)
