@@ -55,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         ("Test-set-II", lambda: evaluate.main(["--set", "II", "--fits", str(out)])),
         ("analytical", lambda: evaluate.main(["--set", "analytical"])),
     ]
-    if records.neusight_dir() is not None and (records.neusight_dir().parent / "neusight-models").is_dir():
+    ns = records.neusight_dir()
+    if ns is not None and (ns.parent / "neusight-models").is_dir():
         steps.append(("whole models (bundled fits)", lambda: evaluate.main(["--set", "models"])))
     t0, started = time.perf_counter(), time.time()
     for name, step in steps:

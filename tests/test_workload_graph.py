@@ -178,3 +178,21 @@ def test_set_models_beats_neusight_on_its_own_graphs(models_json):
     n = n[(n["measured_ms"] > 0.05) & n["neusight_ms"].notna() & n["predicted_ms"].notna()]
     ns = ((n["neusight_ms"] - n["measured_ms"]).abs() / n["measured_ms"]).median()
     assert len(n) > 400 and n["ape"].median() < ns
+
+
+def test_model_time_on_its_own_gpu_and_another(tiny_graph):
+    from seer.workload.model_time import model_time
+
+    own = model_time(tiny_graph)
+    assert own.gpu == "Tesla T4" and own.totals["measured_ms"] == 1.4
+    other = model_time(tiny_graph, "v100-pcie")
+    assert other.measured_on == "Tesla T4" and "measured_ms" not in other.totals  # not comparable
+    assert other.gpu == "Tesla V100-PCIE-32GB" and other.totals["predicted_ms"] > 0
+    kinds = own.by_kind()
+    assert set(kinds["kind"]) == {"linear", "elementwise"} and kinds["predicted_share"].sum() == pytest.approx(1)
+    with pytest.raises(SeerError, match="not a Chrome trace"):
+        model_time(tiny_graph.with_suffix(".json"))  # the model's JSON is no trace
+    txt = tiny_graph.with_suffix(".txt")
+    txt.write_text("x")
+    with pytest.raises(SeerError, match="expected a torch.fx graph"):
+        model_time(txt)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import gpus
 from ..errors import SeerError
 from ..predict import Fits, load
 from .estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
@@ -47,6 +48,14 @@ class ModelTime:
         return t.sort_values("predicted", ascending=False).reset_index()
 
 
+def _same_gpu(fits: Fits, name: str) -> bool:
+    """Whether the fits are of the GPU `name` (where a measurement is comparable)."""
+    try:
+        return gpus.lookup(name).slug == fits.gpu.slug
+    except SeerError:
+        return False
+
+
 def is_trace(path: Path) -> bool:
     return any(path.name.endswith(s) for s in TRACE_SUFFIXES)
 
@@ -73,7 +82,7 @@ def model_time(
     ops = predict_ops(g.ops, fits, dispatch_ms)
     w = whole_model(ops, dispatch_ms)
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
-    if g.measured_ms is not None and (gpu is None or load(gpu).gpu.slug == load(g.gpu).gpu.slug):
+    if g.measured_ms is not None and _same_gpu(fits, g.gpu):
         totals["measured_ms"] = g.measured_ms
     cols = ["name", "kind", "part", "count", "measured_ms", "predicted_ms", "why"]
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
@@ -117,16 +126,21 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     scale = k["op"].map(ratio).fillna(1.0).to_numpy()
     measured = replay(trace)
     predicted = replay(trace, k["dur"].to_numpy(float) * scale / 1e3)
-    n_steps = max(len(trace.steps), 1)
+    in_step = ops[ops["step"] >= 0] if (ops["step"] >= 0).any() else ops
+    per_step = in_step.assign(unmodelled=np.where(timed[in_step.index], 0.0, in_step["measured_ms"]))
+    per_step = per_step.groupby("step")[["predicted_ms", "unmodelled"]].sum().median()
     totals = {
         "measured_ms": measured.measured_ms,
         "predicted_ms": predicted.step_ms,
         "replay_measured_ms": measured.step_ms,
-        "kernel_sum_ms": float(ops["predicted_ms"].sum()) / n_steps,
+        "kernel_sum_ms": float(per_step["predicted_ms"]),
         "measured_kernel_sum_ms": measured.kernel_ms,
-        "unmodelled_ms": float(ops.loc[~timed, "measured_ms"].sum()) / n_steps,
+        "unmodelled_ms": float(per_step["unmodelled"]),
     }
-    # one row per distinct op of a step (the first profiled step), not per repetition
-    first = ops[ops["step"] == ops["step"].min()] if "step" in ops else ops
+    if not _same_gpu(fits, device):  # measured on another GPU: not a measurement of this prediction
+        for key in ("measured_ms", "replay_measured_ms", "measured_kernel_sum_ms"):
+            totals.pop(key)
+    # one row per op of one step (the first), not per repetition
+    first = in_step[in_step["step"] == in_step["step"].min()]
     cols = ["name", "kind", "count", "measured_ms", "predicted_ms", "why"]
     return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)

@@ -280,6 +280,11 @@ def classify(
         return Mapped(
             "embedding", {"op": "elementwise", "fn": "copy", "rows": max(rows, 1), "cols": dim, "dtype": dtype}
         )
+    if base in ("gather", "take"):  # the result has the index's shape: a gather of that many elements
+        idx = out or (t[-1] if t else None)
+        if not idx:
+            return Mapped("unmodelled", why=f"{op}: shapes {t}")
+        return Mapped("embedding", {"op": "elementwise", "fn": "copy", **_rows_cols(idx), "dtype": dtype})
     if base in COPY or base in NORM_INFERENCE:
         src = t[-1] if base == "copy_" and len(t) >= 2 else (t[0] if t else result)
         return Mapped("copy", {"op": "elementwise", "fn": "copy", **_rows_cols(src), "dtype": dtype})
