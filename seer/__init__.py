@@ -6,6 +6,7 @@ runs on a CPU; nothing imports GPU modules.
 
     import seer
     f = seer.load("t4")                       # bundled fits (seer.available()) or a path
+    h = seer.load("l4")                       # no fits of its own: transferred (h.transferred_from)
     f.predict(op="bmm", batch=8, m=512, n=512, k=512)          # ms
     f.rank_algorithms(configs_df)             # every conv algorithm, ranked
     seer.best_algorithm(dict(op="conv_fwd", batch=32, c_in=64, h_in=56, w_in=56, c_out=64,
@@ -21,9 +22,10 @@ from typing import TYPE_CHECKING
 from .errors import DataError, SeerError, UnknownGPUError
 
 if TYPE_CHECKING:
-    from .predict import Fits, available, load
+    from .predict import Fits, available
+    from .transferred import TransferredFits
 
-_LAZY = {"Fits": "predict", "available": "predict", "load": "predict"}
+_LAZY = {"Fits": "predict", "available": "predict", "TransferredFits": "transferred"}
 
 
 def __getattr__(name: str):
@@ -38,17 +40,34 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def load(name=None):
+    """Fits of a GPU: its own (bundled: seer.available(); or a fits file's path), else, for a GPU
+    of seer.gpus without fits, fits transferred from the bundled GPUs (`source` ==
+    'transferred', `transferred_from` lists them; see seer.transfer)."""
+    if name is None:
+        from .predict import load as own
+
+        return own(None)
+    from .transferred import load_or_transfer
+
+    return load_or_transfer(name)
+
+
+def transfer(target, sources=None):
+    """Fits for `target` (a GPU of seer.gpus) moved from `sources` (fits names, paths or Fits;
+    default: every bundled GPU of another chip): see seer.transferred."""
+    from .transferred import transfer as _transfer
+
+    return _transfer(target, sources)
+
+
 def rank_algorithms(configs=None, *, gpu: str, **config):
     """Every fitted convolution algorithm's predicted time per config, ranked (DataFrame)."""
-    from .predict import load
-
     return load(gpu).rank_algorithms(configs, **config)
 
 
 def best_algorithm(config=None, *, gpu: str, **kw):
     """The convolution algorithm predicted fastest: a name for one config, an array for many."""
-    from .predict import load
-
     return load(gpu).best_algorithm(config, **kw)
 
 
@@ -56,12 +75,14 @@ __all__ = [
     "DataError",
     "Fits",
     "SeerError",
+    "TransferredFits",
     "UnknownGPUError",
     "__version__",
     "available",
     "best_algorithm",
     "load",
     "rank_algorithms",
+    "transfer",
 ]
 
 

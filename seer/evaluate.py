@@ -11,6 +11,8 @@
                   default ../shared/datasets/neusight-models): predicted vs measured whole-model
                   time, per-node error by op kind, beside NeuSight's own predictions where
                   they lie beside the graphs (seer.workload).
+--set transfer    predict each GPU of the data (default: NeuSight's) from the fits of the OTHER
+                  chips only (seer.transferred): leave-one-GPU-out on NeuSight's five GPUs.
 --set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
                   kernel time linked to ops, step time replayed with measured and with
                   predicted kernel times (for GPUs seer has fits for).
@@ -292,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set",
         required=True,
-        choices=["I", "II", "analytical", "noise", "models", "traces"],
-        type=lambda s: s if s in ("analytical", "noise", "models", "traces") else s.upper(),
+        choices=["I", "II", "analytical", "noise", "models", "traces", "transfer"],
+        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "transfer") else s.upper(),
         help="which evaluation",
     )
     ap.add_argument(
@@ -330,6 +332,10 @@ def _main(args: argparse.Namespace) -> int:
         from .workload.evaluation import run_set_models
 
         return run_set_models(args, lambda gpu: fits_for(gpus.lookup(gpu).slug, Path(args.fits)))
+    if args.set == "transfer":
+        from .transfer_eval import run_set_transfer
+
+        return run_set_transfer(args)
     if args.set == "traces":
         from .workload.evaluation import run_set_traces
 

@@ -71,7 +71,12 @@ _TABLE = [
 # Not in REFERENCE.md but measured in ../shared/datasets/neusight: NVIDIA's Tesla P4 datasheet
 # (2560 FP32 cores in 20 SMs, 5.5 TFLOP/s, 192 GB/s, 2 MB L2, 1114 MHz boost). The SM count is
 # confirmed by the launch grids in that data set (launched blocks / "Blocks per SM" = 20).
-_EXTRA = [("p4", "Tesla P4", "6.1", 20, 5.5, 192, 2, 1114, "NVIDIA Tesla P4 datasheet")]
+# NVIDIA GeForce RTX 2080 Ti (TU102: 4352 FP32 cores in 68 SMs, 13.4 TFLOP/s at the reference
+# 1545 MHz boost, 616 GB/s, 5.5 MB L2): the GPU of the PARAM traces in ../shared/datasets/traces.
+_EXTRA = [
+    ("p4", "Tesla P4", "6.1", 20, 5.5, 192, 2, 1114, "NVIDIA Tesla P4 datasheet"),
+    ("rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti", "7.5", 68, 13.4, 616, 5.5, 1545, "NVIDIA RTX 2080 Ti specifications"),
+]
 
 GPUS: dict[str, GPUSpec] = {}
 for _row in _TABLE:

@@ -68,6 +68,8 @@ def test_harness_imports_light():
     code = ("import sys, seer, cudnn_bench.store, cudnn_bench.suites\n"
             "heavy = [m for m in ('statsmodels', 'scipy', 'seer.predict', 'seer.models') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
-            "assert callable(seer.load) and 'statsmodels' in sys.modules  # loaded on first use\n")
+            "assert callable(seer.load) and 'statsmodels' not in sys.modules\n"
+            "seer.load('t4')\n"
+            "assert 'statsmodels' in sys.modules  # loaded on first use\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr

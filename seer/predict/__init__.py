@@ -180,17 +180,7 @@ class Fits:
         the algorithm was fitted on), rank (0 = the pick). With fits of autotuner picks only,
         algorithms outside their fitted range rank after the others unless `extrapolate`."""
         algos, keys, times, inside, rank = self._rank(configs_, config, algorithms, extrapolate)
-        n = len(times)
-        return pd.DataFrame(
-            {
-                "config": np.repeat(np.arange(n), len(algos)),
-                "algo": np.tile(np.asarray(algos, dtype=object), n),
-                "variant": keys.ravel(),
-                "time_ms": times.ravel(),
-                "fitted_range": inside.ravel(),
-                "rank": rank.ravel(),
-            }
-        )
+        return ranking_frame(algos, times, inside, rank, keys)
 
     def _rank(self, configs_, config: dict, algorithms: Iterable[str] | None, extrapolate: bool | None):
         """(algorithms, variant keys, times, in fitted range, rank): configs x algorithms arrays."""
@@ -234,6 +224,22 @@ class Fits:
         return np.asarray(
             predict_memory_bound(df[cols].reset_index(drop=True), self.memory_bound, self.gpu), dtype=float
         )
+
+
+def ranking_frame(
+    algos: list[str], times: np.ndarray, inside: np.ndarray, rank: np.ndarray, variants: np.ndarray | None = None
+) -> pd.DataFrame:
+    """rank_algorithms' table from configs x algorithms arrays: one row per (config, algorithm)."""
+    n = len(times)
+    cols = {
+        "config": np.repeat(np.arange(n), len(algos)),
+        "algo": np.tile(np.asarray(algos, dtype=object), n),
+        **({"variant": variants.ravel()} if variants is not None else {}),
+        "time_ms": times.ravel(),
+        "fitted_range": inside.ravel(),
+        "rank": rank.ravel(),
+    }
+    return pd.DataFrame(cols)
 
 
 def _frame(configs_, config: dict) -> tuple[pd.DataFrame, bool]:

@@ -21,6 +21,7 @@ import pandas as pd
 from ..errors import SeerError
 from ..predict import Fits
 from ..records import GEMM_OPS, MEMORY_OPS
+from ..transferred import TransferredFits
 from .ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
@@ -38,7 +39,7 @@ class WholeModel:
     dispatch_ms: float  # host time per op used
 
 
-def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> np.ndarray:
+def _predict_group(fits: Fits | TransferredFits, op: str, df: pd.DataFrame) -> np.ndarray:
     """Times of configs of one seer op."""
     if op == "conv_fwd":
         df = df.assign(algo=fits.best_algorithm(df))
@@ -65,7 +66,9 @@ def _seer_op(kind: str, op: str, covered: set[str]) -> str | None:
     return op if op in covered else None
 
 
-def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
+def predict_ops(
+    ops: pd.DataFrame, fits: Fits | TransferredFits, dispatch_ms: float = DEFAULT_DISPATCH_MS
+) -> pd.DataFrame:
     """The op table with `predicted_ms` (GPU time of the op's kernels; the host dispatch time for
     ops that launch none), `predictor` (the seer op that timed it) and, for ops seer could not
     time, `kind` = unmodelled with the reason in `why`."""

@@ -17,7 +17,9 @@ import pandas as pd
 
 from .. import gpus
 from ..errors import SeerError
-from ..predict import Fits, load
+from ..predict import Fits
+from ..transferred import TransferredFits
+from ..transferred import load_or_transfer as load
 from .estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from .graph import read_graph
 from .ops import KERNEL_KINDS, classify, conv_params
@@ -48,7 +50,7 @@ class ModelTime:
         return t.sort_values("predicted", ascending=False).reset_index()
 
 
-def _same_gpu(fits: Fits, name: str) -> bool:
+def _same_gpu(fits: Fits | TransferredFits, name: str) -> bool:
     """Whether the fits are of the GPU `name` (where a measurement is comparable)."""
     try:
         return gpus.lookup(name).slug == fits.gpu.slug
@@ -64,7 +66,7 @@ def model_time(
     path: str | Path,
     gpu: str | None = None,
     *,
-    fits: Fits | None = None,
+    fits: Fits | TransferredFits | None = None,
     execution_trace: str | Path | None = None,
     dispatch_ms: float = DEFAULT_DISPATCH_MS,
 ) -> ModelTime:
@@ -88,7 +90,7 @@ def model_time(
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
 
 
-def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None) -> ModelTime:
+def _trace_time(path: Path, gpu: str | None, fits: Fits | TransferredFits | None, et: str | Path | None) -> ModelTime:
     from .kineto import kernel_ops, read_trace
     from .replay import replay
 
