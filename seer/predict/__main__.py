@@ -32,7 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         epilog=__doc__.split("\n", 1)[1],
     )
     ap.add_argument("model", help="a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
-    ap.add_argument("--gpu", help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file)")
+    ap.add_argument(
+        "--gpu",
+        help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file); any other GPU "
+        "of seer.gpus gets fits transferred from the bundled ones (seer.transferred)",
+    )
     ap.add_argument("--et", help="execution trace of the same run (shapes for a trace recorded without them)")
     ap.add_argument("--top", type=int, default=15, help="how many of the longest ops to list (default: %(default)s)")
     ap.add_argument("--out", help="write the per-op table to this .csv")
