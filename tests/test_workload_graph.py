@@ -10,7 +10,7 @@ import pytest
 import seer
 from seer import evaluate
 from seer.errors import SeerError
-from seer.workload.estimate import predict_ops, replay, whole_model
+from seer.workload.estimate import predict_ops, timeline, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import classify, op_name
 
@@ -88,14 +88,14 @@ def test_conv_stride_and_padding_from_the_output():
     assert (c.config["stride_h"], c.config["pad_h"]) == (2, 0)
 
 
-def test_replay_is_host_or_gpu_bound():
+def test_timeline_is_host_or_gpu_bound():
     # GPU-bound: host launches fast, kernels long -> first launch + every kernel
-    assert replay(np.full(4, 0.01), np.full(4, 1.0)) == pytest.approx(4.01)
+    assert timeline(np.full(4, 0.01), np.full(4, 1.0)) == pytest.approx(4.01)
     # host-bound: the GPU waits for each launch -> host time + the last kernel's tail
-    assert replay(np.full(4, 1.0), np.full(4, 0.1)) == pytest.approx(4.1)
+    assert timeline(np.full(4, 1.0), np.full(4, 0.1)) == pytest.approx(4.1)
     # ops without a kernel only cost the host; a long kernel hides later host work
-    assert replay(np.array([0.5, 0.5, 0.5]), np.array([3.0, 0.0, 0.2])) == pytest.approx(3.7)
-    assert replay(np.array([]), np.array([])) == 0.0
+    assert timeline(np.array([0.5, 0.5, 0.5]), np.array([3.0, 0.0, 0.2])) == pytest.approx(3.7)
+    assert timeline(np.array([]), np.array([])) == 0.0
 
 
 GRAPH = """op,target,Name,input_shapes,output_shape,dtype,latency,meta

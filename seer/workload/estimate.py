@@ -105,7 +105,7 @@ def predict_ops(
     return out.assign(kind=kind, why=why, predicted_ms=pred, predictor=predictor)
 
 
-def replay(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:
+def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:
     """End time of ops issued in order by one host thread: op i costs the host host_ms[i] and
     its kernels (gpu_ms[i], 0 for none) start at max(GPU free, host time after its launch)."""
     host_end = np.cumsum(host_ms)
@@ -133,7 +133,7 @@ def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> 
     host = np.full(len(order), dispatch_ms)
     return WholeModel(
         kernel_sum_ms=float((gpu * count).sum()),
-        replay_ms=replay(host, gpu[order]),
+        replay_ms=timeline(host, gpu[order]),
         unmodelled_ms=float((np.nan_to_num(meas) * count)[unmodelled].sum()),
         dispatch_ms=dispatch_ms,
     )

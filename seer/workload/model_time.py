@@ -2,7 +2,7 @@
 
 `model_time(path, gpu)` reads either input, times every op with the GPU's fits and returns a
 per-op table and the totals. A graph (NeuSight's layout) is prologue + num_layer x block +
-epilogue on one host/GPU timeline (seer.workload.estimate). A trace keeps its own timeline: its
+epilogue on one host/GPU timeline (seer.workload.estimate.timeline). A trace keeps its own timeline: its
 runtime calls and host gaps are replayed (seer.workload.replay) once with the measured kernel
 times and once with seer's, each op's predicted time shared among its kernels as measured.
 """
