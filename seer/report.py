@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import fitsfile, records
+from . import records
 from .errors import SeerError
-from .predict import Fits, from_doc
+from .predict import Fits, load
 
 
 def fits_for(slug: str, fits_dir: Path) -> Fits:
@@ -17,7 +17,7 @@ def fits_for(slug: str, fits_dir: Path) -> Fits:
     path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
     if not path.exists():
         raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
-    return from_doc(fitsfile.read(path), path)
+    return load(path)  # read once per file version, however many evaluations ask
 
 
 def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:

@@ -16,7 +16,7 @@ import pandas as pd
 from . import gpus, records
 from .errors import SeerError
 from .metrics import ACCURACY_KEYS, accuracy_table, format_table
-from .predict import from_doc
+from .predict import load
 from .records import MEMORY_OPS
 from .report import write_out
 from .transferred import TransferredFits, chip, transfer
@@ -27,10 +27,7 @@ GROUP = {op: "memory-bound" for op in MEMORY_OPS}
 
 def sources_for(slug: str, fits_dir: Path) -> list:
     """The fits of every other chip in a folder of fits files."""
-    from . import fitsfile
-
-    files = sorted(p for p in fits_dir.glob("*.json") if chip(p.stem) != chip(slug))
-    return [from_doc(fitsfile.read(p), p) for p in files]
+    return [load(p) for p in sorted(fits_dir.glob("*.json")) if chip(p.stem) != chip(slug)]
 
 
 def predict_rows(tf: TransferredFits, rec: pd.DataFrame) -> np.ndarray:

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from . import fitsfile, gpus, occupancy
+from .configs import flops_bytes
 from .errors import SeerError
 from .models import family_key
 from .models.law import Regime
@@ -61,21 +62,13 @@ def chip(slug: str) -> str:
 
 def _reference(op: str, algo: str) -> pd.DataFrame:
     if op == "conv_fwd":
+        unit = dict(stride_h=1, stride_w=1, dil_h=1, dil_w=1, groups=1)
         rows = [
-            dict(batch=b, c_in=c, h_in=h, w_in=h, c_out=k, kh=r, kw=r, pad_h=r // 2, pad_w=r // 2, algo=algo)
+            dict(batch=b, c_in=c, h_in=h, w_in=h, c_out=k, kh=r, kw=r, pad_h=r // 2, pad_w=r // 2, algo=algo, **unit)
             for b, c, h, k, r in REFERENCE_CONVS
         ]
         return pd.DataFrame(rows).assign(op=op)
     return pd.DataFrame(REFERENCE_GEMMS[op], columns=["batch", "m", "n", "k"]).assign(op=op, algo=algo)
-
-
-def _flops(df: pd.DataFrame) -> np.ndarray:
-    cols = (
-        ["batch", "c_out", "h_in", "w_in", "c_in", "kh", "kw"]
-        if (df["op"] == "conv_fwd").all()
-        else ["batch", "m", "n", "k"]
-    )
-    return 2.0 * df[cols].to_numpy(float).prod(axis=1)
 
 
 def efficiency(fits: Fits) -> dict[str, float]:
@@ -91,7 +84,7 @@ def efficiency(fits: Fits) -> dict[str, float]:
             t = np.asarray(fits.predict(ref), dtype=float)
         except SeerError:
             continue
-        rate = _flops(ref) / (t * 1e-3)
+        rate = flops_bytes(ref)[0] / (t * 1e-3)
         # above the datasheet peak is a model outside its data (no kernel beats the peak)
         out[family_key(ch.op, ch.algo)] = float(min(np.median(rate) / fits.gpu.fp32_flops, 1.0))
     kernels = _memory_kernels(fits)

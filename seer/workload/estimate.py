@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..configs import flops_bytes
 from ..errors import SeerError
 from ..predict import Fits
 from ..records import GEMM_OPS, MEMORY_OPS
@@ -55,8 +56,7 @@ def _predict_group(fits: Fits | TransferredFits, op: str, df: pd.DataFrame) -> n
     else:
         t = np.asarray(fits.predict(df), dtype=float)
     if op in GEMM_OPS:  # no GEMM beats the datasheet's FP32 peak
-        flops = 2.0 * df["batch"].to_numpy(float) * df["m"].to_numpy(float) * df["n"].to_numpy(float) * df["k"]
-        t = np.maximum(t, flops.to_numpy(float) / (fits.gpu.fp32_tflops * 1e9))
+        t = np.maximum(t, flops_bytes(df)[0] / (fits.gpu.fp32_tflops * 1e9))
     return t
 
 
