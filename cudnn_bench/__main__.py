@@ -3,6 +3,7 @@
   collect       measure the suites on this machine's GPU (resumable), then ncu counters
   plan          print what `collect` would measure and its estimated GPU minutes (no GPU needed)
   counters      the ncu counter pass alone, over records already collected
+  merge         combine stores (shards, sessions, machines) into OUT/<gpu-slug>/, every row once
   export-excel  SEER-format workbooks (sheets train/test, one per kernel variant) from records
   info          the GPU, the libraries and the tools that would be used
   report        what a data folder holds: statuses, kernels, counters, estimate vs wall time
@@ -18,19 +19,22 @@ import platform
 import sys
 from pathlib import Path
 
+from seer import cluster
 from seer.errors import SeerError
 
 from . import collect, libs, ncu_pass, runtime
 from . import suites as S
-from .argtypes import algos, budget, maths, positive_ms, shard, size_bytes, suites, whole
+from .argtypes import algos, budget, maths, positive_ms, resources, shard, size_bytes, suites, whole
 from .cli import Parser
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
 from .errors import BenchError
 from .export import export_seer_excel, report
 from .maths import MATHS
+from .merge import merge
 from .oneshot import session_coverage
 from .options import Options
+from .ray_collect import ClusterOptions, collect_ray
 from .runtime import BACKENDS
 from .store import store_files
 from .timing import TimingOptions
@@ -41,6 +45,8 @@ examples:
   python -m cudnn_bench collect --out data                     # ~14 GPU-min timing + ~3 min counters
   python -m cudnn_bench collect --suite test_set_ii --budget 2m --counters none
   python -m cudnn_bench collect --suite seer_grid --math fma,tf32 --budget 500
+  python -m cudnn_bench collect --suite seer_grid --ray head:6379  # every GPU of a Ray cluster
+  python -m cudnn_bench merge data/shards --out data           # stores into data/<gpu-slug>/
   python -m cudnn_bench counters --data data/h100-sxm --counters sample --counters-budget 5m
   python -m cudnn_bench export-excel data/h100-sxm --out data/h100-sxm/seer
 """
@@ -66,10 +72,11 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--budget",
         type=budget,
-        default=S.Budget(seconds=14 * 60),
+        default=None,
         metavar="B",
         help="time limit of the timing pass (20m, 900s, 1h), or a count of configurations (500), "
-        "or none; the suites are subsampled deterministically to fit (default: 14m)",
+        "or none; the suites are subsampled deterministically to fit (default: 14m; with --ray, "
+        "none, and a given limit holds for each shard)",
     )
     g.add_argument(
         "--limit",
@@ -194,6 +201,47 @@ def build_parser() -> Parser:
         "the same command later resumes (for machines with a per-command time limit)",
     )
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ry = c.add_argument_group(
+        "cluster (Ray)",
+        "Split the plan into shards (--shard i/N), one Ray task with one GPU per shard, each "
+        "writing its own resumable store; then merge them into OUT/<gpu-slug>/. Lost workers are "
+        "retried and resume; the same command again resumes every shard.",
+    )
+    cluster.add_argument(ry, "measure the shards")
+    ry.add_argument(
+        "--shards",
+        type=whole(1),
+        default=None,
+        metavar="N",
+        help="shards of the plan (default: those of the last run in the shard store, else 2 per GPU)",
+    )
+    ry.add_argument(
+        "--retries",
+        type=whole(0),
+        default=3,
+        metavar="N",
+        help="attempts after a lost worker or node, or a sticky CUDA error; each resumes (default: 3)",
+    )
+    ry.add_argument(
+        "--shard-store",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the shards' stores, on storage every node sees (default: OUT/shards)",
+    )
+    ry.add_argument(
+        "--accelerator-type",
+        default=None,
+        metavar="TYPE",
+        help="only GPUs Ray labels TYPE (e.g. H100, A100): one GPU kind per run on a mixed cluster",
+    )
+    ry.add_argument(
+        "--ray-resources",
+        type=resources,
+        default=None,
+        metavar="NAME=N",
+        help="what a shard task asks for instead of one GPU (a custom resource, e.g. fake_gpu=1)",
+    )
 
     pl = sub.add_parser("plan", help="print the collection plan and its GPU minutes (no GPU needed)")
     _plan_args(pl)
@@ -224,6 +272,17 @@ def build_parser() -> Parser:
     e.add_argument("--out", type=Path, required=True, help="folder for the .xlsx files")
     e.add_argument("--math", choices=MATHS, default="fma")
 
+    mg = sub.add_parser(
+        "merge",
+        help="combine stores into OUT/<gpu-slug>/ (every row once)",
+        description="Find every store folder (device.json beside <suite>.csv files) under the "
+        "SOURCES and append each configuration the target OUT/<gpu-slug>/ lacks, once: shards of "
+        "collect --shard or --ray, sessions, other machines. GPUs, drivers or library versions are "
+        "never mixed within one GPU slug; a store being written is refused.",
+    )
+    mg.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders holding stores")
+    mg.add_argument("--out", type=Path, default=Path("data"), help="target folder of <gpu-slug>/ (default: data)")
+
     sub.add_parser("info", help="the GPU, libraries and tools that would be used")
 
     rp = sub.add_parser("report", help="summarize collected records (coverage, statuses, estimate vs wall time)")
@@ -241,7 +300,7 @@ def _options(a: argparse.Namespace) -> Options:
         out=getattr(a, "out", Path("data")),
         suites=a.suite,
         maths=a.math,
-        budget=a.budget,
+        budget=a.budget if a.budget is not None else default_budget(a),
         timing=TimingOptions(
             warmup=a.warmup, reps=max(1, a.reps), min_reps=max(1, min(a.min_reps, a.reps)), target_ms=a.target_ms
         ),
@@ -261,6 +320,30 @@ def _options(a: argparse.Namespace) -> Options:
         gpu_for_plan=getattr(a, "gpu", "h100-sxm"),
         progress=not getattr(a, "no_progress", False),
     )
+
+
+def default_budget(a: argparse.Namespace) -> S.Budget:
+    """14 minutes on one GPU; the whole plan across a cluster."""
+    return S.Budget() if getattr(a, "ray", None) is not None else S.Budget(seconds=14 * 60)
+
+
+def cmd_collect(a: argparse.Namespace) -> int:
+    opts = _options(a)
+    if a.ray is None:
+        given = [f for f in ("shards", "shard_store", "accelerator_type", "ray_resources") if getattr(a, f) is not None]
+        if given:
+            raise BenchError(f"--{given[0].replace('_', '-')} is an option of --ray (a collection on a Ray cluster)")
+        return 130 if collect.collect(opts).interrupted else 0
+    cl = ClusterOptions(
+        address=a.ray or None,
+        shards=a.shards,
+        retries=a.retries,
+        resources=a.ray_resources or {},
+        accelerator_type=a.accelerator_type,
+        store=a.shard_store,
+    )
+    collect_ray(opts, cl)
+    return 0
 
 
 def cmd_plan(a) -> int:
@@ -341,8 +424,11 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "plan":
             return cmd_plan(a)
         if a.command == "collect":
-            res = collect.collect(_options(a))
-            return 130 if res.interrupted else 0
+            return cmd_collect(a)
+        if a.command == "merge":
+            if not merge(a.sources, a.out, print):
+                raise BenchError(f"merge: nothing to merge under {', '.join(map(str, a.sources))}")
+            return 0
         if a.command == "counters":
             return cmd_counters(a)
         if a.command == "export-excel":

@@ -110,3 +110,18 @@ def algos(text: str) -> tuple[int, ...]:
     if not out or any(a < 0 or a > 7 for a in out):
         raise argparse.ArgumentTypeError("algorithms are numbers 0-7")
     return tuple(dict.fromkeys(out))
+
+
+def resources(text: str) -> dict[str, float]:
+    """argparse type: NAME=AMOUNT[,NAME=AMOUNT], the Ray resources a shard task asks for."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, eq, amount = part.strip().partition("=")
+        try:
+            value = float(amount)
+        except ValueError:
+            value = math.nan
+        if not (name.strip() and eq and math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"expected NAME=AMOUNT[,NAME=AMOUNT] with amounts > 0, got {text!r}")
+        out[name.strip()] = value
+    return out

@@ -135,6 +135,22 @@ def device_spec(dev: DeviceInfo) -> gpus.GPUSpec:
         )
 
 
+@dataclass(frozen=True)
+class Tick:
+    """Where a run stands, told to a watcher at its start and after every stored configuration
+    (the Ray driver's progress line adds up the shards' ticks)."""
+
+    done: int  # configurations measured by this run so far
+    todo: int  # configurations this run set out to measure (the plan less what was stored)
+    skipped: int  # configurations already stored before this run
+    rows: int  # rows this run stored
+    est_done: float  # planned GPU seconds of the measured configurations
+    est_todo: float  # planned GPU seconds of the whole todo list
+
+
+Watch = Callable[[Tick], None]
+
+
 @dataclass
 class RunResult:
     folder: Path
@@ -180,8 +196,9 @@ def unnamed(rows: list[dict]) -> bool:
     return bool(ok) and not any(str(r.get("kernel") or "").strip() for r in ok)
 
 
-def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> RunResult:
-    """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv."""
+def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
+    """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv;
+    `watch` (if given) hears a Tick at the start and after every stored configuration."""
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     spec = device_spec(env.device)
     plan = plan_for(opts, spec=spec)
@@ -218,8 +235,11 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
     limits = [s for s in (opts.budget.seconds, opts.stop_after) if s is not None]
     deadline = time.monotonic() + min(limits) if limits else None
     by_stop = opts.stop_after is not None and (opts.budget.seconds is None or opts.stop_after < opts.budget.seconds)
-    prog = Progress(len(todo), sum(i.est_s for i in todo), deadline, enabled=opts.progress)
-    measured, interrupted = 0, False
+    est_todo = sum(i.est_s for i in todo)
+    prog = Progress(len(todo), est_todo, deadline, enabled=opts.progress)
+    measured, interrupted, rows_stored, est_done = 0, False, 0, 0.0
+    tell = watch or (lambda tick: None)
+    tell(Tick(0, len(todo), skipped, 0, 0.0, est_todo))
     try:
         for item in todo:
             if deadline is not None and time.monotonic() > deadline:
@@ -230,8 +250,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
             for r in rows:
                 r["wall_s"] = round(wall, 4)
             stores[item.suite].append(rows)
-            measured += 1
+            measured, rows_stored, est_done = measured + 1, rows_stored + len(rows), est_done + item.est_s
             prog.update(item.est_s, wall, item.config.name or item.config.key())
+            tell(Tick(measured, len(todo), skipped, rows_stored, est_done, est_todo))
             if env.tracer is not None and unnamed(rows):
                 raise BenchError(
                     f"CUPTI gave no kernel names for {item.config.key()}: rows without names are "
@@ -259,13 +280,13 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None) -> Ru
     return RunResult(folder, measured, skipped, left, plan, interrupted, stopped_early=bool(left) and by_stop)
 
 
-def collect(opts: Options, log: Callable[[str], None] | None = None) -> RunResult:
+def collect(opts: Options, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
     """`python -m cudnn_bench collect`: open the GPU, measure, then the counter pass."""
     need_conv = any(S.SUITES[s].op == "conv_fwd" for s in opts.suites)
     need_gemm = any(S.SUITES[s].op == "gemm" for s in opts.suites)
     env = open_env(opts, need_conv, need_gemm, trace=opts.launch_meta == "cupti")
     try:
-        result = run(opts, env, log)
+        result = run(opts, env, log, watch)
     finally:
         env.close()
     if result.interrupted:

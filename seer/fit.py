@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import __version__, gpus, records, variants
+from . import __version__, cluster, gpus, records, variants
 from .chooser import fit_chooser
 from .cli import data_path, run, writable_dir
 from .drift import Drift, fit_drift, order_is_random, position
@@ -284,12 +284,16 @@ def fit_all(
     jobs: int = 1,
     options: FitOptions = DEFAULT,
     log: Callable[[str], None] = print,
+    ray: str | None = None,
 ) -> dict[str, dict]:
-    """One fits document per GPU in the records; `jobs` GPUs are fitted at once."""
+    """One fits document per GPU in the records; `jobs` GPUs are fitted at once, or, with
+    `ray` (an address, "" for this machine's cluster), every GPU as a task on a Ray cluster."""
     work = [(name, rec[rec["gpu"] == name], data_path, drift, options) for name in sorted(pd.unique(rec["gpu"]))]
     for name, g, *_ in work:
         log(f"fitting {name}: {len(g)} rows ...")
-    if jobs > 1 and len(work) > 1:
+    if ray is not None:
+        results = _fit_ray(work, ray)
+    elif jobs > 1 and len(work) > 1:
         results = _fit_parallel(work, min(jobs, len(work)))
     else:
         results = [_fit_one(w) for w in work]
@@ -332,6 +336,25 @@ def _fit_parallel(work: list[tuple], jobs: int) -> list[tuple[str, dict, float]]
         raise
     finally:
         pool.join()
+
+
+def _fit_ray(work: list[tuple], address: str) -> list[tuple[str, dict, float]]:
+    """Fit GPUs as tasks on a Ray cluster: one CPU and single-threaded BLAS each, as in
+    `_fit_parallel`, so the fits are those of one process. Every node needs seer installed."""
+    with cluster.session(address or None) as ray:
+        task = ray.remote(_fit_one).options(num_cpus=1, runtime_env={"env_vars": dict.fromkeys(_BLAS_THREADS, "1")})
+        refs = [task.remote(w) for w in work]
+        try:
+            return ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:
+            inner = cluster.cause(exc)
+            if isinstance(inner, SeerError):
+                raise inner from None
+            raise
+        except KeyboardInterrupt:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
 
 
 def _shown(path: Path) -> str:
@@ -389,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         default=min(os.cpu_count() or 1, 8),
         help="GPUs fitted at once, one process each (default: %(default)s)",
     )
+    cluster.add_argument(ap, "fit the GPUs as tasks (instead of --jobs)")
     args = ap.parse_args(argv)
     return run(lambda: _main(args), "seer.fit")
 
@@ -408,7 +432,7 @@ def _main(args: argparse.Namespace) -> int:
         if rec.empty:
             raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
     t0 = time.perf_counter()
-    docs = fit_all(rec, data_path=_shown(path), drift=args.drift == "auto", jobs=args.jobs)
+    docs = fit_all(rec, data_path=_shown(path), drift=args.drift == "auto", jobs=args.jobs, ray=args.ray)
     for slug, doc in docs.items():
         out = write(doc, out_dir / f"{slug}.json")
         if not args.quiet:

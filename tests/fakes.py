@@ -553,3 +553,35 @@ def fake_env(
         },
     )
     return env
+
+
+# ====================================================================== a worker that dies
+DIE_AFTER = "FAKE_DIE_AFTER"  # calls (tracer takes) after which an armed process kills itself
+DIE_ARMED = "FAKE_DIE_ARMED"  # a file: the first process to rename it away dies, once
+
+
+def dying_env(tracer: bool = True) -> Env:
+    """fake_env whose process is killed (SIGKILL, as a preempted or out-of-memory-killed worker)
+    in the middle of a configuration, after FAKE_DIE_AFTER calls, if it is the first process to
+    take the armed file FAKE_DIE_ARMED (renamed to <file>.fired: exactly one death per arming).
+    CUDNN_BENCH_SIMULATE=fakes:dying_env makes every collect process use it."""
+    import os
+    import signal
+
+    env = fake_env(tracer=tracer)
+    if env.tracer is None:
+        raise ValueError("dying_env counts calls with the tracer: collect with --launch-meta cupti")
+    after, armed = int(os.environ.get(DIE_AFTER, "0")), os.environ.get(DIE_ARMED, "")
+    take, calls = env.tracer.take, itertools.count(1)
+
+    def take_then_die():
+        if next(calls) == after and armed:
+            try:
+                os.rename(armed, armed + ".fired")
+            except OSError:  # not armed, or another process took it
+                return take()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return take()
+
+    env.tracer.take = take_then_die
+    return env

@@ -47,7 +47,13 @@ def test_conv_error_near_the_data_noise_floor(neusight_path):
 
 def test_bundled_fits_are_what_fit_writes(a100_80_conv):
     """Refit one bundled GPU from its data: the same choices exactly (variants, feature sets,
-    B_max), the same coefficients and predictions within rounding (the date aside)."""
+    B_max) and the same predictions within rounding on every row (the date aside).
+
+    Where two terms are exactly collinear on a variant's rows (every row at one wave count
+    makes the per-wave term a multiple of the constant), NNLS's pick between them rests on the
+    last bit of the CPU's arithmetic: the A100-80GB's FFT_TILING gcgemm_32x32_nt gets
+    [a, b, 0] on one CPU and [a, 0, 6b] on another (2026-11-24, an AMD EPYC), the same times
+    on every row. So the predictions are compared, not the coefficients."""
     rec, doc = a100_80_conv
     committed = fitsfile.read(FITS / "a100-80gb-pcie.json")
     new = json.loads(fitsfile.dumps(doc))
@@ -56,12 +62,7 @@ def test_bundled_fits_are_what_fit_writes(a100_80_conv):
     assert new.keys() == committed.keys()
     assert new["dataset"] == committed["dataset"]
     cmp = fitsfile.compare(new, committed)
-    assert not (cmp.added or cmp.removed or cmp.choices), cmp
-    assert cmp.coef_rdiff <= 1e-6, cmp
-    for k, v in new["variants"].items():
-        c = committed["variants"][k]
-        assert (v["feature_set"], v["b_max"]) == (c["feature_set"], c["b_max"]), k
-        assert np.allclose(v["compute"]["coef"], c["compute"]["coef"], rtol=1e-6, atol=1e-12), k
+    assert not (cmp.added or cmp.removed or cmp.choices), cmp  # choices: feature sets, B_max and its source
     conv = rec[(rec["op"] == "conv_fwd") & (rec["role"] == "main")]
     a, b = (from_doc(d, FITS / "a100-80gb-pcie.json").predict(conv) for d in (new, committed))
     assert np.isfinite(a).all() and np.allclose(a, b, rtol=1e-6)

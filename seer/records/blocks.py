@@ -38,6 +38,7 @@ class Blocks:
     kept_lines: list[int] = field(default_factory=list)  # line number of each kept row
     dropped: list[tuple[int, bytes]] = field(default_factory=list)  # (line number, bytes)
     done: set[tuple[str, ...]] = field(default_factory=set)  # BLOCK_KEY of every complete block
+    chunks: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)  # each kept block: key, bytes
 
     @property
     def dropped_bytes(self) -> int:
@@ -98,6 +99,7 @@ def scan_blocks(data: bytes) -> Blocks:
             block.append((line, chunk))
             if len(block) == want:
                 keep += [c for _, c in block]
+                out.chunks.append((k, b"".join(c for _, c in block)))
                 out.kept_lines += [ln for ln, _ in block]
                 out.done.add(key)
                 block = []

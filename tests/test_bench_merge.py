@@ -1,0 +1,127 @@
+"""Merging stores (shards, sessions) into data/<gpu-slug>/: every row once, nothing mixed."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cudnn_bench import collect as K
+from cudnn_bench import suites as S
+from cudnn_bench.__main__ import main
+from cudnn_bench.errors import BenchError
+from cudnn_bench.merge import merge
+from cudnn_bench.store import lock, store_files
+from fakes import fake_env
+
+SUITES = ["gemm_layers", "test_set_ii"]
+WHEN = ["measured_at", "wall_s"]  # when and how long: the only cells two runs may differ in
+ORDER = ["suite", "config_key", "math", "call_key", "kernel_index"]
+
+
+def collect_into(folder: Path, shard: S.Shard | None = None, suites=SUITES) -> Path:
+    """A collect on the simulated GPU (the whole plan, or one shard of it); its store folder."""
+    opts = K.Options(out=folder, suites=suites, budget=S.Budget(), progress=False, counters="none",
+                     shard=shard, timing=K.TimingOptions(warmup=1, reps=4, min_reps=2))
+    return K.run(opts, fake_env(), log=lambda s: None).folder
+
+
+def rows_of(folder: Path) -> pd.DataFrame:
+    """Every row of a store folder, in a fixed order, without the cells that say when."""
+    df = pd.concat([pd.read_csv(f) for f in store_files(folder)], ignore_index=True)
+    return df.drop(columns=WHEN).sort_values(ORDER).reset_index(drop=True)
+
+
+def assert_same_rows(a: Path, b: Path) -> None:
+    """Same rows, times to the nanosecond: the simulated clock starts afresh in each process
+    and kernel stamps are whole nanoseconds, as CUPTI's are."""
+    pd.testing.assert_frame_equal(rows_of(a), rows_of(b), check_exact=False, rtol=0, atol=2e-6)
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> Path:
+    return collect_into(tmp_path_factory.mktemp("whole"))
+
+
+@pytest.fixture(scope="module")
+def shard_stores(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("shards")
+    for i in (1, 2, 3):
+        collect_into(root / f"{i}-of-3", S.Shard(i, 3))
+    return root
+
+
+@pytest.fixture
+def shards(shard_stores, tmp_path) -> Path:
+    """Three shard stores of the plan, a copy each test may spoil."""
+    return Path(shutil.copytree(shard_stores, tmp_path / "shards"))
+
+
+def test_shards_merge_into_the_single_run(shards, whole, tmp_path):
+    logged = []
+    (res,) = merge([shards], tmp_path / "data", logged.append)
+    assert res.slug == "h100-sxm" and res.stores == 3 and res.repeated == 0
+    assert res.added == res.held == 300 and res.folder == tmp_path / "data" / "h100-sxm"
+    assert_same_rows(res.folder, whole)
+    assert not rows_of(res.folder).duplicated(ORDER).any()
+    assert "300 configurations" in logged[0]
+    # the target is a store: a collect into it finds everything done
+    again = K.run(K.Options(out=tmp_path / "data", suites=SUITES, budget=S.Budget(), progress=False,
+                            counters="none"), fake_env(), log=lambda s: None)
+    assert (again.measured, again.skipped) == (0, 300)
+
+
+def test_merging_again_or_overlapping_stores_keeps_every_row_once(shards, whole, tmp_path):
+    out = tmp_path / "data"
+    merge([shards], out)
+    (res,) = merge([shards, whole.parent], out)  # the same shards again and the whole run
+    assert res.added == 0 and res.repeated == 600 and res.held == 300
+    assert_same_rows(out / "h100-sxm", whole)
+    merged = out / "h100-sxm" / "device.json"
+    assert [m["added"] for m in pd.read_json(merged, typ="series")["merged"]] == [300, 0]
+
+
+def test_a_store_with_another_library_version_is_refused(shards, tmp_path):
+    f = shards / "2-of-3" / "h100-sxm" / "test_set_ii.csv"
+    f.write_text(f.read_text().replace(",9.28.0,", ",9.29.1,"))
+    with pytest.raises(BenchError, match=r"refusing to mix cuDNN versions within h100-sxm \(9\.28\.0 in .*9\.29\.1"):
+        merge([shards], tmp_path / "data")
+    assert not (tmp_path / "data" / "h100-sxm").exists()
+
+
+def test_a_target_of_another_driver_is_refused(shards, tmp_path):
+    (res,) = merge([shards / "1-of-3"], tmp_path / "data")
+    f = res.folder / "gemm_layers.csv"
+    f.write_text(f.read_text().replace(",580.159.04,", ",575.1.0,"))
+    with pytest.raises(BenchError, match="refusing to mix drivers"):
+        merge([shards / "2-of-3"], tmp_path / "data")
+
+
+def test_a_store_being_written_is_refused(shards, tmp_path):
+    with lock(shards / "3-of-3" / "h100-sxm" / "gemm_layers.csv"), pytest.raises(BenchError, match="being written"):
+        merge([shards], tmp_path / "data")
+
+
+def test_a_torn_tail_is_left_out_and_an_older_column_set_is_read(shards, whole, tmp_path, capsys):
+    f = shards / "1-of-3" / "h100-sxm" / "test_set_ii.csv"
+    with open(f, "a") as fh:
+        fh.write("seer,test_set_ii,NVIDIA H100")  # a write cut short by a crash
+    g = shards / "2-of-3" / "h100-sxm" / "gemm_layers.csv"
+    pd.read_csv(g, dtype=str, keep_default_na=False).drop(columns=["cluster_x", "lt_stages"]).to_csv(g, index=False)
+    (res,) = merge([shards], tmp_path / "data")
+    assert "left out of the merge" in capsys.readouterr().err
+    got = rows_of(res.folder).drop(columns=["cluster_x", "lt_stages"])
+    want = rows_of(whole).drop(columns=["cluster_x", "lt_stages"])
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=0, atol=2e-6)
+
+
+def test_merge_command(shards, tmp_path, capsys):
+    assert main(["merge", str(shards), "--out", str(tmp_path / "data")]) == 0
+    assert "h100-sxm: 300 configurations" in capsys.readouterr().out
+    assert main(["merge", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not a folder" in err
+    (tmp_path / "empty").mkdir()
+    assert main(["merge", str(tmp_path / "empty")]) == 2
+    assert "no store under" in capsys.readouterr().err
