@@ -22,11 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from seer import gpus
-from seer.records import atomic_write, is_block_file, read_raw, scan_blocks, warn
+from seer.records import atomic_write, is_block_file, scan_blocks, warn
 
 from .errors import BenchError
-from .store import HEADER, _header, format_rows, lock, quarantine, store_files, utc_now, write_json
+from .store import HEADER, _header, format_rows, held, lock, store_files, utc_now, write_json
 
 # Row columns that must agree within one GPU slug, and what a message calls them.
 IDENTITY: dict[str, str] = {
@@ -110,25 +112,23 @@ def find_stores(sources: Sequence[Path], exclude: Sequence[Path] = ()) -> list[S
     return out
 
 
-def read_blocks(path: Path) -> list[Block]:
-    """A store file's complete configuration blocks as lines of HEADER. A file written with
-    another column set is re-formatted in memory (cells unchanged); the caller holds its lock."""
-    data = path.read_bytes()
+def read_blocks(path: Path, data: bytes) -> list[Block]:
+    """The complete configuration blocks of a store file's bytes, as lines of HEADER. A file
+    written with another column set is re-formatted in memory (cells unchanged); the caller
+    holds its lock."""
     head = _header(data)
     if head is None:
         return []
-    if head != list(HEADER):
-        if not is_block_file(head):
-            raise BenchError(
-                f"merge: {path} is not a store file (its header lacks suite, config_key, math, config_rows)"
-            )
-        raw, _ = read_raw(path)  # complete blocks only (it warns about the rest)
-        rows = raw.reindex(columns=list(HEADER), fill_value="").to_dict("records")
-        data = (",".join(HEADER) + "\n" + format_rows(rows)).encode()
+    if not is_block_file(head):
+        raise BenchError(f"merge: {path} is not a store file (its header lacks suite, config_key, math, config_rows)")
     blocks = scan_blocks(data)
     if blocks.dropped:
         warn(f"{path}: {blocks.describe()} are no complete configuration block and are left out of the merge")
-    return blocks.chunks
+    if head == list(HEADER):
+        return blocks.chunks
+    raw = pd.read_csv(io.BytesIO(blocks.keep), dtype=str, keep_default_na=False)
+    rows = raw.reindex(columns=list(HEADER), fill_value="").to_dict("records")
+    return scan_blocks((",".join(HEADER) + "\n" + format_rows(rows)).encode()).chunks
 
 
 def identity(blocks: list[Block]) -> dict[str, set[str]]:
@@ -159,18 +159,16 @@ def check_identity(slug: str, found: dict[Path, dict[str, set[str]]]) -> None:
 
 
 def _read_locked(path: Path) -> list[Block]:
+    """A source's blocks, read under its lock (a source is never written: no quarantine)."""
     with lock(path):
-        return read_blocks(path)
+        return read_blocks(path, path.read_bytes())
 
 
 def merge_file(path: Path, sources: list[tuple[str, list[Block]]], result: MergeResult) -> None:
     """Append to one target file, under its lock, the sources' blocks it lacks (written
     atomically; torn bytes of the target are moved to its quarantine file first, not lost)."""
-    with lock(path):
-        data = path.read_bytes() if path.exists() else b""
-        if data and is_block_file(_header(data) or []):
-            quarantine(path, scan_blocks(data))
-        have = read_blocks(path) if path.exists() else []
+    with held(path) as data:
+        have = read_blocks(path, data) if data else []
         seen = {k for k, _ in have}
         added: list[bytes] = []
         for origin, blocks in sources:

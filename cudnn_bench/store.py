@@ -20,7 +20,8 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -227,15 +228,26 @@ def rewrite(path: str | Path, df: pd.DataFrame, header: tuple[str, ...] = HEADER
     """Replace a store file atomically by `df` (the counter pass merges into the records),
     under the store's lock; bytes of the old file that were no complete block are quarantined
     first, so the rewrite loses nothing unseen."""
-    path = Path(path)
     df = df.copy()
     rows = df.reindex(columns=list(header)).to_dict("records")
     text = ",".join(header) + "\n" + format_rows(rows, header)
+    with held(path):
+        return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+
+
+@contextmanager
+def held(path: str | Path) -> Iterator[bytes]:
+    """Hold a store file's lock for the block, which gets the file's bytes once anything in it
+    that is no complete configuration block has gone to the quarantine file: a rewrite under
+    it (the counter pass, a merge) loses nothing unseen."""
+    path = Path(path)
     with lock(path):
         data = path.read_bytes() if path.exists() else b""
         if is_block_file(_header(data) or []):
-            quarantine(path, scan_blocks(data))
-        return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))
+            blocks = scan_blocks(data)
+            quarantine(path, blocks)
+            data = blocks.keep
+        yield data
 
 
 def utc_now() -> str:
