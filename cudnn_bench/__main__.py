@@ -24,7 +24,7 @@ from seer.errors import SeerError
 
 from . import collect, libs, ncu_pass, runtime
 from . import suites as S
-from .argtypes import algos, budget, maths, positive_ms, resources, shard, size_bytes, suites, whole
+from .argtypes import algos, budget, maths, positive_ms, redo_reasons, resources, shard, size_bytes, suites, whole
 from .cli import Parser
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
@@ -200,6 +200,16 @@ def build_parser() -> Parser:
         help="stop this invocation after TIME (e.g. 9m) of measuring, whatever the plan; "
         "the same command later resumes (for machines with a per-command time limit)",
     )
+    c.add_argument(
+        "--redo",
+        type=redo_reasons,
+        default=[],
+        metavar="REASONS",
+        help="measure again the stored configurations that the harness got wrong: unsplit = a "
+        "call whose CUPTI records did not split into whole calls (no kernel names, or a span "
+        "covering one chunk of the batch), as before the split went by launch order; the new "
+        "blocks supersede the old (kept in <suite>.csv.superseded)",
+    )
     c.add_argument("--no-progress", action="store_true", help="no progress bar")
     ry = c.add_argument_group(
         "cluster (Ray)",
@@ -317,6 +327,7 @@ def _options(a: argparse.Namespace) -> Options:
         limit=a.limit,
         stop_after=getattr(a, "stop_after", S.Budget()).seconds,
         shard=a.shard,
+        redo=getattr(a, "redo", []),
         gpu_for_plan=getattr(a, "gpu", "h100-sxm"),
         progress=not getattr(a, "no_progress", False),
     )
@@ -334,6 +345,8 @@ def cmd_collect(a: argparse.Namespace) -> int:
         if given:
             raise BenchError(f"--{given[0].replace('_', '-')} is an option of --ray (a collection on a Ray cluster)")
         return 130 if collect.collect(opts).interrupted else 0
+    if opts.redo:
+        raise BenchError("--redo measures again what one store folder holds: run it without --ray")
     cl = ClusterOptions(
         address=a.ray or None,
         shards=a.shards,

@@ -13,6 +13,7 @@ from seer.errors import SeerError
 
 from . import suites as S
 from .maths import MATHS
+from .redo import REASONS
 
 
 def size_bytes(text: str) -> int:
@@ -110,6 +111,15 @@ def algos(text: str) -> tuple[int, ...]:
     if not out or any(a < 0 or a > 7 for a in out):
         raise argparse.ArgumentTypeError("algorithms are numbers 0-7")
     return tuple(dict.fromkeys(out))
+
+
+def redo_reasons(text: str) -> list[str]:
+    """argparse type: comma-separated reasons to measure stored configurations again."""
+    names = [r.strip() for r in text.split(",") if r.strip()]
+    bad = [r for r in names if r not in REASONS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"--redo takes one or more of {', '.join(REASONS)}, got {text!r}")
+    return list(dict.fromkeys(names))
 
 
 def resources(text: str) -> dict[str, float]:

@@ -24,6 +24,7 @@ from .env import Env, open_env
 from .errors import BenchError
 from .measure import measure
 from .options import Options
+from .redo import keys_to_redo
 from .runtime import DeviceInfo
 from .store import Store, utc_now, write_json
 from .timing import TimingOptions as TimingOptions  # re-exported: Options(timing=TimingOptions(...))
@@ -222,7 +223,11 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     )
     for note in env.notes:
         log(f"note: {note}")
+    for st in stores.values():
+        st.redo(keys_to_redo(st.path, opts.redo) if opts.redo else ())
     todo = [i for i in plan.items if not stores[i.suite].is_done(i.key)]
+    todo.sort(key=lambda i: i.key not in stores[i.suite].again)  # known-wrong data before new configurations
+    redone = sum(i.key in stores[i.suite].again for i in todo)
     skipped = len(plan.items) - len(todo)
     log(
         f"{env.device.name} (cc {env.device.cc}, {env.device.sms} SMs), backend {env.backend.name}, "
@@ -232,6 +237,8 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     log(plan.summary())
     if skipped:
         log(f"{skipped} configurations are already in {folder} and are skipped")
+    if redone:
+        log(f"{redone} stored configurations are measured again first (--redo {','.join(opts.redo)})")
     limits = [s for s in (opts.budget.seconds, opts.stop_after) if s is not None]
     deadline = time.monotonic() + min(limits) if limits else None
     by_stop = opts.stop_after is not None and (opts.budget.seconds is None or opts.stop_after < opts.budget.seconds)

@@ -249,25 +249,28 @@ class CuptiTracer:
 
 # ---------------------------------------------------------------- records -> calls
 def split_calls(records: Sequence[KernelRecord], calls: int) -> list[list[KernelRecord]] | None:
-    """Split the kernels of `calls` repeated identical calls into one list per call.
+    """Split the kernel records of `calls` identical calls, made one after another by one host
+    thread after their warm-up, into one list per call.
 
-    Every call of the same library function with the same arguments launches the same kernel
-    sequence, except that a first call may add one-off set-up kernels. So the period k is the
-    whole share n / calls where that repeats, else the smallest one for which the last calls
-    repeat the same names; what is left at the front belongs to the first call's set-up.
-    Returns None where no period fits (the caller then records the call without per-kernel rows).
+    The records go in launch order: CUPTI takes a record's correlation id on the host, as the
+    launch is made, so one call's kernels stay together even where a library runs some of them
+    on streams of its own and they overlap on the GPU. Each call launched the same kernels, so
+    the split is the even share, and the calls must repeat the same names; None where they do
+    not (the caller records the call without per-kernel rows). The caller keeps the warm-up
+    calls, whose first may add one-off set-up kernels, out of `records`.
+
+    There is no search for a shorter repeating period: cuDNN loops some algorithms over chunks
+    of the batch, the chunk's kernels repeat too, and a period search took the chunk for the
+    call (its span then covered one chunk, up to 224x short).
     """
     n = len(records)
-    if calls <= 0 or n == 0:
+    if calls <= 0 or n == 0 or n % calls:
         return None
-    names = [r.name for r in records]
-    ks = ([n // calls] if n % calls == 0 else []) + list(range(1, n // calls + 1))
-    for k in ks:
-        tail = names[n - k * calls :]
-        unit = tail[-k:]
-        if all(tail[i * k : (i + 1) * k] == unit for i in range(calls)):
-            return [list(records[n - (calls - i) * k : n - (calls - i - 1) * k]) for i in range(calls)]
-    return None
+    k = n // calls
+    ordered = sorted(records, key=lambda r: (r.correlation, r.start))
+    per_call = [ordered[i * k : (i + 1) * k] for i in range(calls)]
+    names = [r.name for r in per_call[0]]
+    return per_call if all([r.name for r in c] == names for c in per_call[1:]) else None
 
 
 @dataclass(frozen=True)

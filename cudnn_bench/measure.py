@@ -9,6 +9,7 @@ the tracer's records of its repetitions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import suites as S
 from .counters import kernel_roles, launch_geometry, model_occupancy
@@ -26,6 +27,14 @@ MAX_KERNEL_ROWS = 16  # a call launching more kernels gets one row per distinct 
 
 
 # ====================================================================== rows
+@dataclass(frozen=True)
+class Traced:
+    """A traced call's kernels: one list per timed repetition, or none and why."""
+
+    per_call: list[list[KernelRecord]] | None
+    note: str = ""
+
+
 def base_row(env: Env, item: S.PlanItem) -> dict:
     cfg = item.config
     row = {
@@ -61,13 +70,11 @@ def merge_repeats(summ: list[KernelSummary]) -> list[tuple[KernelSummary, int]]:
     return list(merged.values())
 
 
-def kernel_rows(kernels: list[KernelRecord], timed: int, calls: int, cc: str, sms: int) -> list[dict] | None:
-    """Per-kernel fields of one call from a tracer's records of all its repetitions; every
-    row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms). A call of more
-    than MAX_KERNEL_ROWS launches gets a row per distinct launch (`launches` > 1 where merged)."""
-    per_call = split_calls(kernels, calls)
-    if not per_call:
-        return None
+def kernel_rows(per_call: list[list[KernelRecord]], cc: str, sms: int) -> list[dict]:
+    """Per-kernel fields of one call from its timed repetitions' kernels (cupti.split_calls);
+    every row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms). A call of
+    more than MAX_KERNEL_ROWS launches gets a row per distinct launch (`launches` > 1 where merged)."""
+    timed = len(per_call)
     span = span_ms(per_call, timed)
     summ = summarize(per_call, timed)
     runs = merge_repeats(summ) if len(summ) > MAX_KERNEL_ROWS else [(s, 1) for s in summ]
@@ -101,12 +108,13 @@ def call_rows(
     base: dict,
     call: dict,
     timing: Timing | None,
-    kernels: list[KernelRecord] | None,
+    traced: Traced | None,
     env: Env,
     status: str = "ok",
     message: str = "",
 ) -> list[dict]:
-    """The rows of one call: one per kernel it launched (or one row when unknown or failed)."""
+    """The rows of one call: one per kernel it launched (or one row when unknown or failed);
+    a timed call without kernel rows says why in `message` where the tracer knows."""
     key = f"{base['config_key']}|{base['math']}|{call['call_suffix']}"
     common = {
         **base,
@@ -122,9 +130,10 @@ def call_rows(
     common.update(
         time_ms=timing.median_ms, spread_ms=timing.spread_ms, reps=timing.reps, sm_clock_mhz=env.sm_clock_mhz()
     )
-    ks = kernel_rows(kernels, timing.reps, timing.calls, env.device.cc, env.device.sms) if kernels else None
-    if not ks:
-        return [{**common, "role": "main", "kernel_index": 0}]
+    if traced is None or not traced.per_call:
+        note = traced.note if traced is not None else ""
+        return [{**common, "message": common["message"] or note, "role": "main", "kernel_index": 0}]
+    ks = kernel_rows(traced.per_call, env.device.cc, env.device.sms)
     span = ks[0]["gpu_span_ms"]
     common["host_gap"] = bool(span > 0 and timing.median_ms > (1 + HOST_GAP) * span)
     return [{**common, **k} for k in ks]
@@ -136,16 +145,30 @@ def failed_rows(base: dict, call: dict, env: Env, exc: BaseException) -> list[di
 
 
 # ====================================================================== timing a call
-def timed(env: Env, fn: Callable[[], None], opts: Options) -> tuple[Timing, list[KernelRecord]]:
-    """Time a call; its kernel records, or [] where there is no tracer or CUPTI dropped some
-    of them (a partial record list would split into wrong calls)."""
-    if env.tracer is None:
-        return time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events), []
-    env.tracer.take()  # drop whatever ran before this call
-    dropped = getattr(env.tracer, "dropped", 0)
-    timing = time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events)
-    kernels = env.tracer.take()
-    return timing, ([] if getattr(env.tracer, "dropped", 0) > dropped else kernels)
+def timed(env: Env, fn: Callable[[], None], opts: Options) -> tuple[Timing, Traced | None]:
+    """Time a call and split its timed repetitions' kernel records into calls (None: no tracer).
+
+    The tracer takes each warm-up call's kernels apart (the device is idle after each), so the
+    one-off set-up kernels of a first call never mix with the timed calls' and these split
+    evenly. No kernels where CUPTI dropped some: a partial list splits wrongly."""
+    tracer = env.tracer
+    if tracer is None:
+        return time_call(env.backend, env.stream, fn, opts.timing, env.flusher, env.events), None
+    tracer.take()  # drop whatever ran before this call
+    dropped = getattr(tracer, "dropped", 0)
+    warm: list[list[KernelRecord]] = []
+    timing = time_call(
+        env.backend, env.stream, fn, opts.timing, env.flusher, env.events, warmed=lambda: warm.append(tracer.take())
+    )
+    kernels = tracer.take()
+    if getattr(tracer, "dropped", 0) > dropped:
+        return timing, Traced(None, "CUPTI dropped kernel records of this call")
+    per_call = split_calls(kernels, timing.reps)
+    if per_call is None and kernels:
+        alone = f" (the last warm-up call alone: {len(warm[-1])})" if warm else ""
+        note = f"CUPTI: {len(kernels)} kernel records of {timing.reps} timed calls{alone} split into no equal calls"
+        return timing, Traced(None, note)
+    return timing, Traced(per_call)
 
 
 def after_error(env: Env) -> None:
@@ -180,13 +203,13 @@ def measure_call(env: Env, base: dict, call: Call, opts: Options) -> list[dict]:
     except DeviceOutOfMemory as exc:
         return call_rows(base, fields, None, None, env, "out_of_memory", str(exc))
     try:
-        timing, kernels = timed(env, call.make(ws_ptr, ws), opts)
+        timing, traced = timed(env, call.make(ws_ptr, ws), opts)
     except FatalGPUError:
         raise
     except (LibraryStatusError, DeviceOutOfMemory) as exc:
         after_error(env)
         return failed_rows(base, fields, env, exc)
-    return call_rows(base, fields, timing, kernels, env)
+    return call_rows(base, fields, timing, traced, env)
 
 
 # ====================================================================== one configuration

@@ -12,7 +12,8 @@ the data unpacked in the working tree resumes (the stores skip what they hold).
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: the
 SEER grid in stratified order (any prefix is a spread-out sample) until the reserve for 5, the
-ncu counters of a stratified sample; 6 `cudnn_bench report`. The backend is the pure-ctypes
+ncu counters of a stratified sample; 6 `cudnn_bench report`. Steps 2 and 4 measure again, in
+their turn, the stored configurations an older harness got wrong (`--redo unsplit`). The backend is the pure-ctypes
 `driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
@@ -36,7 +37,7 @@ from pathlib import Path
 from seer import gpus
 
 from . import suites as S
-from .argtypes import shard, whole
+from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .errors import BenchError
 from .runtime import BACKENDS
@@ -230,6 +231,7 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     """The steps in order of value; returns 0 when the core step measured something."""
     py, data = sys.executable, sess.data
     extra = ["--limit", str(args.max_configs)] if args.max_configs else []
+    extra += ["--redo", ",".join(args.redo)] if args.redo else []
     step(
         sess,
         "versions: nvidia-smi",
@@ -356,6 +358,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
             "(--max-call-ms leaves out the slowest)",
             f"  the whole plannable grid is about {full.est_s / 60:.0f} GPU minutes: about {whole:.0f} such calls "
             "(each later call resumes where the last stopped; --shard I/N splits it between machines)",
+            "  a call that resumes a data folder first measures again, in the core and grid steps, what "
+            "an older harness split wrongly (--redo unsplit, the default)",
             "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
         ]
     )
@@ -413,6 +417,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=set(),
         metavar="STEPS",
         help="steps to leave out: traces, grid, counters",
+    )
+    p.add_argument(
+        "--redo",
+        type=lambda t: [] if t.strip() == "none" else redo_reasons(t),
+        default=["unsplit"],
+        metavar="REASONS",
+        help="stored configurations to measure again in the core and grid steps, or none "
+        "(default: unsplit; python -m cudnn_bench collect --help)",
     )
     p.add_argument(
         "--max-configs",

@@ -34,5 +34,6 @@ class Options:
     limit: int | None = None
     stop_after: float | None = None  # seconds of wall time for this invocation (resume later)
     shard: S.Shard | None = None  # only this slice of every suite (--shard i/n)
+    redo: list[str] = field(default_factory=list)  # measure stored configurations again (redo.REASONS)
     gpu_for_plan: str = "h100-sxm"  # only for `plan` on a machine without a GPU
     progress: bool = True

@@ -7,7 +7,9 @@ length, with a single write + flush + fsync, so after a crash or Ctrl-C the file
 finished configuration and at most a torn tail. Opening the file again keeps every complete
 block (`seer.records.scan_blocks`), moves anything else (a torn tail, a blank or garbage line,
 an incomplete block) to `<name>.quarantine` beside it with a warning, and returns the keys
-(suite, config_key, math) already done, which a rerun skips. A Store holds a lock
+(suite, config_key, math) already done, which a rerun skips; `redo` un-skips some, and the
+new block of a configuration supersedes its old one (set aside in `<name>.superseded` on
+closing, or on the next opening after a crash). A Store holds a lock
 (`.<name>.lock`) for its life: a second writer of the same file is refused, as it would
 measure every configuration again.
 """
@@ -129,25 +131,42 @@ def lock(path: str | Path) -> IO:
     return fh
 
 
-def quarantine(path: Path, blocks: Blocks) -> Path | None:
-    """Keep only the complete blocks of the store file `blocks` was scanned from, moving the
-    rest to `<name>.quarantine` (appended and fsynced first, then the store is replaced
-    atomically), and say so on stderr. Returns the quarantine file (None: nothing moved)."""
-    if not blocks.dropped:
-        return None
-    side = path.with_name(path.name + ".quarantine")
+def _append_durably(side: Path, lines: list[bytes], note: str) -> None:
+    """Append a '# <time> <note>' line and `lines` to a side file, fsynced: set-aside bytes are
+    safe there before the store that held them is replaced."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with open(side, "ab") as fh:
-        fh.write(f"# {now} from {path.name}: {blocks.describe()}\n".encode())
-        for _, chunk in blocks.dropped:
+        fh.write(f"# {now} {note}\n".encode())
+        for chunk in lines:
             fh.write(chunk if chunk.endswith(b"\n") else chunk + b"\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def set_aside(path: Path, blocks: Blocks) -> Path | None:
+    """Keep only the last complete block of each configuration in the store file `blocks` was
+    scanned from: bytes of no complete block go to `<name>.quarantine` (with a warning), blocks
+    measured again since (`collect --redo`) to `<name>.superseded`, each appended and fsynced
+    before the store is replaced atomically. Returns the quarantine file (None: none written)."""
+    if not blocks.dropped and not blocks.superseded:
+        return None
+    side = None
+    if blocks.dropped:
+        side = path.with_name(path.name + ".quarantine")
+        _append_durably(side, [c for _, c in blocks.dropped], f"from {path.name}: {blocks.describe()}")
+    if blocks.superseded:
+        n = len(blocks.superseded)
+        _append_durably(
+            path.with_name(path.name + ".superseded"),
+            [c for _, c in blocks.superseded],
+            f"from {path.name}: {n} configuration block{'s' * (n != 1)} measured again since",
+        )
     atomic_write(path, lambda p: p.write_bytes(blocks.keep))
-    warn(
-        f"{path}: moved {blocks.describe()} to {side}: not part of a complete configuration block "
-        "(a torn write or garbage); every complete block is kept"
-    )
+    if side is not None:
+        warn(
+            f"{path}: moved {blocks.describe()} to {side}: not part of a complete configuration block "
+            "(a torn write or garbage); every complete block is kept"
+        )
     return side
 
 
@@ -178,9 +197,10 @@ class Store:
             self._migrate()
             data = self.path.read_bytes()
         blocks = scan_blocks(data)
-        self.quarantined = quarantine(self.path, blocks)  # where the bytes of no block went
+        self.quarantined = set_aside(self.path, blocks)  # where the bytes of no block went
         self.recovered_bytes = blocks.dropped_bytes
         self.done = blocks.done
+        self.again: set[tuple[str, ...]] = set()  # stored keys to measure again (redo)
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - open until close()
 
     def _migrate(self) -> None:
@@ -191,6 +211,15 @@ class Store:
 
     def is_done(self, key: tuple[str, ...]) -> bool:
         return tuple(key) in self.done
+
+    def redo(self, keys: Iterable[tuple[str, ...]]) -> int:
+        """Measure these stored configurations again: they no longer count as done, and each new
+        block supersedes the old one (moved to `<name>.superseded` on closing, or on the next
+        opening after a crash). Returns how many of `keys` the store held."""
+        again = {tuple(k) for k in keys} & self.done
+        self.done -= again
+        self.again |= again
+        return len(again)
 
     def append(self, rows: list[dict]) -> None:
         """Write one configuration's rows as a block and make it durable."""
@@ -209,7 +238,11 @@ class Store:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.close()
-        self._lock.close()
+        try:
+            if self.again & self.done:  # measured again: set the old blocks aside, under the lock
+                set_aside(self.path, scan_blocks(self.path.read_bytes()))
+        finally:
+            self._lock.close()
 
     def __enter__(self) -> Store:
         return self
@@ -245,7 +278,7 @@ def held(path: str | Path) -> Iterator[bytes]:
         data = path.read_bytes() if path.exists() else b""
         if is_block_file(_header(data) or []):
             blocks = scan_blocks(data)
-            quarantine(path, blocks)
+            set_aside(path, blocks)
             data = blocks.keep
         yield data
 

@@ -116,17 +116,21 @@ def time_call(
     opts: TimingOptions,
     flush: Flusher | None = None,
     pool: EventPool | None = None,
+    warmed: Callable[[], None] | None = None,
 ) -> Timing:
     """Warm up, then time `fn` (which enqueues work on `stream`) repeatedly.
 
-    The first warm-up call is timed too: it decides how many repetitions follow. Exceptions
-    of `fn` propagate (the caller records them as a status).
+    The first warm-up call is timed too: it decides how many repetitions follow. `warmed` is
+    called after each warm-up call, with the device idle: a tracer takes that call's kernels
+    alone there. Exceptions of `fn` propagate (the caller records them as a status).
     """
     pool = pool or EventPool(backend)
     flush = flush if opts.flush else None
     warm: list[float] = []
     for _ in range(max(1, opts.warmup)):
         warm += _run(backend, stream, fn, flush, pool.take(2), 1)
+        if warmed is not None:
+            warmed()
     n = plan_reps(min(warm), opts)
     times = _run(backend, stream, fn, flush, pool.take(2 * n), n)
     return Timing(times, warm)

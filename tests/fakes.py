@@ -113,7 +113,7 @@ class FakeTracer:
         self.dropped, self._takes = 0, 0
 
     def take(self) -> list[KernelRecord]:
-        out, self.records = self.records, []
+        out, self.records = sorted(self.records, key=lambda r: (r.start, r.correlation)), []  # as CUPTI's
         self._takes += 1
         if self.drop_every and self._takes % self.drop_every == 0:
             self.dropped += 1
@@ -193,10 +193,21 @@ class FakeCudnnLib(Recorder):
         tflops: float = 30.0,
         fail: dict | None = None,
         host_gap_ms: float = 0.0,
+        chunks: dict | None = None,
+        setup: bool = False,
+        overlap: bool = False,
     ):
         super().__init__()
         self.backend, self.tracer, self.tflops = backend, tracer, tflops
         self.host_gap_ms = host_gap_ms  # host enqueue time before a call's first kernel starts
+        # as cuDNN on the H100: some algorithms loop over chunks of the batch (algo -> chunks,
+        # each launching the algorithm's kernels), a first call may add a one-off set-up
+        # kernel, and a library may run a call's first two kernels concurrently on a stream of
+        # its own, which start first varying from call to call
+        self.chunks, self.setup, self.overlap = chunks or {}, setup, overlap
+        self._set_up: set[tuple[int, str]] = set()
+        self._correlation = itertools.count(1)
+        self._forwards = 0
         self.tensors: dict[int, tuple] = {}
         self.filters: dict[int, tuple] = {}
         self.convs: dict[int, dict] = {}
@@ -360,17 +371,29 @@ class FakeCudnnLib(Recorder):
             start = self.backend.clock_ms
             self.backend.clock_ms += t
             if self.tracer is not None:
-                xs, _, _ = self._problem(xd, wd, conv)
-                at = start * 1e6
-                for name, share in ALGO_KERNELS.get(algo, [(f"kernel_algo{algo}", 1.0)]):
-                    dur = t * share * 1e6
-                    self.tracer.records.append(
-                        KernelRecord(
-                            name, int(at), int(at + dur), (max(1, xs[0] // 2), 4, 1), (256, 1, 1), 96, 0, 16384
-                        )
-                    )
-                    at += dur
+                self._trace(algo, xd, wd, conv, start, t)
         return 0
+
+    def _trace(self, algo: int, xd, wd, conv, start_ms: float, t_ms: float) -> None:
+        """The kernel records of one forward call taking t_ms from start_ms."""
+        problem = self._problem(xd, wd, conv)
+        xs = problem[0]
+        n = self.chunks.get(algo, 1)
+        launches = [(name, share / n) for _ in range(n) for name, share in ALGO_KERNELS.get(algo, [(f"kernel_algo{algo}", 1.0)])]
+        if self.setup and (algo, repr(problem)) not in self._set_up:  # once per algorithm and problem
+            self._set_up.add((algo, repr(problem)))
+            launches.insert(0, ("void cudnn::setup_kernel<float>(float*)", 0.0))
+        recs, at = [], start_ms * 1e6
+        for name, share in launches:
+            dur = t_ms * share * 1e6
+            recs.append(KernelRecord(name, int(at), int(at + dur), (max(1, xs[0] // 2), 4, 1), (256, 1, 1), 96, 0,
+                                     16384, correlation=next(self._correlation)))
+            at += dur
+        self._forwards += 1
+        if self.overlap and self._forwards % 2 == 0 and len(recs) > 1:  # the second starts first
+            first, second = recs[0], recs[1]
+            recs[1] = replace(second, start=first.start - 1, end=first.start - 1 + second.end - second.start)
+        self.tracer.records += recs
 
 
 # ====================================================================== cuBLASLt
@@ -520,11 +543,15 @@ def fake_env(
     nvml_mhz: float = 1755.0,
     host_gap_ms: float = 0.0,
     no_algos_for: tuple[int, ...] = (),
+    chunks: dict | None = None,
+    setup: bool = False,
+    overlap: bool = False,
 ) -> Env:
-    """An env.Env wired to the fakes (cuDNN and cuBLASLt through the real bindings)."""
+    """An env.Env wired to the fakes (cuDNN and cuBLASLt through the real bindings); `chunks`,
+    `setup` and `overlap` shape the cuDNN calls' kernel records (see FakeCudnnLib)."""
     backend = FakeBackend(mem_bytes=mem_bytes)
     tr = tracer if isinstance(tracer, FakeTracer) else (FakeTracer() if tracer else None)
-    dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms))
+    dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms, chunks=chunks, setup=setup, overlap=overlap))
     lt = CublasLt(FakeLtLib(backend, tr, n_algos=n_algos, no_algos_for=no_algos_for))
     stream = backend.new_stream()
 

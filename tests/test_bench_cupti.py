@@ -148,17 +148,32 @@ def _recs(names: list[str], t0: int = 0) -> list[KernelRecord]:
     return out
 
 
-def test_split_calls_exact_and_with_setup_kernels():
+def test_split_calls_at_the_calls_launch_count():
     recs = _recs(["A", "B"] * 3)
-    calls = U.split_calls(recs, 3)
-    assert [[k.name for k in c] for c in calls] == [["A", "B"]] * 3
-    recs = _recs(["init", "A", "B", "A", "B", "A", "B"])  # a one-off set-up kernel on the first call
-    calls = U.split_calls(recs, 3)
-    assert [[k.name for k in c] for c in calls] == [["A", "B"]] * 3
+    assert [[k.name for k in c] for c in U.split_calls(recs, 3)] == [["A", "B"]] * 3
+    # a call that loops over 3 chunks of the batch: the chunk repeats, and is not taken for the call
+    chunked = _recs(["A", "B"] * 3 * 4)
+    assert [len(c) for c in U.split_calls(chunked, 4)] == [6] * 4
     # a call that launches the same kernel twice is not mistaken for two calls
     assert [len(c) for c in U.split_calls(_recs(["A", "A"] * 4), 4)] == [2] * 4
+    # set-up kernels are no longer guessed away: the warm-up calls are traced apart from the timed ones
+    assert U.split_calls(_recs(["init", "A", "B", "A", "B", "A", "B"]), 3) is None
+    assert U.split_calls(_recs(["A", "B", "A", "C"]), 2) is None  # the calls must repeat the names
     assert U.split_calls(_recs(["A", "B", "C"]), 2) is None
     assert U.split_calls([], 3) is None
+
+
+def test_split_calls_goes_by_launch_order_where_kernels_overlap():
+    """A library's kernels on a stream of its own can start before those launched ahead of them:
+    CUPTI's correlation ids, taken on the host at launch, keep each call's kernels together."""
+    recs = []
+    for call, starts in enumerate([(0, 50), (1000, 990), (2000, 2050)]):  # call 1: B starts first
+        for j, (name, t) in enumerate(zip("AB", starts)):
+            recs.append(KernelRecord(name, t, t + 100, (1, 1, 1), (32, 1, 1), 32, 0, 0, correlation=10 * call + j))
+    by_start = sorted(recs, key=lambda r: (r.start, r.correlation))
+    calls = U.split_calls(by_start, 3)
+    assert [[k.name for k in c] for c in calls] == [["A", "B"]] * 3
+    assert U.span_ms(calls, 3) == pytest.approx(150e-6)  # call 0's 150 ns, the median of 150, 110, 150
 
 
 def test_summarize_uses_the_timed_calls():
@@ -189,12 +204,12 @@ def test_a_call_of_many_launches_gets_one_row_per_distinct_launch():
         call.append(launch("gemm(float*)", t, 500, grid=(8, 1, 1)))
         t += 500
         per_call += call
-    rows = kernel_rows(per_call, timed=3, calls=3, cc="9.0", sms=132)
+    rows = kernel_rows([per_call[i * 41 : (i + 1) * 41] for i in range(3)], cc="9.0", sms=132)
     assert 41 > MAX_KERNEL_ROWS and len(rows) == 3
     by = {(r["kernel"], r["grid_x"]): r for r in rows}
     assert by[("fft_r2c(float*)", 4)]["launches"] == 20 and by[("gemm(float*)", 8)]["launches"] == 1
     assert by[("gemm(float*)", 4)]["kernel_time_ms"] == pytest.approx(20 * 0.003)
     assert by[("gemm(float*)", 4)]["role"] == "main"
     assert rows[0]["kernels"] == "fft_r2c(float*);gemm(float*);gemm(float*)"
-    few = kernel_rows(per_call[:4] * 3, timed=3, calls=3, cc="9.0", sms=132)  # 4 launches: kept apart
+    few = kernel_rows([per_call[:4]] * 3, cc="9.0", sms=132)  # 4 launches: kept apart
     assert few is not None and len(few) == 4 and all(r["launches"] == 1 for r in few)

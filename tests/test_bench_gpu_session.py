@@ -24,6 +24,7 @@ from cudnn_bench.errors import BenchError, LibraryNotFound
 from cudnn_bench.ncu_pass import calls_of
 from fakes import FakeTracer, fake_env
 from seer import gpus, records
+from seer.variants import CONV_ALGOS
 
 REPO = Path(__file__).resolve().parents[1]
 CONV = S.ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
@@ -149,6 +150,42 @@ def test_seer_learns_from_the_gpu_span_where_there_is_one(tmp_path):
     assert (again.loc[ok, "event_time_ms"] == rec.loc[ok, "event_time_ms"]).all()
 
 
+@pytest.mark.parametrize("warmup", [1, 2])
+def test_chunked_calls_with_set_up_and_overlapping_kernels_split_into_whole_calls(warmup):
+    """As cuDNN on the H100: calls that loop over batch chunks, a one-off set-up kernel on the
+    first call, and kernels overlapping on a side stream. Each call's kernels add up to the whole
+    call (the events' time here, with no host gaps), every chunk has its row, the set-up none."""
+    from fakes import ALGO_KERNELS
+
+    chunks = {1: 4, 4: 3, 5: 8}
+    env = fake_env(chunks=chunks, setup=True, overlap=True)
+    opts = K.Options(progress=False, timing=K.TimingOptions(warmup=warmup, reps=5, min_reps=5))
+    df = pd.DataFrame(K.measure(env, S.PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
+    ok = df[df["status"] == "ok"]
+    assert ok["kernel"].notna().all() and not ok["message"].fillna("").astype(bool).any()
+    calls = ok.groupby("algo")
+    t = calls["time_ms"].first()
+    assert calls["kernel_time_ms"].sum().to_numpy() == pytest.approx(t.to_numpy(), rel=1e-3)  # whole calls
+    span = calls["gpu_span_ms"].first()
+    assert ((span > 0.6 * t) & (span < t * 1.001)).all()  # one chunk would be a quarter or less
+    for algo, n in chunks.items():
+        launches = calls["launches"].sum()[CONV_ALGOS[algo]]
+        assert launches == n * len(ALGO_KERNELS[algo])  # every chunk, no set-up kernel
+    assert "setup_kernel" not in " ".join(ok["kernels"])
+
+
+def test_a_call_whose_records_do_not_split_says_why():
+    env = fake_env()
+    take = env.tracer.take
+    env.tracer.take = lambda: take()[1:] or []  # every take loses its first record
+    opts = K.Options(progress=False, timing=K.TimingOptions(warmup=2, reps=5, min_reps=5))
+    df = pd.DataFrame(K.measure(env, S.PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
+    ok = df[df["status"] == "ok"]
+    assert "kernel" not in ok and ok["time_ms"].notna().all()
+    one = ok[ok["algo"] == "IMPLICIT_GEMM"]["message"].iloc[0]  # one kernel a call: 4 records of 5 calls
+    assert one == "CUPTI: 4 kernel records of 5 timed calls (the last warm-up call alone: 0) split into no equal calls"
+
+
 def test_dropped_records_leave_the_call_without_kernel_rows():
     df = _measure(CONV, fake_env(tracer=FakeTracer(drop_every=4)))
     ok = df[df["status"] == "ok"]
@@ -170,10 +207,10 @@ def test_a_run_without_kernel_names_stops_with_one_sentence(tmp_path):
 def test_cluster_dims_are_recorded_where_cupti_has_them():
     from cudnn_bench.cupti import KernelRecord
 
-    rows = M.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0, cluster=(2, 1, 1))] * 2,
-                         1, 2, "9.0", 132)
+    rows = M.kernel_rows([[KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0, cluster=(2, 1, 1))]],
+                         "9.0", 132)
     assert (rows[0]["cluster_x"], rows[0]["cluster_y"], rows[0]["cluster_z"]) == (2, 1, 1)
-    rows = M.kernel_rows([KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0)] * 2, 1, 2, "9.0", 132)
+    rows = M.kernel_rows([[KernelRecord("k", 0, 1000, (4, 1, 1), (128, 1, 1), 32, 0, 0)]], "9.0", 132)
     assert "cluster_x" not in rows[0]
 
 
@@ -283,7 +320,8 @@ def _scripted(tmp_path: Path, first_core_says: str):
         return 0
 
     sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
-    args = argparse.Namespace(backend="driver", max_configs=None, skip={"traces", "counters"}, shard=None)
+    args = argparse.Namespace(backend="driver", max_configs=None, skip={"traces", "counters"}, shard=None,
+                              redo=["unsplit"])
     O.run_session(args, sess, step=step)
     return [c for c in calls if "collect" in c]
 
@@ -292,6 +330,7 @@ def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
     core = _scripted(tmp_path, "cudnn_bench: CUPTI cannot trace kernels here (...)")
     assert "--launch-meta" not in core[0] and core[1][core[1].index("--launch-meta") + 1] == "none"
     assert core[1][core[1].index("--backend") + 1] == "driver"
+    assert all(c[c.index("--redo") + 1] == "unsplit" for c in core)  # core steps and the grid
 
 
 def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
@@ -315,7 +354,7 @@ def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):
 
     def grid_s(skip: set[str]) -> float:
         sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
-        args = argparse.Namespace(backend="driver", max_configs=None, skip=skip, shard=None)
+        args = argparse.Namespace(backend="driver", max_configs=None, skip=skip, shard=None, redo=[])
         O.run_session(args, sess, step=step)
         return timeouts["grid: SEER grid, stratified"]
 

@@ -1,5 +1,7 @@
 """The harness store's block format: rows of one configuration are written together, each
-carrying the block's length, so a torn write is recognised and only complete blocks are read."""
+carrying the block's length, so a torn write is recognised and only complete blocks are read.
+A configuration measured again (`collect --redo`) is appended as a new block, which supersedes
+the earlier one: readers see the last complete block of each configuration."""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ class Blocks:
     dropped: list[tuple[int, bytes]] = field(default_factory=list)  # (line number, bytes)
     done: set[tuple[str, ...]] = field(default_factory=set)  # BLOCK_KEY of every complete block
     chunks: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)  # each kept block: key, bytes
+    superseded: list[tuple[tuple[str, ...], bytes]] = field(default_factory=list)  # complete, measured again later
 
     @property
     def dropped_bytes(self) -> int:
@@ -67,7 +70,8 @@ def scan_blocks(data: bytes) -> Blocks:
     """Split a store file's bytes into complete blocks and the rest. A block is consecutive rows
     of one configuration (BLOCK_KEY), each carrying config_rows = the block's length; every
     complete line ends in a newline, so a last line without one is torn. A bad line or a new
-    block ends the block in progress: an incomplete block is never kept."""
+    block ends the block in progress: an incomplete block is never kept. Of two complete blocks
+    of one configuration the later is kept and the earlier is `superseded`."""
     if b"\n" not in data:  # a header alone: its newline may be all that is missing
         data += b"\n"
     nl = data.find(b"\n")
@@ -77,7 +81,7 @@ def scan_blocks(data: bytes) -> Blocks:
     idx = [header.index(c) for c in BLOCK_KEY]
     i_rows, width = header.index("config_rows"), len(header)
     out = Blocks(b"")
-    keep = [data[: nl + 1]]
+    kept: dict[tuple[str, ...], list[tuple[int, bytes]]] = {}  # the last complete block of each key
     block: list[tuple[int, bytes]] = []
     key, want = None, 0
     pos, line = nl + 1, 2
@@ -98,15 +102,17 @@ def scan_blocks(data: bytes) -> Blocks:
             key, want = k, n
             block.append((line, chunk))
             if len(block) == want:
-                keep += [c for _, c in block]
-                out.chunks.append((k, b"".join(c for _, c in block)))
-                out.kept_lines += [ln for ln, _ in block]
-                out.done.add(key)
+                if k in kept:
+                    out.superseded.append((k, b"".join(c for _, c in kept.pop(k))))
+                kept[k] = block
                 block = []
         pos, line = (len(data) if end < 0 else end + 1), line + 1
     out.dropped += block
     out.dropped.sort(key=lambda d: d[0])
-    out.keep = b"".join(keep)
+    out.chunks = [(k, b"".join(c for _, c in b)) for k, b in kept.items()]
+    out.kept_lines = [ln for b in kept.values() for ln, _ in b]
+    out.done = set(kept)
+    out.keep = data[: nl + 1] + b"".join(c for _, c in out.chunks)
     return out
 
 

@@ -1,0 +1,55 @@
+"""Which stored configurations to measure again (`collect --redo REASON`).
+
+A store skips every configuration it holds, so a harness fix reaches old data only when the
+configurations it got wrong are measured again. Each reason names such a set; the store then
+appends the new blocks, which supersede the old ones (store.Store.redo).
+
+    unsplit: a timed call whose CUPTI records did not split into whole calls, by the harness
+             before cupti.split_calls went by launch order: no kernel names although other calls
+             of the configuration have them (and no message saying why: the fixed harness
+             writes one), or a GPU span the CUDA events exceed by more than host gaps explain
+             (seer.records' span_partial: the split found a chunk of the batch as the call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from seer.records import BLOCK_KEY, read_raw
+from seer.records.harness import span_partial
+
+Key = tuple[str, ...]
+
+
+def _number(col: pd.Series) -> np.ndarray:
+    return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+
+
+def unsplit(raw: pd.DataFrame) -> set[Key]:
+    """The configurations (BLOCK_KEY) of a store's rows, as text, with a call whose kernel
+    records did not split into whole calls."""
+    need = {*BLOCK_KEY, "status", "kernel", "message", "time_ms", "gpu_span_ms"}
+    if raw.empty or not need <= set(raw.columns):
+        return set()
+    ok = raw[raw["status"] == "ok"]
+    named = ok["kernel"].str.strip() != ""
+    traced = named.groupby([ok[c] for c in BLOCK_KEY]).transform("any")  # the run had names
+    lost = ~named & traced & (ok["message"].str.strip() == "")
+    short = span_partial(_number(ok["time_ms"]), _number(ok["gpu_span_ms"]))
+    bad = ok[lost.to_numpy() | short]
+    return set(bad[list(BLOCK_KEY)].itertuples(index=False, name=None))
+
+
+REASONS: dict[str, Callable[[pd.DataFrame], set[Key]]] = {"unsplit": unsplit}
+
+
+def keys_to_redo(path: str | Path, reasons: list[str]) -> set[Key]:
+    """The configurations of one store file to measure again for any of `reasons`."""
+    if not Path(path).is_file():
+        return set()
+    raw = read_raw(path)[0]
+    return set().union(*(REASONS[r](raw) for r in reasons)) if reasons else set()
