@@ -10,6 +10,7 @@ within each variant (`seer.records.split_rows`). Needs openpyxl (a CPU-side depe
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,7 @@ from seer import records
 from seer.variants import classify
 
 from .errors import BenchError
-from .redo import keys_to_redo
+from .redo import unsplit
 from .store import store_files
 
 
@@ -117,11 +118,10 @@ def report(data: str | Path) -> str:
     unknown = sorted({k for k in df["kernel"].astype(str) if k.strip() and classify(k).kind == "unknown"})
     if unknown:
         lines.append(f"{len(unknown)} kernel names seer.variants does not know, e.g. {unknown[0][:120]}")
-    folder = records.data_path(data, "an existing record CSV or data folder")
-    wrong = {f.stem: len(keys_to_redo(f, ["unsplit"])) for f in (store_files(folder) if folder.is_dir() else [folder])}
-    if any(wrong.values()):
+    wrong = Counter(suite for suite, _, _ in unsplit(df))
+    if wrong:
         lines.append(
             "configurations whose calls' kernel records did not split into whole calls (an older harness; "
-            "collect --redo unsplit measures them again): " + ", ".join(f"{k} {v}" for k, v in wrong.items() if v)
+            "collect --redo unsplit measures them again): " + ", ".join(f"{k} {v}" for k, v in sorted(wrong.items()))
         )
     return "\n".join(lines)

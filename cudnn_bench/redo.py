@@ -29,16 +29,21 @@ def _number(col: pd.Series) -> np.ndarray:
     return pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
 
 
-def unsplit(raw: pd.DataFrame) -> set[Key]:
-    """The configurations (BLOCK_KEY) of a store's rows, as text, with a call whose kernel
-    records did not split into whole calls."""
+def _text(col: pd.Series) -> pd.Series:
+    return col.fillna("").astype(str).str.strip()
+
+
+def unsplit(rows: pd.DataFrame) -> set[Key]:
+    """The configurations (BLOCK_KEY) of a store's rows with a call whose kernel records did
+    not split into whole calls. The rows may be a file's text (read_raw) or seer's records
+    (read_csv: a span_partial call keeps its event time as `time_ms`, so the test is the same)."""
     need = {*BLOCK_KEY, "status", "kernel", "message", "time_ms", "gpu_span_ms"}
-    if raw.empty or not need <= set(raw.columns):
+    if rows.empty or not need <= set(rows.columns):
         return set()
-    ok = raw[raw["status"] == "ok"]
-    named = ok["kernel"].str.strip() != ""
+    ok = rows[rows["status"] == "ok"]
+    named = _text(ok["kernel"]) != ""
     traced = named.groupby([ok[c] for c in BLOCK_KEY]).transform("any")  # the run had names
-    lost = ~named & traced & (ok["message"].str.strip() == "")
+    lost = ~named & traced & (_text(ok["message"]) == "")
     short = span_partial(_number(ok["time_ms"]), _number(ok["gpu_span_ms"]))
     bad = ok[lost.to_numpy() | short]
     return set(bad[list(BLOCK_KEY)].itertuples(index=False, name=None))
