@@ -1,0 +1,83 @@
+"""Every prediction of the bundled fits stays what it was: a restructuring must not move a number.
+
+`golden_predictions.npz` was written by `_compute()` (the public API only) from the code before
+the prediction interface was unified. The test recomputes it; on the machine that wrote the file
+the values were equal bit for bit, elsewhere a BLAS may round the last bit differently."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seer
+
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden_predictions.npz"
+GPUS = ("a100-40gb", "a100-80gb-pcie", "h100-sxm", "p100-pcie", "p4", "t4", "v100-pcie", "l4")
+
+
+def _convs(n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    hw = rng.integers(7, 230, n)
+    k = rng.choice([1, 3, 5, 7], n)
+    return pd.DataFrame(
+        dict(op="conv_fwd", batch=rng.integers(1, 257, n), c_in=rng.integers(3, 1025, n), h_in=hw, w_in=hw,
+             c_out=rng.integers(8, 1025, n), kh=k, kw=k, pad_h=k // 2, pad_w=k // 2,
+             stride_h=rng.choice([1, 2], n), stride_w=1)
+    )
+
+
+def _gemms(op: str, n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(11)
+    return pd.DataFrame(dict(op=op, batch=rng.integers(1, 129, n), m=rng.integers(1, 4097, n),
+                             n=rng.integers(1, 4097, n), k=rng.integers(1, 4097, n)))
+
+
+def _memory() -> pd.DataFrame:
+    rows = [dict(op=op, rows=r, cols=c, fn=fn)
+            for op, fn in (("elementwise", "relu"), ("elementwise", "add"), ("softmax", ""), ("layer_norm", ""),
+                           ("concat", ""), ("transpose", ""), ("memcpy", "d2d"))
+            for r, c in ((64, 1024), (4096, 4096), (32768, 512))]
+    return pd.DataFrame(rows)
+
+
+def _compute() -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for gpu in GPUS:
+        f = seer.load(gpu)
+        conv = _convs()
+        if "conv_fwd" in f.ops:
+            ranked = f.rank_algorithms(conv)
+            for algo, g in ranked.groupby("algo"):
+                out[f"{gpu}/rank/{algo}/time"] = g["time_ms"].to_numpy(float)
+                out[f"{gpu}/rank/{algo}/inside"] = g["fitted_range"].to_numpy(bool)
+                out[f"{gpu}/conv/{algo}"] = np.asarray(f.predict(conv.assign(algo=algo)), float)
+            out[f"{gpu}/best"] = np.asarray(seer.best_algorithm(conv, gpu=gpu)).astype(str)
+        for op in ("bmm", "linear"):
+            if op in f.ops:
+                out[f"{gpu}/{op}"] = np.asarray(f.predict(_gemms(op)), float)
+        if "gemm" in f.ops:
+            algos = sorted({c.algo for c in f.choosers.values() if c.op == "gemm"}) if gpu != "l4" else []
+            for a in algos:
+                out[f"{gpu}/gemm/{a}"] = np.asarray(f.predict(_gemms("gemm").assign(algo=a)), float)
+        if "softmax" in f.ops:
+            out[f"{gpu}/memory"] = np.asarray(f.predict(_memory()), float)
+    return out
+
+
+def test_every_prediction_is_what_it_was():
+    if not GOLDEN.exists():
+        pytest.fail(f"{GOLDEN} is missing")
+    want = dict(np.load(GOLDEN))
+    got = _compute()
+    assert sorted(got) == sorted(want)
+    for key, w in want.items():
+        if w.dtype.kind in "fc":
+            np.testing.assert_allclose(got[key], w, rtol=1e-12, atol=0, err_msg=key)
+        else:
+            np.testing.assert_array_equal(got[key], w, err_msg=key)
+
+
+if __name__ == "__main__":  # regenerate (only when a change is meant to move predictions)
+    np.savez_compressed(GOLDEN, **_compute())
