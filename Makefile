@@ -33,7 +33,7 @@ evaluate: install     ## Test-set-I and II: python -m seer.evaluate --help
 	$(PY) -m seer.evaluate $(ARGS)
 
 bench: install        ## speed of prediction and fitting
-	$(PY) -m seer.bench $(ARGS)
+	$(PY) -m seer.evaluate.bench $(ARGS)
 
 # The GPU libraries (cuDNN, cuBLAS wheels, CuPy/pycuda) live in the system Python of a GPU
 # machine, which may have no internet for a venv: use it when it has seer's dependencies.

@@ -1,7 +1,7 @@
 """cudnn_bench: the GPU-side collection harness (pycuda, cuDNN, cuBLASLt, CUPTI, ncu).
 
 Measures cuDNN convolution-forward algorithms and cuBLASLt GEMM algorithms over configuration
-suites and writes seer's measurement records (`seer.records`) to data/<gpu-slug>/. Nothing in
+suites and writes seer's measurement records (`seer.data.records`) to data/<gpu-slug>/. Nothing in
 `seer` imports this package; GPU libraries and Python GPU modules are imported lazily inside
 the functions that need them, so that `python -m cudnn_bench ...` on a machine without a GPU
 ends with one sentence and exit code 2. See cudnn_bench/GPU_RUN.md for a GPU session's steps.

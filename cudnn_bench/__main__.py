@@ -255,7 +255,9 @@ def build_parser() -> Parser:
 
     pl = sub.add_parser("plan", help="print the collection plan and its GPU minutes (no GPU needed)")
     _plan_args(pl)
-    pl.add_argument("--gpu", default="h100-sxm", help="GPU to estimate for (a seer.gpus name; default: h100-sxm)")
+    pl.add_argument(
+        "--gpu", default="h100-sxm", help="GPU to estimate for (a seer.hardware.gpus name; default: h100-sxm)"
+    )
     pl.add_argument("--list", action="store_true", help="list every planned configuration")
     pl.add_argument(
         "--session",

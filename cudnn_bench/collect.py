@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from seer import gpus
 from seer.errors import UnknownGPUError
+from seer.hardware import gpus
 
 from . import libs, ncu_pass
 from . import suites as S

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer import occupancy
-from seer.variants import classify, short_name
+from seer.data.variants import classify, short_name
+from seer.hardware import occupancy
 
 from .errors import BenchError
 
@@ -341,7 +341,7 @@ def launch_geometry(grid: tuple[int, int, int], block: tuple[int, int, int]) -> 
 
 
 def model_occupancy(cc: str, threads: int, regs: int, smem: int, blocks: int, sms: int) -> dict:
-    """Occupancy fields from the occupancy calculator (seer.occupancy): resident blocks per SM,
+    """Occupancy fields from the occupancy calculator (seer.hardware.occupancy): resident blocks per SM,
     B_max and waves of one launch; none for a compute capability it does not know."""
     try:
         bps = int(occupancy.blocks_per_sm(cc, threads, regs, smem))

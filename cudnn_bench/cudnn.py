@@ -24,7 +24,7 @@ from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
 from typing import Any
 
-from seer.variants import CONV_ALGOS
+from seer.data.variants import CONV_ALGOS
 
 from . import libs
 from .errors import CudnnError, cudnn_error_class

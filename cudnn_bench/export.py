@@ -1,10 +1,10 @@
 """SEER-format Excel workbooks (sheets train and test) from the harness's records.
 
 One workbook per convolution kernel variant, as SEER's MATLAB code reads them: rows of one
-(algorithm, kernel role, kernel variant) with the variant label from `seer.variants.classify`.
+(algorithm, kernel role, kernel variant) with the variant label from `seer.data.variants.classify`.
 The `time` column is the kernel's own median time where the timing pass traced kernels (SEER's
 per-kernel times), else the whole call's. The train/test split is SEER's deterministic rule
-within each variant (`seer.records.split_rows`). Needs openpyxl (a CPU-side dependency).
+within each variant (`seer.data.records.split_rows`). Needs openpyxl (a CPU-side dependency).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer import records
-from seer.variants import classify
+from seer.data import records
+from seer.data.variants import classify
 
 from .errors import BenchError
 from .redo import unsplit
@@ -25,8 +25,8 @@ from .store import store_files
 
 
 def load_records(data: str | Path) -> pd.DataFrame:
-    """Every harness CSV of a folder (or one file), validated by seer.records.read_csv; an
-    empty path, a missing one or a FIFO is refused in one sentence (seer.records.data_path)."""
+    """Every harness CSV of a folder (or one file), validated by seer.data.records.read_csv; an
+    empty path, a missing one or a FIFO is refused in one sentence (seer.data.records.data_path)."""
     data = records.data_path(data, "an existing record CSV or data folder")
     files = list(store_files(data)) if data.is_dir() else [data]
     if not files:
@@ -113,11 +113,12 @@ def report(data: str | Path) -> str:
         if len(both):
             same = (both["ncu_blocks_per_sm"] == both["model_blocks_per_sm"]).mean()
             lines.append(
-                f"resident blocks per SM: seer.occupancy agrees with ncu on {same * 100:.0f}% of {len(both)} kernels"
+                f"resident blocks per SM: seer.hardware.occupancy agrees with ncu on {same * 100:.0f}% "
+                f"of {len(both)} kernels"
             )
     unknown = sorted({k for k in df["kernel"].astype(str) if k.strip() and classify(k).kind == "unknown"})
     if unknown:
-        lines.append(f"{len(unknown)} kernel names seer.variants does not know, e.g. {unknown[0][:120]}")
+        lines.append(f"{len(unknown)} kernel names seer.data.variants does not know, e.g. {unknown[0][:120]}")
     wrong = Counter(suite for suite, _, _ in unsplit(df))
     if wrong:
         lines.append(

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from seer import gpus
-from seer.records import atomic_write, is_block_file, scan_blocks, warn
+from seer.data.records import atomic_write, is_block_file, scan_blocks, warn
+from seer.hardware import gpus
 
 from .errors import BenchError
 from .store import HEADER, _header, format_rows, held, lock, store_files, utc_now, write_json

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from seer import gpus
-from seer.variants import CONV_ALGO_ID, classify
+from seer.data.variants import CONV_ALGO_ID, classify
+from seer.hardware import gpus
 
 from . import counters as C
 from . import libs

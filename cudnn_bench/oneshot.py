@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seer import gpus
+from seer.hardware import gpus
 
 from . import suites as S
 from .argtypes import redo_reasons, shard, whole

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seer.variants import CONV_ALGOS
+from seer.data.variants import CONV_ALGOS
 
 from . import suites as S
 from .timing import TimingOptions

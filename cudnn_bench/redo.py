@@ -8,7 +8,7 @@ appends the new blocks, which supersede the old ones (store.Store.redo).
              before cupti.split_calls went by launch order: no kernel names although other calls
              of the configuration have them (and no message saying why: the fixed harness
              writes one), or a GPU span the CUDA events exceed by more than host gaps explain
-             (seer.records' span_partial: the split found a chunk of the batch as the call).
+             (seer.data.records' span_partial: the split found a chunk of the batch as the call).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.records import BLOCK_KEY, read_raw
-from seer.records.harness import span_partial
+from seer.data.records import BLOCK_KEY, read_raw
+from seer.data.records.harness import span_partial
 
 Key = tuple[str, ...]
 

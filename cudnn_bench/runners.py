@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from seer.variants import CONV_ALGOS
+from seer.data.variants import CONV_ALGOS
 
 from . import suites as S
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS, GemmProblem, LtAlgo, compute_types

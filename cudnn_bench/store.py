@@ -1,11 +1,11 @@
 """Resumable record files: one block of rows per configuration, appended, flushed and fsynced.
 
-A file is `data/<gpu-slug>/<suite>.csv` with the columns of `seer.records.COLUMNS` followed by
+A file is `data/<gpu-slug>/<suite>.csv` with the columns of `seer.data.records.COLUMNS` followed by
 the harness's extra columns (`EXTRA`; `records.conform` keeps them). The header is written once.
 Every configuration is written as one block whose rows all carry `config_rows` = the block's
 length, with a single write + flush + fsync, so after a crash or Ctrl-C the file holds every
 finished configuration and at most a torn tail. Opening the file again keeps every complete
-block (`seer.records.scan_blocks`), moves anything else (a torn tail, a blank or garbage line,
+block (`seer.data.records.scan_blocks`), moves anything else (a torn tail, a blank or garbage line,
 an incomplete block) to `<name>.quarantine` beside it with a warning, and returns the keys
 (suite, config_key, math) already done, which a rerun skips; `redo` un-skips some, and the
 new block of a configuration supersedes its old one (set aside in `<name>.superseded` on
@@ -29,7 +29,7 @@ from typing import IO
 
 import pandas as pd
 
-from seer.records import COLUMNS, Blocks, atomic_write, conform, is_block_file, read_raw, scan_blocks, warn
+from seer.data.records import COLUMNS, Blocks, atomic_write, conform, is_block_file, read_raw, scan_blocks, warn
 
 from .errors import BenchError
 
@@ -55,7 +55,7 @@ EXTRA: tuple[str, ...] = (
     "lt_inner_shape",
     "lt_cluster_shape",
     "lt_waves",  # cuBLASLt algo config and heuristic waves
-    "model_blocks_per_sm",  # seer.occupancy's resident blocks per SM (kept beside ncu's)
+    "model_blocks_per_sm",  # seer.hardware.occupancy's resident blocks per SM (kept beside ncu's)
     "ncu_blocks_per_sm",  # min of ncu's launch__occupancy_limit_* where measured
     "ncu_waves_per_sm",  # ncu's launch__waves_per_multiprocessor
     "occupancy_source",  # "ncu" or "model": where blocks_per_sm / b_max / waves came from
@@ -253,7 +253,7 @@ class Store:
 
 def read_frame(path: str | Path) -> pd.DataFrame:
     """A store file as a conformed record frame (extra columns kept as text); only complete
-    configuration blocks are read (`seer.records.read_raw` warns about the rest)."""
+    configuration blocks are read (`seer.data.records.read_raw` warns about the rest)."""
     return conform(read_raw(path)[0])
 
 

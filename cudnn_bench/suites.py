@@ -10,7 +10,7 @@ Suites:
 - `gemm_grid`: a grid of (batch, M, N, K).
 
 Everything is a plain tuple of numbers; add a network by adding its layer list. A config's
-cost is estimated from its FLOPs and bytes against the GPU's datasheet peaks (seer.gpus), so a
+cost is estimated from its FLOPs and bytes against the GPU's datasheet peaks (seer.hardware.gpus), so a
 `--budget` of seconds picks a deterministic, stratified subset that fits; a budget that is a
 count takes that many. The estimate is deliberately simple; the records keep the estimated and
 the measured wall time of every configuration (`est_s`, `wall_s`) to recalibrate it.
@@ -26,15 +26,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
-from seer.dtypes import DTYPE_BYTES
-from seer.gpus import GPUSpec
-from seer.records import OPS
-from seer.variants import CONV_ALGOS
+from seer.data.records import OPS
+from seer.data.variants import CONV_ALGOS
+from seer.hardware.dtypes import DTYPE_BYTES
+from seer.hardware.gpus import GPUSpec
 
 from .errors import BenchError
 from .maths import MATH_DTYPE
 
-# The letter of each configuration field (seer.records.OPS, in its order) in a configuration key.
+# The letter of each configuration field (seer.data.records.OPS, in its order) in a configuration key.
 KEY_LETTERS = {"conv_fwd": "nchwkrsuvpqdeg", "gemm": "bmnk"}
 
 
@@ -91,7 +91,7 @@ class ConvConfig:
         }
 
     def dims(self) -> dict[str, int]:
-        """The record's configuration fields of a convolution (seer.records.OPS), in order."""
+        """The record's configuration fields of a convolution (seer.data.records.OPS), in order."""
         return {f: getattr(self, f) for f in OPS[self.op]}
 
     def key(self) -> str:
@@ -136,7 +136,7 @@ class GemmConfig:
         }
 
     def dims(self) -> dict[str, int]:
-        """The record's configuration fields of a GEMM (seer.records.OPS), in order."""
+        """The record's configuration fields of a GEMM (seer.data.records.OPS), in order."""
         return {f: getattr(self, f) for f in OPS[self.op]}
 
     def key(self) -> str:

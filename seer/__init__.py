@@ -19,18 +19,18 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING
 
-from .errors import DataError, SeerError, UnknownGPUError
+from seer.errors import DataError, SeerError, UnknownGPUError
 
 if TYPE_CHECKING:
-    from .predict import Fits, available
-    from .transferred import TransferredFits
+    from seer.predict import Fits, available
+    from seer.predict.transfer import TransferredFits
 
 _LAZY = {"Fits": "predict", "available": "predict", "TransferredFits": "transferred"}
 
 
 def __getattr__(name: str):
     """PEP 562: the prediction API (pandas, statsmodels, scipy) loads on first use, so that
-    `import cudnn_bench` or `seer.records` on a GPU host starts light."""
+    `import cudnn_bench` or `seer.data.records` on a GPU host starts light."""
     if name in _LAZY:
         from importlib import import_module
 
@@ -42,21 +42,21 @@ def __getattr__(name: str):
 
 def load(name=None):
     """Fits of a GPU: its own (bundled: seer.available(); or a fits file's path), else, for a GPU
-    of seer.gpus without fits, fits transferred from the bundled GPUs (`source` ==
+    of seer.hardware.gpus without fits, fits transferred from the bundled GPUs (`source` ==
     'transferred', `transferred_from` lists them; see seer.transfer)."""
     if name is None:
-        from .predict import load as own
+        from seer.predict import load as own
 
         return own(None)
-    from .transferred import load_or_transfer
+    from seer.predict.transfer import load_or_transfer
 
     return load_or_transfer(name)
 
 
 def transfer(target, sources=None):
-    """Fits for `target` (a GPU of seer.gpus) moved from `sources` (fits names, paths or Fits;
-    default: every bundled GPU of another chip): see seer.transferred."""
-    from .transferred import transfer as _transfer
+    """Fits for `target` (a GPU of seer.hardware.gpus) moved from `sources` (fits names, paths or Fits;
+    default: every bundled GPU of another chip): see seer.predict.transfer."""
+    from seer.predict.transfer import transfer as _transfer
 
     return _transfer(target, sources)
 

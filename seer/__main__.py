@@ -15,13 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from .cli import run, writable_dir
+from seer.cli import run, writable_dir
 
 
 def compare_with_bundled(out: Path, since: float = 0.0) -> list[str]:
     """One line per GPU fitted into `out` (files written after `since`, a time.time()): how it
     compares with the bundled fits."""
-    from . import fitsfile
+    from seer import fitsfile
 
     lines = []
     for path in sorted(p for p in out.glob("*.json") if p.stat().st_mtime >= since):
@@ -38,10 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m seer", description=__doc__.split("\n\n")[1])
     ap.add_argument("--out", default="build/fits", help="folder for the fresh fits (default: %(default)s)")
     args = ap.parse_args(argv)
-    from . import evaluate, fit, records
+    from seer.data import records
+    from seer.data.prepare import default_data
+    from seer.evaluate.__main__ import main as evaluate
+    from seer.fit.__main__ import main as fit
 
     out = writable_dir(args.out, "--out")
-    data = fit.default_data()
+    data = default_data()
     if "neusight" in str(data):
         print(
             "seer's own GPU measurements (data/) were not found, so this fits and evaluates on "
@@ -50,14 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"fitting and evaluating seer's own measurements in {data} (NeuSight's: --data of seer.fit/evaluate)\n")
     steps = [
-        ("fit", lambda: fit.main(["--quiet", "--out", str(out)])),
-        ("Test-set-I", lambda: evaluate.main(["--set", "I", "--fits", str(out)])),
-        ("Test-set-II", lambda: evaluate.main(["--set", "II", "--fits", str(out)])),
-        ("analytical", lambda: evaluate.main(["--set", "analytical"])),
+        ("fit", lambda: fit(["--quiet", "--out", str(out)])),
+        ("Test-set-I", lambda: evaluate(["--set", "I", "--fits", str(out)])),
+        ("Test-set-II", lambda: evaluate(["--set", "II", "--fits", str(out)])),
+        ("analytical", lambda: evaluate(["--set", "analytical"])),
     ]
     ns = records.neusight_dir()
     if ns is not None and (ns.parent / "neusight-models").is_dir():
-        steps.append(("whole models (bundled fits)", lambda: evaluate.main(["--set", "models"])))
+        steps.append(("whole models (bundled fits)", lambda: evaluate(["--set", "models"])))
     t0, started = time.perf_counter(), time.time()
     for name, step in steps:
         print(f"\n===== {name} " + "=" * (70 - len(name)))

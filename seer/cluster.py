@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
-from .errors import SeerError
+from seer.errors import SeerError
 
 INSTALL = "pip install 'seer[cluster]'"
 

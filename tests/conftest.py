@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from seer.records import neusight_dir
+from seer.data.records import neusight_dir
 
 
 @pytest.fixture(scope="session")
@@ -16,7 +16,7 @@ def neusight_path():
 
 @pytest.fixture(scope="session")
 def neusight(neusight_path):
-    from seer.records import read_neusight
+    from seer.data.records import read_neusight
 
     return read_neusight(neusight_path)
 
@@ -24,7 +24,8 @@ def neusight(neusight_path):
 @pytest.fixture(scope="session")
 def a100_80_conv(neusight_path):
     """NeuSight's A100-80GB conv records and their fits document, fitted once per session."""
-    from seer import fit, records
+    from seer import fit
+    from seer.data import records
 
     rec = records.read_neusight(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv")
     doc = fit.fit_all(rec, data_path="../shared/datasets/neusight", log=lambda s: None)  # as bundled

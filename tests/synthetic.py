@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seer import records
+from seer.data import records
 
 GPU, SMS = "Tesla T4", 40
 # algo -> (kernel, tile_m (pixels), tile_n (filters), resident blocks per SM, a, b, c)

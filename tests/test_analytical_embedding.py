@@ -8,8 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer.analytical import (SEED_V100, Peaks, embedding_backward_sgd, embedding_forward,
-                             forward_traffic, hit_rate, peaks_for)
+from seer.analytical import (
+    SEED_V100,
+    Peaks,
+    embedding_backward_sgd,
+    embedding_forward,
+    forward_traffic,
+    hit_rate,
+    peaks_for,
+)
 from seer.errors import SeerError, UnknownGPUError
 
 FWD = dict(batch=4096, num_embeddings=500000, num_tables=197, bag_size=32, emb_dim=32, rows_per_block=128)

@@ -11,12 +11,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seer.analytical import (fit_memory_bound, fitted_table, memory_bound_detail, missed_targets,
-                             peaks_for, predict_memory_bound, report, validation_table, work)
-from seer.analytical.bench import memory_configs, synthetic_records
+from seer.analytical import (
+    fit_memory_bound,
+    fitted_table,
+    memory_bound_detail,
+    peaks_for,
+    predict_memory_bound,
+    work,
+)
 from seer.analytical.memory import DATASHEET_FLOOR_MS, SCHEMA
 from seer.errors import SeerError, UnknownGPUError
-from seer.metrics import ACCURACY_KEYS
+from seer.evaluate.analytical import missed_targets, report, validation_table
+from seer.evaluate.bench_analytical import memory_configs, synthetic_records
+from seer.evaluate.metrics import ACCURACY_KEYS
 
 A100 = "NVIDIA A100-PCIE-40GB"
 
@@ -165,8 +172,8 @@ def test_validation_table_on_synthetic_measurements():
 # ---------------------------------------------------------------- real measurements
 @pytest.fixture(scope="module")
 def memory_records(neusight_path):
-    from seer.analytical.validate import NEUSIGHT_OPS
-    from seer.records import read_neusight
+    from seer.data.records import read_neusight
+    from seer.evaluate.analytical import NEUSIGHT_OPS
 
     return read_neusight(neusight_path, ops=NEUSIGHT_OPS)
 
@@ -179,7 +186,7 @@ def test_heldout_accuracy_on_neusight(memory_records):
     assert set(groups["op"]) == {"add", "mul", "relu", "gelu", "tanh", "softmax", "layer_norm"}
     # The targets: median APE <= 8% and RMSPE <= 15% for every op on every GPU.
     assert missed_targets(tab) == [], tab.to_string()
-    # What the model reaches (python -m seer.analytical, README): worst group 6.2% / 12.4%.
+    # What the model reaches (python -m seer.evaluate --set analytical, README): worst group 6.2% / 12.4%.
     assert groups["median_ape"].max() < 0.065
     assert groups["rmspe"].max() < 0.13
     overall = tab[tab["gpu"] == "overall"].iloc[0]

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from seer.analytical import kernel_work, peaks_for, roofline, roofline_records
-from seer.analytical.hardware import L2_TO_DRAM
 from seer.errors import SeerError, UnknownGPUError
+from seer.hardware.peaks import L2_TO_DRAM
 
 
 def test_compute_bound_kernel_on_a100():

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes import FakeBackend
 
 from cudnn_bench import __main__ as M
 from cudnn_bench import collect as K
 from cudnn_bench import libs
 from cudnn_bench import suites as S
-from fakes import FakeBackend
-from seer import records
+from seer.data import records
 
 ROOT = Path(__file__).resolve().parent.parent
 

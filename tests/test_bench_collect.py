@@ -6,12 +6,13 @@ import math
 
 import pandas as pd
 import pytest
+from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import suites as S
-from fakes import fake_env
-from seer import occupancy, records
-from seer.variants import CONV_ALGOS
+from seer.data import records
+from seer.data.variants import CONV_ALGOS
+from seer.hardware import occupancy
 
 CFG = S.ConvConfig(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, name="layer")
 

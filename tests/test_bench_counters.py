@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import counters as C
@@ -17,8 +18,7 @@ from cudnn_bench import ncu_pass as N
 from cudnn_bench import store as ST
 from cudnn_bench import suites as S
 from cudnn_bench.errors import BenchError
-from fakes import fake_env
-from seer import records
+from seer.data import records
 
 FIX = Path(__file__).parent / "fixtures" / "bench"
 

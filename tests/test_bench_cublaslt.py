@@ -4,10 +4,10 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+from fakes import FakeLtLib
 
 from cudnn_bench import cublaslt as L
 from cudnn_bench import errors as E
-from fakes import FakeLtLib
 
 
 def test_structs_match_the_header():

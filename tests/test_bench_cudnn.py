@@ -9,11 +9,11 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+from fakes import FakeCudnnLib
 
 from cudnn_bench import cudnn as D
 from cudnn_bench import errors as E
 from cudnn_bench import libs
-from fakes import FakeCudnnLib
 
 
 def test_algo_perf_struct_matches_the_header():
@@ -30,7 +30,7 @@ def test_enum_values():
     assert (D.CUDNN_DEFAULT_MATH, D.CUDNN_TENSOR_OP_MATH, D.CUDNN_FMA_MATH) == (0, 1, 3)
     assert D.MATH_MODES["fma"] == ("float32", 3) and D.MATH_MODES["tf32"] == ("float32", 0)
     assert D.MATH_MODES["bf16"] == ("bfloat16", 1)
-    from seer.variants import CONV_ALGOS
+    from seer.data.variants import CONV_ALGOS
 
     assert CONV_ALGOS[4] == "FFT" and CONV_ALGOS[6] == "WINOGRAD" and len(CONV_ALGOS) == D.CUDNN_CONVOLUTION_FWD_ALGO_COUNT
 

@@ -205,7 +205,7 @@ def test_a_call_of_many_launches_gets_one_row_per_distinct_launch():
         t += 500
         per_call += call
     rows = kernel_rows([per_call[i * 41 : (i + 1) * 41] for i in range(3)], cc="9.0", sms=132)
-    assert 41 > MAX_KERNEL_ROWS and len(rows) == 3
+    assert MAX_KERNEL_ROWS < 41 and len(rows) == 3
     by = {(r["kernel"], r["grid_x"]): r for r in rows}
     assert by[("fft_r2c(float*)", 4)]["launches"] == 20 and by[("gemm(float*)", 8)]["launches"] == 1
     assert by[("gemm(float*)", 4)]["kernel_time_ms"] == pytest.approx(20 * 0.003)

@@ -12,19 +12,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakes import FakeTracer, fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import libs
 from cudnn_bench import measure as M
 from cudnn_bench import oneshot as O
 from cudnn_bench import suites as S
-from cudnn_bench.cublaslt import CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC, COMPUTE_NAMES
+from cudnn_bench.cublaslt import COMPUTE_NAMES, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC
 from cudnn_bench.env import SIMULATE, open_env
 from cudnn_bench.errors import BenchError, LibraryNotFound
 from cudnn_bench.ncu_pass import calls_of
-from fakes import FakeTracer, fake_env
-from seer import gpus, records
-from seer.variants import CONV_ALGOS
+from seer.data import records
+from seer.data.variants import CONV_ALGOS
+from seer.hardware import gpus
 
 REPO = Path(__file__).resolve().parents[1]
 CONV = S.ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
@@ -375,7 +376,7 @@ def test_packs_from_two_threads_do_not_collide(tmp_path):
         try:
             for _ in range(3):
                 O.pack(tmp_path / "data", tmp_path)
-        except BaseException as exc:  # noqa: BLE001 - the test reports any failure
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=go) for _ in range(3)]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import suites as S
@@ -13,7 +14,6 @@ from cudnn_bench.__main__ import main
 from cudnn_bench.errors import BenchError
 from cudnn_bench.merge import merge
 from cudnn_bench.store import lock, store_files
-from fakes import fake_env
 
 SUITES = ["gemm_layers", "test_set_ii"]
 WHEN = ["measured_at", "wall_s"]  # when and how long: the only cells two runs may differ in

@@ -4,13 +4,11 @@ code 2; no GPU is needed for any of these tests."""
 from __future__ import annotations
 
 import pytest
+from test_bench_cli import _has_driver
 
 from cudnn_bench import __main__ as M
-from cudnn_bench import libs
-from cudnn_bench import ncu_pass
-from cudnn_bench import runtime
+from cudnn_bench import libs, ncu_pass, runtime
 from cudnn_bench.errors import NoGPUError
-from test_bench_cli import _has_driver
 
 
 def _one_line(capsys) -> str:

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from test_bench_merge import SUITES, assert_same_rows, rows_of
 
 from cudnn_bench import suites as S
 from cudnn_bench.__main__ import main
+from cudnn_bench.collect import collect
 from cudnn_bench.errors import BenchError
 from cudnn_bench.options import Options
 from cudnn_bench.store import store_files
 from cudnn_bench.timing import TimingOptions
 from seer import fit
 from seer.errors import SeerError
-from cudnn_bench.collect import collect
-from test_bench_merge import SUITES, assert_same_rows, rows_of
 
 ray = pytest.importorskip("ray")
 from cudnn_bench.ray_collect import ClusterOptions, collect_ray, measure_shard  # noqa: E402

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import measure as M
@@ -12,9 +13,8 @@ from cudnn_bench import store as ST
 from cudnn_bench import suites as S
 from cudnn_bench.export import report
 from cudnn_bench.timing import time_call
-from fakes import fake_env
-from seer import records
-from seer.records import read_raw, scan_blocks
+from seer.data import records
+from seer.data.records import read_raw, scan_blocks
 
 
 def _row(key: str, **kw) -> dict:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_bench_merge import rows_of
 
 from cudnn_bench.store import store_files
-from test_bench_merge import rows_of
 
 pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parent.parent

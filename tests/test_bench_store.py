@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import store as ST
 from cudnn_bench import suites as S
-from fakes import fake_env
-from seer import records
+from seer.data import records
 
 
 def _row(suite="s", key="conv_fwd:a", math="fma", **kw):

@@ -8,7 +8,7 @@ import pytest
 
 from cudnn_bench import suites as S
 from cudnn_bench.errors import BenchError
-from seer import gpus
+from seer.hardware import gpus
 
 H100 = gpus.lookup("h100-sxm")
 

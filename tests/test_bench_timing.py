@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 import pytest
+from fakes import FakeBackend
 
 from cudnn_bench import timing as T
 from cudnn_bench.errors import DeviceOutOfMemory
 from cudnn_bench.runtime import BufferPool, random_pattern
-from fakes import FakeBackend
 
 
 def test_plan_reps():

@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from seer import chooser, knn
+from seer.models import chooser, knn
 
 
 def _gemm(n, seed=0):
@@ -31,7 +31,7 @@ def test_single_label_and_distance():
     ch = chooser.fit_chooser(tr, "bmm", "", pd.Series(["only"] * len(tr)))
     assert set(ch.choose(_gemm(10, 2))) == {"only"}
     far = pd.DataFrame({"op": ["bmm"], "batch": [10**6], "m": [1], "n": [1], "k": [1]})
-    from seer import configs
+    from seer.data import configs
     d, _ = ch.nearest(configs.log_config(far, "bmm"))
     assert d[0] > 5
 

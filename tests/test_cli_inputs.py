@@ -8,10 +8,13 @@ import time
 
 import pandas as pd
 import pytest
-
-from seer import evaluate, fit, records
-from seer.__main__ import main as seer_main
 from synthetic import conv_records, gemm_records
+
+from seer import fit
+from seer.__main__ import main as seer_main
+from seer.data import records
+from seer.evaluate import __main__ as evaluate_cli
+from seer.fit import __main__ as fit_cli
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +37,7 @@ def one_line_error(capsys, *words):
 
 def test_empty_data_argument_is_refused(capsys):
     """An empty --data used to fit the default data set silently."""
-    for main in (fit.main, lambda a: evaluate.main(["--set", "I", *a])):
+    for main in (fit_cli.main, lambda a: evaluate_cli.main(["--set", "I", *a])):
         with pytest.raises(SystemExit) as e:
             main(["--data", ""])
         assert e.value.code == 2
@@ -43,9 +46,9 @@ def test_empty_data_argument_is_refused(capsys):
 
 def test_fit_checks_out_before_fitting(data, capsys, monkeypatch):
     monkeypatch.setattr(fit, "fit_all", lambda *a, **k: pytest.fail("fitted before checking --out"))
-    assert fit.main(["--data", str(data / "d.csv"), "--out", str(data / "a_file"), "--quiet"]) == 2
+    assert fit_cli.main(["--data", str(data / "d.csv"), "--out", str(data / "a_file"), "--quiet"]) == 2
     one_line_error(capsys, "--out", "a_file", "is a file, not a folder")
-    assert fit.main(["--data", str(data / "d.csv"), "--out", str(data / "a_file" / "sub")]) == 2
+    assert fit_cli.main(["--data", str(data / "d.csv"), "--out", str(data / "a_file" / "sub")]) == 2
     one_line_error(capsys, "--out", "cannot be written")
 
 
@@ -55,7 +58,7 @@ def test_fit_read_only_out(data, tmp_path, capsys):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        assert fit.main(["--data", str(data / "d.csv"), "--out", str(ro), "--quiet"]) == 2
+        assert fit_cli.main(["--data", str(data / "d.csv"), "--out", str(ro), "--quiet"]) == 2
         one_line_error(capsys, "cannot be written")
     finally:
         ro.chmod(0o755)
@@ -70,20 +73,20 @@ def test_main_job_checks_out_first(data, capsys):
 
 def test_evaluate_outputs_checked_first(data, capsys):
     base = ["--set", "I", "--data", str(data / "d.csv")]
-    assert evaluate.main([*base, "--plots", str(data / "a_file" / "plots")]) == 2
+    assert evaluate_cli.main([*base, "--plots", str(data / "a_file" / "plots")]) == 2
     one_line_error(capsys, "--plots", "cannot be written")
-    assert evaluate.main([*base, "--out", str(data / "a_file" / "x.json")]) == 2
+    assert evaluate_cli.main([*base, "--out", str(data / "a_file" / "x.json")]) == 2
     one_line_error(capsys, "the folder of --out", "is a file")
-    assert evaluate.main([*base, "--out", str(data / "x.txt")]) == 2
+    assert evaluate_cli.main([*base, "--out", str(data / "x.txt")]) == 2
     one_line_error(capsys, "--out must end in .json or .csv")
 
 
 def test_evaluate_sets_without_their_rows(data, capsys):
-    assert evaluate.main(["--set", "II", "--data", str(data / "gemm.csv")]) == 2
+    assert evaluate_cli.main(["--set", "II", "--data", str(data / "gemm.csv")]) == 2
     one_line_error(capsys, "no convolution rows", "gemm.csv")
-    assert evaluate.main(["--set", "noise", "--data", str(data / "header_only.csv")]) == 2
+    assert evaluate_cli.main(["--set", "noise", "--data", str(data / "header_only.csv")]) == 2
     one_line_error(capsys, "header_only.csv", "noise floor")
-    assert evaluate.main(["--set", "I", "--data", str(data / "header_only.csv")]) == 2
+    assert evaluate_cli.main(["--set", "I", "--data", str(data / "header_only.csv")]) == 2
     one_line_error(capsys, "header_only.csv", "Test-set-I")
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pandas as pd
 
-from seer import drift
+from seer.models import drift
 
 
 def test_fit_drift_finds_and_ignores():

@@ -4,10 +4,12 @@ import sys
 
 import pandas as pd
 import pytest
-
-from seer import evaluate, fit, records
-from seer.metrics import ACCURACY_KEYS
 from synthetic import conv_records, gemm_records
+
+from seer.data import records
+from seer.evaluate import __main__ as evaluate_cli
+from seer.evaluate.metrics import ACCURACY_KEYS
+from seer.fit import __main__ as fit_cli
 
 
 @pytest.fixture(scope="module")
@@ -15,13 +17,13 @@ def fitted(tmp_path_factory):
     d = tmp_path_factory.mktemp("ev")
     rec = pd.concat([conv_records(300), gemm_records(400)], ignore_index=True)
     records.write_csv(rec, d / "data.csv")
-    assert fit.main(["--data", str(d / "data.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(d / "data.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
     return d
 
 
 def test_set_one_json_and_plots(fitted, capsys):
     out = fitted / "set1.json"
-    rc = evaluate.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
+    rc = evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
                         "--by", "variant", "--out", str(out), "--plots", str(fitted / "plots")])
     assert rc == 0
     doc = json.loads(out.read_text())
@@ -35,7 +37,7 @@ def test_set_one_json_and_plots(fitted, capsys):
 
 def test_set_one_csv(fitted):
     out = fitted / "set1.csv"
-    assert evaluate.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
+    assert evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
                           "--out", str(out)]) == 0
     t = pd.read_csv(out)
     assert {"table", "median_ape", "rmspe"} <= set(t.columns) and "op_known_variant" in set(t["table"])
@@ -53,5 +55,5 @@ def test_bad_input_is_one_line_exit_2(fitted, args, msg):
 
 
 def test_noise_set(fitted, capsys):
-    assert evaluate.main(["--set", "noise", "--data", str(fitted / "data.csv")]) == 0
+    assert evaluate_cli.main(["--set", "noise", "--data", str(fitted / "data.csv")]) == 0
     assert "median_dev" in capsys.readouterr().out

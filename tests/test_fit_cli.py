@@ -3,19 +3,20 @@ import subprocess
 import sys
 
 import pandas as pd
-
-from seer import fit, records
 from synthetic import conv_records, gemm_records
+
+from seer.data import records
+from seer.fit import __main__ as fit_cli
 
 
 def test_same_data_same_bytes(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     rec = pd.concat([conv_records(200), gemm_records(200)], ignore_index=True)
     records.write_csv(rec, tmp_path / "d.csv")
-    assert fit.main(["--data", str(tmp_path / "d.csv"), "--out", str(tmp_path / "a"), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(tmp_path / "d.csv"), "--out", str(tmp_path / "a"), "--quiet"]) == 0
     shuffled = rec.sample(frac=1, random_state=3)
     records.write_csv(shuffled, tmp_path / "d.csv")
-    assert fit.main(["--data", str(tmp_path / "d.csv"), "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(tmp_path / "d.csv"), "--out", str(tmp_path / "b"), "--quiet"]) == 0
     a, b = (tmp_path / "a" / "t4.json").read_bytes(), (tmp_path / "b" / "t4.json").read_bytes()
     assert a == b
     doc = json.loads(a)

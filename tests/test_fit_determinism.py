@@ -10,14 +10,16 @@ import numpy as np
 import statsmodels.api as sm
 from scipy.optimize import nnls
 
-from seer import fit, fitsfile, records
+from seer import fit, fitsfile
+from seer.data import prepare, records
 from seer.models import nonnegative_wls
 
 COEF_RTOL = 1e-6  # what may differ between BLAS builds: rounding, never a choice
 
 REFIT = """
 import sys
-from seer import fit, fitsfile, records
+from seer import fit, fitsfile
+from seer.data import records
 rec = records.read_neusight(sys.argv[1])
 doc = fit.fit_all(rec, data_path="../shared/datasets/neusight", log=lambda s: None)
 open(sys.argv[2], "w").write(fitsfile.dumps(doc["a100-80gb-pcie"]))
@@ -95,6 +97,6 @@ def test_the_data_hash_survives_a_schema_that_grows(a100_80_conv):
     value in it does not."""
     rec = a100_80_conv[0].copy()
     assert "gpu_span_ms" in records.COLUMNS
-    before = fit.content_hash(rec.drop(columns=["gpu_span_ms"], errors="ignore"))
-    assert fit.content_hash(rec.assign(gpu_span_ms=np.nan)) == before
-    assert fit.content_hash(rec.assign(gpu_span_ms=1.0)) != before
+    before = prepare.content_hash(rec.drop(columns=["gpu_span_ms"], errors="ignore"))
+    assert prepare.content_hash(rec.assign(gpu_span_ms=np.nan)) == before
+    assert prepare.content_hash(rec.assign(gpu_span_ms=1.0)) != before

@@ -1,7 +1,7 @@
 import numpy as np
-
-from seer import geometry
 from synthetic import conv_records, gemm_records
+
+from seer.models import geometry
 
 
 def test_gemm_grid_rules_found():

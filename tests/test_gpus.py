@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from seer import gpus
 from seer.errors import DataError, UnknownGPUError
+from seer.hardware import gpus
 
 
 @pytest.mark.parametrize("name,slug", [

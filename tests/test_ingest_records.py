@@ -1,4 +1,4 @@
-"""seer.records on bad input: one sentence naming file, line and column; duplicates; the split."""
+"""seer.data.records on bad input: one sentence naming file, line and column; duplicates; the split."""
 from __future__ import annotations
 
 import gzip
@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 
 from cudnn_bench import __main__ as M
-from seer import fit, records
+from seer.data import records
 from seer.errors import DataError, SeerError
+from seer.fit import __main__ as fit_cli
 
 sys.path.insert(0, str(Path(__file__).parent))
-import synthetic  # noqa: E402
+import synthetic
 
 
 def _csv(tmp_path: Path, name: str = "a.csv", n: int = 12) -> Path:
@@ -137,7 +138,7 @@ def test_seer_can_fit_the_workbook_it_writes(tmp_path):
     back = records.read_seer_excel(x)
     grid = (rec["grid_x"] * rec["grid_y"] * rec["grid_z"]).to_numpy(dtype=float)
     assert (np.sort(back["blocks"].to_numpy(dtype=float)) == np.sort(grid)).all()  # sheets reorder rows
-    assert fit.main(["--data", str(x), "--gpu", "t4", "--out", str(tmp_path / "fits"), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(x), "--gpu", "t4", "--out", str(tmp_path / "fits"), "--quiet"]) == 0
     assert (tmp_path / "fits" / "t4.json").is_file()
 
 
@@ -145,7 +146,7 @@ def test_a_workbook_without_block_counts_is_one_sentence(tmp_path, capsys):
     rec = _conv_variant()
     rec[["grid_x", "grid_y", "grid_z"]] = np.nan
     x = records.write_seer_excel(rec, tmp_path / "x.xlsx")
-    assert fit.main(["--data", str(x), "--gpu", "t4", "--out", str(tmp_path / "fits"), "--quiet"]) == 2
+    assert fit_cli.main(["--data", str(x), "--gpu", "t4", "--out", str(tmp_path / "fits"), "--quiet"]) == 2
     assert "#block-launch" in capsys.readouterr().err
     assert not (tmp_path / "fits" / "t4.json").exists()
 

@@ -9,7 +9,7 @@ import pytest
 
 from cudnn_bench import store as ST
 from cudnn_bench.errors import BenchError
-from seer import records
+from seer.data import records
 
 
 def _block(key: str, n: int = 3, t: float = 0.0230798123) -> list[dict]:
@@ -153,9 +153,10 @@ def test_store_files_and_load_ignore_the_lock_and_quarantine_files(tmp_path):
 
 
 def test_a_second_collect_into_the_same_folder_is_refused(tmp_path, capsys):
+    from fakes import fake_env
+
     from cudnn_bench import collect as K
     from cudnn_bench import suites as S
-    from fakes import fake_env
 
     opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer.metrics import accuracy, accuracy_table, format_table
+from seer.evaluate.metrics import accuracy, accuracy_table, format_table
 
 
 def test_accuracy_definitions():

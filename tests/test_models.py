@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
+from synthetic import SMS, conv_records, gemm_records
 
 from seer import models
 from seer.errors import SeerError
-from synthetic import SMS, conv_records, gemm_records
 
 
 def _fit(df, **kw):
@@ -68,7 +68,7 @@ def test_clock_law_recovered():
     D, t = _clocked()
     plain = models.fit_law(D, t, 1e-3, clock=False).law
     clocked = models.fit_law(D, t, 1e-3, clock=True).law
-    e = lambda f: np.median(np.abs(f.time(D) / t - 1))  # noqa: E731
+    e = lambda f: np.median(np.abs(f.time(D) / t - 1))
     assert clocked.clock[1] == pytest.approx(0.15, abs=0.03)
     assert e(clocked) < e(plain) / 3
 

@@ -4,8 +4,10 @@ import json
 import numpy as np
 import pytest
 
-from seer import evaluate, fitsfile, records, selection
-from seer.metrics import accuracy
+from seer import fitsfile
+from seer.data import records
+from seer.evaluate import noise, selection, set_one
+from seer.evaluate.metrics import accuracy
 from seer.predict import from_doc
 
 FITS = fitsfile.FITS_DIR
@@ -20,7 +22,7 @@ def test_bundled_fits_meet_the_bmm_targets_on_a100_and_p100(neusight_path):
     """Test-set-I, configuration only: median APE <= 4% and RMSPE <= 10% (the issue's targets)."""
     for name in ("NVIDIA_A100-PCIE-40GB", "Tesla_P100-PCIE-16GB"):
         rec = records.read_neusight(neusight_path / "bmm" / f"{name}.csv")
-        test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+        test = set_one.test_set_one(rec, FITS, log=lambda s: None)
         a = accuracy(test["pred_config"], test["time_ms"])
         assert a["n"] > 4900
         assert a["median_ape"] <= 0.04 and a["rmspe"] <= 0.10, (name, a)
@@ -29,20 +31,20 @@ def test_bundled_fits_meet_the_bmm_targets_on_a100_and_p100(neusight_path):
 def test_linear_uses_the_reduction_dimension(neusight_path):
     """Known variant, linear on the A100: a few percent, not the 15-45% of a wrong reduction."""
     rec = records.read_neusight(neusight_path / "linear" / "NVIDIA_A100-PCIE-40GB.csv")
-    test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+    test = set_one.test_set_one(rec, FITS, log=lambda s: None)
     a = accuracy(test["pred_variant"].dropna(), test.loc[test["pred_variant"].notna(), "time_ms"])
     assert a["median_ape"] < 0.04 and a["rmspe"] < 0.10, a
 
 
 def test_conv_error_near_the_data_noise_floor(neusight_path):
     rec = records.read_neusight(neusight_path / "conv" / "Tesla_V100-PCIE-32GB.csv")
-    test = evaluate.test_set_one(rec, FITS, log=lambda s: None)
+    test = set_one.test_set_one(rec, FITS, log=lambda s: None)
     ok = test["pred_config"].notna()
     raw = accuracy(test.loc[ok, "pred_config"], test.loc[ok, "time_ms"])
     dedrifted = accuracy(test.loc[ok, "pred_config"], test.loc[ok, "time_dedrifted"])
     assert raw["median_ape"] < 0.11 and dedrifted["median_ape"] < raw["median_ape"]
-    noise = evaluate.noise_table(rec)
-    assert noise["median_dev"].iloc[0] > 0.02  # identical launches already differ by >2%
+    floor = noise.noise_table(rec)
+    assert floor["median_dev"].iloc[0] > 0.02  # identical launches already differ by >2%
 
 
 def test_bundled_fits_are_what_fit_writes(a100_80_conv):
@@ -75,5 +77,5 @@ def test_autotuner_agreement(neusight_path):
 
 
 def test_noise_floor_of_bmm(a100_bmm):
-    t = evaluate.noise_table(a100_bmm)
+    t = noise.noise_table(a100_bmm)
     assert t["rows_in_repeats"].iloc[0] > 50 and t["median_dev"].iloc[0] < 0.01

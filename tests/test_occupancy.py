@@ -1,9 +1,10 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seer.errors import SeerError
-from seer.occupancy import ARCH, b_max, blocks_per_sm, last_wave_fraction, occupancy, waves
+from seer.hardware.occupancy import ARCH, b_max, blocks_per_sm, last_wave_fraction, occupancy, waves
 
 
 # REFERENCE.md section 4 check values

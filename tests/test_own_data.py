@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer import configs, evaluate, fit, fitsfile, records, selection, variants
+from seer import fit, fitsfile, models
+from seer.data import configs, prepare, records, variants
+from seer.data.records.load import record_files
+from seer.evaluate import noise, selection
+from seer.evaluate.report import fits_for
 from seer.models import family_key
-from seer.records.load import record_files
-from seer.report import fits_for
 
 REPO = Path(__file__).resolve().parent.parent
 OWN = REPO / "data" / "h100-sxm"
@@ -88,8 +90,8 @@ def test_a_grouped_convolution_is_far_from_the_ungrouped_ones():
 
 
 def test_algorithms_whose_calls_mostly_lack_kernel_names_get_no_models(own):
-    shares = fit.unnamed_shares(own[own["suite"] != "test_set_ii"])
-    biased = {k for k, v in shares.items() if v > fit.DEFAULT.max_unnamed_share}
+    shares = prepare.unnamed_shares(own[own["suite"] != "test_set_ii"])
+    biased = {k for k, v in shares.items() if v > models.DEFAULT.max_unnamed_share}
     assert biased and all(k.startswith("conv_fwd:FFT") for k in biased)
     doc = fitsfile.read(FITS / "h100-sxm.json")
     assert set(doc["unmodelled"]) == biased
@@ -99,11 +101,11 @@ def test_algorithms_whose_calls_mostly_lack_kernel_names_get_no_models(own):
     df = pd.DataFrame(
         {"op": "conv_fwd", "algo": ["FFT"] * 4, "status": "ok", "backend": "driver", "call_id": [1, 2, 3, 4]}
     ).assign(kernel=["k", "", "", "k"])
-    assert fit.unnamed_shares(df) == {"conv_fwd:FFT": 0.5}
+    assert prepare.unnamed_shares(df) == {"conv_fwd:FFT": 0.5}
 
 
 def test_bundled_h100_fits_are_what_fit_writes(own):
-    docs = fit.fit_all(fit.training_records(own), data_path="data", log=lambda _: None)
+    docs = fit.fit_all(prepare.training_records(own), data_path="data", log=lambda _: None)
     new, committed = json.loads(fitsfile.dumps(docs["h100-sxm"])), fitsfile.read(FITS / "h100-sxm.json")
     assert new["dataset"]["content_sha256"] == committed["dataset"]["content_sha256"]
     cmp = fitsfile.compare(new, committed)
@@ -123,6 +125,6 @@ def test_model_picks_beat_cudnns_heuristic_on_own_test_set_ii(own):
 
 
 def test_run_to_run_noise_of_the_repeat(own):
-    t = evaluate.rerun_table(REPO / "data")
+    t = noise.rerun_table(REPO / "data")
     assert set(t["op"]) == {"conv_fwd", "gemm"} and (t["calls"] > 700).all()
     assert (t["median_dev"] < 0.01).all()

@@ -3,11 +3,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import conv_records, gemm_records
 
 import seer
-from seer import fit, records
+from seer.data import records
 from seer.errors import SeerError
-from synthetic import conv_records, gemm_records
+from seer.fit import __main__ as fit_cli
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +16,7 @@ def fits_path(tmp_path_factory):
     d = tmp_path_factory.mktemp("fits")
     rec = pd.concat([conv_records(300), gemm_records(400)], ignore_index=True)
     records.write_csv(rec, d / "train.csv")
-    assert fit.main(["--data", str(d / "train.csv"), "--out", str(d), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(d / "train.csv"), "--out", str(d), "--quiet"]) == 0
     return d / "t4.json"
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import seer
-from seer import configs
+from seer.data import configs
 from seer.errors import SeerError
 
 CONV = dict(op="conv_fwd", batch=16, c_in=64, h_in=56, w_in=56, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)

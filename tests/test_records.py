@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer import records
+from seer.data import records
 from seer.errors import DataError
 
 NS_HEADER = ("OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,"

@@ -2,10 +2,13 @@ import json
 
 import numpy as np
 import pytest
-
-from seer import evaluate, fit, records, selection
-from seer.errors import SeerError
 from synthetic import conv_records
+
+from seer.data import records
+from seer.errors import SeerError
+from seer.evaluate import __main__ as evaluate_cli
+from seer.evaluate import selection
+from seer.fit import __main__ as fit_cli
 
 
 def test_selection_metrics_by_hand():
@@ -36,7 +39,7 @@ def synthetic_fits(tmp_path_factory):
     d = tmp_path_factory.mktemp("syn")
     train = conv_records(400, seed=0)
     records.write_csv(train, d / "train.csv")
-    assert fit.main(["--data", str(d / "train.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
+    assert fit_cli.main(["--data", str(d / "train.csv"), "--out", str(d / "fits"), "--quiet"]) == 0
     test = conv_records(150, seed=7, suite="test_set_ii")
     records.write_csv(test, d / "test_set_ii.csv")
     return d
@@ -45,7 +48,7 @@ def synthetic_fits(tmp_path_factory):
 def test_set_two_beats_the_heuristic(synthetic_fits, capsys):
     d = synthetic_fits
     out = d / "set2.json"
-    rc = evaluate.main(["--set", "II", "--data", str(d / "test_set_ii.csv"), "--fits", str(d / "fits"),
+    rc = evaluate_cli.main(["--set", "II", "--data", str(d / "test_set_ii.csv"), "--fits", str(d / "fits"),
                         "--out", str(out), "--plots", str(d / "plots")])
     assert rc == 0
     r = json.loads(out.read_text())["overall"]

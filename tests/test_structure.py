@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from seer import fitsfile, gpus, models
-from seer.configs import ConfigBatch, sizes
-from seer.errors import SeerError
-from seer.fitscheck import check
 from synthetic import conv_records, gemm_records
+
+from seer import fitsfile, models
+from seer.data.configs import ConfigBatch, sizes
+from seer.errors import SeerError
+from seer.fitsfile.check import check
+from seer.hardware import gpus
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("seer", "cudnn_bench")
@@ -71,7 +72,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycles_not_even_inside_functions():
     graph = _imports()
-    assert graph["seer.selection"] and graph["cudnn_bench.collect"]  # the walk sees imports
+    assert graph["seer.evaluate.selection"] and graph["cudnn_bench.collect"]  # the walk sees imports
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
@@ -131,7 +132,7 @@ def test_the_chooser_finds_the_exact_nearest_point_with_constant_sizes_left_out(
     rng = np.random.default_rng(3)
     pts = np.column_stack([rng.uniform(0, 8, 300), rng.uniform(0, 8, 300), np.full(300, 1.5), np.full(300, 0.0)])
     labels = rng.integers(0, 3, 300)
-    from seer.chooser import Chooser
+    from seer.models.chooser import Chooser
 
     ch = Chooser("bmm", "", ["a", "b", "c"], pts, labels)
     q = np.column_stack([rng.uniform(-4, 12, 500), rng.uniform(-4, 12, 500), rng.uniform(0, 3, 500),
@@ -145,7 +146,7 @@ def test_the_chooser_finds_the_exact_nearest_point_with_constant_sizes_left_out(
 def test_grid_rules_are_the_first_best_of_every_candidate():
     """fit_axis scores each distinct candidate grid once; the rule it picks is the one a plain
     search over every (size, tile) and (size, size, tile) picks, with the same match share."""
-    from seer import geometry
+    from seer.models import geometry
 
     tr = gemm_records(120)
     batch = ConfigBatch.of(tr, "bmm")

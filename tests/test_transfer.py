@@ -1,4 +1,4 @@
-"""Fits transferred to GPUs seer has not measured (seer.transferred) and --set transfer."""
+"""Fits transferred to GPUs seer has not measured (seer.predict.transfer) and --set transfer."""
 import dataclasses
 import json
 
@@ -7,10 +7,11 @@ import pandas as pd
 import pytest
 
 import seer
-from seer import evaluate, gpus
 from seer.errors import SeerError
+from seer.evaluate import __main__ as evaluate_cli
+from seer.hardware import gpus
 from seer.predict import Fits
-from seer.transferred import TransferredFits, chip, efficiency, retarget, transfer
+from seer.predict.transfer import TransferredFits, chip, efficiency, retarget, transfer
 
 GEMMS = pd.DataFrame({"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]})
 
@@ -29,7 +30,7 @@ def test_a_gpu_without_fits_is_transferred_and_says_so():
                                   pad_h=1, pad_w=1), gpu="l4")  # fmt: skip
     assert sorted(r["rank"]) == list(range(len(r))) and set(r["algo"]) == set(l4.algorithms)
     with pytest.raises(SeerError, match="no fits for GPU 'frobnitz'"):
-        seer.load("frobnitz")  # neither bundled nor in seer.gpus
+        seer.load("frobnitz")  # neither bundled nor in seer.hardware.gpus
 
 
 def test_sources_never_include_the_target_or_its_chip():
@@ -92,7 +93,7 @@ def test_transferred_fits_serve_whole_models(tmp_path):
 def v100_bmm(neusight_path, tmp_path_factory):
     out = tmp_path_factory.mktemp("transfer") / "t.json"
     data = neusight_path / "bmm" / "Tesla_V100-PCIE-32GB.csv"
-    assert evaluate.main(["--set", "transfer", "--data", str(data), "--out", str(out)]) == 0
+    assert evaluate_cli.main(["--set", "transfer", "--data", str(data), "--out", str(out)]) == 0
     return json.loads(out.read_text())
 
 
@@ -108,7 +109,7 @@ def test_set_transfer_leaves_the_gpu_out(v100_bmm):
 
 def test_set_transfer_refuses_a_single_fits_file(neusight_path):
     data = neusight_path / "bmm" / "Tesla_T4.csv"
-    assert evaluate.main(["--set", "transfer", "--data", str(data), "--fits", "fits/t4.json"]) == 2
+    assert evaluate_cli.main(["--set", "transfer", "--data", str(data), "--fits", "fits/t4.json"]) == 2
 
 
 def test_gpu_table_knows_the_trace_gpus():

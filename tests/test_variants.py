@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from seer.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_algorithm, split_kernels, unknown_counts
+from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_algorithm, split_kernels, unknown_counts
 
 
 @pytest.mark.parametrize("name,kind,family,role,tile", [

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import seer
-from seer import evaluate
 from seer.errors import SeerError
+from seer.evaluate import __main__ as evaluate_cli
 from seer.workload.estimate import predict_ops, timeline, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import classify, op_name
@@ -143,7 +143,7 @@ def test_unreadable_graphs_are_one_sentence(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(SeerError, match="not a torch.fx graph table"):
         read_graph(bad)
-    assert evaluate.main(["--set", "models", "--data", str(tmp_path / "none")]) == 2
+    assert evaluate_cli.main(["--set", "models", "--data", str(tmp_path / "none")]) == 2
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +152,7 @@ def models_json(neusight_path, tmp_path_factory):
     if not graphs.is_dir():
         pytest.skip("../shared/datasets/neusight-models not found")
     out = tmp_path_factory.mktemp("models") / "models.json"
-    assert evaluate.main(["--set", "models", "--out", str(out)]) == 0
+    assert evaluate_cli.main(["--set", "models", "--out", str(out)]) == 0
     return json.loads(out.read_text())
 
 

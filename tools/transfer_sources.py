@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 import seer
-from seer import fitsfile, gpus, records
-from seer.transfer_eval import predict_rows
-from seer.transferred import chip, transfer
+from seer import fitsfile
+from seer.data import records
+from seer.evaluate.transfer import predict_rows
+from seer.hardware import gpus
+from seer.predict.transfer import chip, transfer
 
 OPS = ("bmm", "linear", "conv_fwd", "elementwise", "softmax", "layer_norm")
 

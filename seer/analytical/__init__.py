@@ -5,11 +5,17 @@ roofline / efficiency of measured kernels. Times are in milliseconds unless `uni
 otherwise; every predictor takes one config by keyword or a DataFrame of configs.
 """
 
-from .embedding import embedding_backward_sgd, embedding_forward, forward_traffic, hit_rate
-from .hardware import DLRM_MEASURED, SEED_V100, Peaks, peaks_for
-from .memory import ELEMENTWISE, fit_memory_bound, fitted_table, memory_bound_detail, predict_memory_bound, work
-from .roofline import kernel_work, roofline, roofline_records
-from .validate import holdout, missed_targets, report, validation_table
+from seer.analytical.embedding import embedding_backward_sgd, embedding_forward, forward_traffic, hit_rate
+from seer.analytical.memory import (
+    ELEMENTWISE,
+    fit_memory_bound,
+    fitted_table,
+    memory_bound_detail,
+    predict_memory_bound,
+    work,
+)
+from seer.analytical.roofline import kernel_work, roofline, roofline_records
+from seer.hardware.peaks import DLRM_MEASURED, SEED_V100, Peaks, peaks_for
 
 __all__ = [
     "DLRM_MEASURED",
@@ -22,15 +28,11 @@ __all__ = [
     "fitted_table",
     "forward_traffic",
     "hit_rate",
-    "holdout",
     "kernel_work",
     "memory_bound_detail",
-    "missed_targets",
     "peaks_for",
     "predict_memory_bound",
-    "report",
     "roofline",
     "roofline_records",
-    "validation_table",
     "work",
 ]

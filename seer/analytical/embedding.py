@@ -7,7 +7,7 @@ C(X, L) / C(E, L) is evaluated: the seed multiplies L ratios in a Python loop, w
 for large bags and over many configs; here it is one closed form (log falling factorials),
 exact where the seed's loop gives exactly 0 or 1 and within about 1e-11 relative elsewhere.
 
-Configuration (names of `seer.records.FIELDS`): batch B, num_embeddings E (rows per table),
+Configuration (names of `seer.data.records.FIELDS`): batch B, num_embeddings E (rows per table),
 num_tables T, bag_size L, emb_dim D, rows_per_block (warps per SM in the seed's model).
 The seed's own argument names (batch_size, embedding_dim) are accepted too.
 """
@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
-from ..errors import SeerError
-from ..gpus import GPUSpec
-from ._inputs import Configs, check_counts, gather, unit_factor
-from .hardware import Peaks, peaks_for
+from seer.analytical._inputs import Configs, check_counts, gather, unit_factor
+from seer.errors import SeerError
+from seer.hardware.gpus import GPUSpec
+from seer.hardware.peaks import Peaks, peaks_for
 
 FIELDS = ("batch", "num_embeddings", "num_tables", "bag_size", "emb_dim", "rows_per_block")
 ALIASES = {"batch_size": "batch", "embedding_dim": "emb_dim"}

@@ -30,15 +30,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import gpus
-from ..dtypes import DTYPE_BYTES
-from ..errors import SeerError
-from ..gpus import GPUSpec
-from ..models import DEFAULT as _FIT
-from ..models.solver import wls_relative  # ties between fits: the same rule as the per-variant models
-from ..records import MEMORY_OPS
-from ._inputs import Configs, check_choice, check_counts, gather, lookup, unit_factor
-from .hardware import peaks_for, spec_of
+from seer.analytical._inputs import Configs, check_choice, check_counts, gather, lookup, unit_factor
+from seer.data.records import MEMORY_OPS
+from seer.errors import SeerError
+from seer.hardware import gpus
+from seer.hardware.dtypes import DTYPE_BYTES
+from seer.hardware.gpus import GPUSpec
+from seer.hardware.peaks import peaks_for, spec_of
+from seer.models import DEFAULT as _FIT
+from seer.models.solver import wls_relative  # ties between fits: the same rule as the per-variant models
 
 SCHEMA = "seer.analytical.memory_bound/1"
 
@@ -368,7 +368,7 @@ def _memory_records(records: pd.DataFrame) -> pd.DataFrame:
 def fit_memory_bound(records: pd.DataFrame) -> dict:
     """Fit the effective bandwidth, floor and row terms per GPU and kernel from measurements.
 
-    `records`: tidy records (seer.records) of memory-bound ops with gpu, op, rows, cols, fn,
+    `records`: tidy records (seer.data.records) of memory-bound ops with gpu, op, rows, cols, fn,
     (dtype), time_ms. Returns a JSON-serializable dict; the same rows in any order give the
     same dict. Per GPU it also holds a pooled element-wise fit ("elementwise"), used for an
     element-wise function or a DRAM-bound kernel that GPU has no measurements of.

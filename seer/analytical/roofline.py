@@ -14,9 +14,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import SeerError
-from ..gpus import GPUSpec
-from .hardware import Peaks, peaks_for
+from seer.errors import SeerError
+from seer.hardware.gpus import GPUSpec
+from seer.hardware.peaks import Peaks, peaks_for
 
 _LINKS = ("dram", "l2", "pcie")
 
@@ -101,9 +101,9 @@ def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
     2 m n k FLOPs per product; A and B read, C written once) and convolutions (2 N K C/g R S
     P Q FLOPs; input, filter and output once). Other ops get NaN. Bytes are the minimum
     traffic, so achieved bandwidth is a lower bound of the real one."""
-    from ..configs import flops_bytes
-    from .memory import OPS as MEM_OPS
-    from .memory import work
+    from seer.analytical.memory import OPS as MEM_OPS
+    from seer.analytical.memory import work
+    from seer.data.configs import flops_bytes
 
     n = len(records)
     flops = np.full(n, np.nan)
@@ -127,7 +127,7 @@ def kernel_work(records: pd.DataFrame) -> pd.DataFrame:
 def roofline_records(
     records: pd.DataFrame, gpu: str | GPUSpec | None = None, *, peaks: Peaks | Mapping | None = None
 ) -> pd.DataFrame:
-    """`roofline` for measured records (seer.records), one row each, with the records' gpu,
+    """`roofline` for measured records (seer.data.records), one row each, with the records' gpu,
     op, fn and kernel beside it. Rows whose FLOPs and bytes seer cannot count are dropped;
     host copies (memcpy h2d/d2h) are measured against PCIe, everything else against DRAM."""
     if "time_ms" not in records or ("gpu" not in records and gpu is None and peaks is None):

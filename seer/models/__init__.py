@@ -21,15 +21,15 @@ The modules, in the order a fit runs:
   variant    VariantModel (what to fit) -> VariantFit (the results: predict, to_dict)
 """
 
-from .bounds import Segmented, fit_bounds, fit_law
-from .features import HELPERS, Design, Inputs, design, helper_names, inputs
-from .keys import FeatureSet, VariantKey, family_column, family_key, key_column
-from .law import TYPES, Regime, TimeLaw, type_of
-from .options import DEFAULT, FitOptions
-from .solver import WLSResult, nonnegative_wls, rmspe
-from .staircase import Staircase, bps_candidates, near_best, staircase
-from .typed import fit_typed, seer_types
-from .variant import VariantFit, VariantModel
+from seer.models.bounds import Segmented, fit_bounds, fit_law
+from seer.models.features import HELPERS, Design, Inputs, design, helper_names, inputs
+from seer.models.keys import FeatureSet, VariantKey, family_column, family_key, key_column
+from seer.models.law import TYPES, Regime, TimeLaw, type_of
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.solver import WLSResult, nonnegative_wls, rmspe
+from seer.models.staircase import Staircase, bps_candidates, near_best, staircase
+from seer.models.typed import fit_typed, seer_types
+from seer.models.variant import VariantFit, VariantModel
 
 __all__ = [
     "DEFAULT",

@@ -8,11 +8,11 @@ from typing import NamedTuple
 import numpy as np
 import statsmodels.api as sm
 
-from .features import Design
-from .law import Regime, TimeLaw
-from .options import DEFAULT, FitOptions
-from .solver import WLSResult, nonnegative_wls
-from .typed import fit_typed
+from seer.models.features import Design
+from seer.models.law import Regime, TimeLaw
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.solver import WLSResult, nonnegative_wls
+from seer.models.typed import fit_typed
 
 
 class Segmented(NamedTuple):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bounds import Segmented, fit_law
-from .features import Design, Inputs, design
-from .keys import FeatureSet
-from .options import DEFAULT, FitOptions
-from .staircase import Staircase, near_best, staircase
+from seer.models.bounds import Segmented, fit_law
+from seer.models.features import Design, Inputs, design
+from seer.models.keys import FeatureSet
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.staircase import Staircase, near_best, staircase
 
 
 def select(

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..configs import GEMM_OPS, ConfigBatch
-from ..geometry import Geometry
-from .keys import FeatureSet
+from seer.data.configs import GEMM_OPS, ConfigBatch
+from seer.models.geometry import Geometry
+from seer.models.keys import FeatureSet
 
 MB = 1e-6
 HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kind

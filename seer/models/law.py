@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..chooser import Chooser
-from .features import Design
-from .solver import WLSResult
+from seer.models.chooser import Chooser
+from seer.models.features import Design
+from seer.models.solver import WLSResult
 
 TYPES = ("compute", "memory", "under")  # SEER's kernel types
 

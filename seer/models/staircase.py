@@ -11,12 +11,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..occupancy import arch
-from .bounds import fit_bounds
-from .features import Inputs, design
-from .keys import FeatureSet
-from .options import DEFAULT, FitOptions
-from .solver import rmspe
+from seer.hardware.occupancy import arch
+from seer.models.bounds import fit_bounds
+from seer.models.features import Inputs, design
+from seer.models.keys import FeatureSet
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.solver import rmspe
 
 
 def bps_candidates(train: pd.DataFrame, cc: str) -> list[int]:

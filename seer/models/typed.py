@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..chooser import Chooser
-from ..knn import condense
-from .features import Design
-from .law import TYPES, Regime, TimeLaw, type_of
-from .options import DEFAULT, FitOptions
-from .solver import nonnegative_wls
+from seer.models.chooser import Chooser
+from seer.models.features import Design
+from seer.models.knn import condense
+from seer.models.law import TYPES, Regime, TimeLaw, type_of
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.solver import nonnegative_wls
 
 
 def seer_types(train: pd.DataFrame, options: FitOptions = DEFAULT) -> np.ndarray | None:

@@ -12,18 +12,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..chooser import Chooser
-from ..configs import ConfigBatch
-from ..geometry import Geometry, fit_geometry
-from .bounds import fit_law
-from .crossval import select
-from .features import design, inputs
-from .keys import FeatureSet, VariantKey
-from .law import Regime, TimeLaw, type_of
-from .options import DEFAULT, FitOptions
-from .solver import rmspe
-from .staircase import bps_candidates
-from .typed import seer_types
+from seer.data.configs import ConfigBatch
+from seer.models.bounds import fit_law
+from seer.models.chooser import Chooser
+from seer.models.crossval import select
+from seer.models.features import design, inputs
+from seer.models.geometry import Geometry, fit_geometry
+from seer.models.keys import FeatureSet, VariantKey
+from seer.models.law import Regime, TimeLaw, type_of
+from seer.models.options import DEFAULT, FitOptions
+from seer.models.solver import rmspe
+from seer.models.staircase import bps_candidates
+from seer.models.typed import seer_types
 
 
 @dataclass

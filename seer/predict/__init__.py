@@ -18,14 +18,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import configs, fitsfile, gpus
-from ..chooser import CANDIDATES, Chooser
-from ..configs import ConfigBatch
-from ..drift import Drift
-from ..errors import SeerError
-from ..models import DEFAULT, FitOptions, VariantFit, family_key
-from ..records import MEMORY_OPS, OPS
-from ..variants import CONV_ALGO_ID
+from seer import fitsfile
+from seer.data import configs
+from seer.data.configs import ConfigBatch
+from seer.data.records import MEMORY_OPS, OPS
+from seer.data.variants import CONV_ALGO_ID
+from seer.errors import SeerError
+from seer.hardware import gpus
+from seer.models import DEFAULT, FitOptions, VariantFit, family_key
+from seer.models.chooser import CANDIDATES, Chooser
+from seer.models.drift import Drift
 
 _DEFAULTS = {
     "stride_h": 1,
@@ -218,7 +220,7 @@ class Fits:
         return str(best[0]) if single else best
 
     def _memory(self, df: pd.DataFrame) -> np.ndarray:
-        from ..analytical import predict_memory_bound
+        from seer.analytical import predict_memory_bound
 
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in df]
         return np.asarray(

@@ -18,10 +18,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli import run, writable_file
-from ..errors import SeerError
-from ..metrics import format_table
-from . import available
+from seer.cli import run, writable_file
+from seer.errors import SeerError
+from seer.evaluate.metrics import format_table
+from seer.predict import available
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--gpu",
         help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file); any other GPU "
-        "of seer.gpus gets fits transferred from the bundled ones (seer.transferred)",
+        "of seer.hardware.gpus gets fits transferred from the bundled ones (seer.predict.transfer)",
     )
     ap.add_argument("--et", help="execution trace of the same run (shapes for a trace recorded without them)")
     ap.add_argument("--top", type=int, default=15, help="how many of the longest ops to list (default: %(default)s)")
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
-    from ..workload.model_time import model_time
+    from seer.workload.model_time import model_time
 
     if args.out:
         writable_file(args.out, "--out", (".csv",))

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..configs import flops_bytes
-from ..errors import SeerError
-from ..predict import Fits
-from ..records import GEMM_OPS, MEMORY_OPS
-from ..transferred import TransferredFits
-from .ops import GEMM_KINDS, KERNEL_KINDS
+from seer.data.configs import flops_bytes
+from seer.data.records import GEMM_OPS, MEMORY_OPS
+from seer.errors import SeerError
+from seer.predict import Fits
+from seer.predict.transfer import TransferredFits
+from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
 # which op of the fits times a GEMM of each kind, in order of preference

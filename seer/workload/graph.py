@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import SeerError
-from .ops import classify
+from seer.errors import SeerError
+from seer.workload.ops import classify
 
 # columns of the op table that seer.workload.estimate reads
 COLUMNS = (

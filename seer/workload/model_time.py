@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import gpus
-from ..errors import SeerError
-from ..predict import Fits
-from ..transferred import TransferredFits
-from ..transferred import load_or_transfer as load
-from .estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
-from .graph import read_graph
-from .ops import KERNEL_KINDS, classify, conv_params
+from seer.errors import SeerError
+from seer.hardware import gpus
+from seer.predict import Fits
+from seer.predict.transfer import TransferredFits
+from seer.predict.transfer import load_or_transfer as load
+from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
+from seer.workload.graph import read_graph
+from seer.workload.ops import KERNEL_KINDS, classify, conv_params
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -91,8 +91,8 @@ def model_time(
 
 
 def _trace_time(path: Path, gpu: str | None, fits: Fits | TransferredFits | None, et: str | Path | None) -> ModelTime:
-    from .kineto import kernel_ops, read_trace
-    from .replay import replay
+    from seer.workload.kineto import kernel_ops, read_trace
+    from seer.workload.replay import replay
 
     trace = read_trace(path, et)
     device = trace.device

@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..analytical.memory import ELEMENTWISE
+from seer.analytical.memory import ELEMENTWISE
 
 GEMM_KINDS = ("linear", "bmm")
 MEMORY_KINDS = ("elementwise", "softmax", "layer_norm", "embedding", "copy")

@@ -1,0 +1,374 @@
+"""Quantities derived from a configuration alone: shapes, GEMM-equivalent sizes, FLOPs, bytes.
+
+Prediction needs nothing but the configuration, so every feature of the models is computed
+here from the record's configuration columns (vectorized over a DataFrame).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from seer.data.records import GEMM_OPS, OPS, conv_output_hw
+from seer.errors import SeerError
+from seer.hardware.dtypes import MODEL_DTYPES, element_bytes
+
+
+def col(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A record column as float64 (NaN where missing)."""
+    if name not in df:
+        return np.full(len(df), np.nan)
+    return df[name].to_numpy(dtype="float64", na_value=np.nan)
+
+
+def check_configs(df: pd.DataFrame, op: str) -> None:
+    """Every dimension `op` needs is a whole number >= 1 (padding >= 0), the dtype one the models
+    know, and for convolutions the groups divide the channels and the output is at least 1x1.
+
+    Impossible configurations would otherwise be predicted (a filter larger than its padded
+    input, 2.5 images). All rows are checked at once; the first bad row (its index in `df`) is
+    named with the first rule it breaks, in one SeerError."""
+    if op not in OPS:
+        raise SeerError(f"unknown op {op!r}; seer knows {', '.join(OPS)}")
+    problems: list[tuple[np.ndarray, Callable[[int], str]]] = []
+
+    def rule(bad: np.ndarray, what: str, *cols: str) -> None:
+        problems.append((bad, lambda i: f"{what}, got {_values(df, i, cols)}"))
+
+    v: dict[str, np.ndarray] = {}
+    for c in OPS[op]:
+        if c == "fn":
+            continue
+        if c not in df:
+            raise SeerError(f"configs for op {op} need a column '{c}'")
+        low = 0 if c.startswith("pad") else 1
+        v[c] = x = _numbers(df[c])
+        rule(~(np.isfinite(x) & (x >= low)), f"'{c}' must be a number >= {low} for op {op}", c)
+        rule(np.isfinite(x) & (x != np.floor(x)), f"'{c}' must be a whole number for op {op}", c)
+    if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df:
+        rule(
+            ~df["dtype"].isin(MODEL_DTYPES + ("",)).to_numpy(),
+            f"'dtype' must be one of {', '.join(MODEL_DTYPES)} for op {op}",
+            "dtype",
+        )
+    if op == "conv_fwd":
+        for c in ("c_in", "c_out"):
+            with np.errstate(invalid="ignore"):
+                rule(np.mod(v[c], v["groups"]) > 0, f"'groups' must divide '{c}' for op {op}", "groups", c)
+        P, Q = conv_output_hw(pd.DataFrame(v))
+
+        def output(i: int) -> str:
+            g = {c: f"{x[i]:g}" for c, x in v.items()}
+            return (
+                f"a {g['kh']}x{g['kw']} filter (kh x kw, dilation {g['dil_h']}x{g['dil_w']}) on a "
+                f"{g['h_in']}x{g['w_in']} input (h_in x w_in, padding {g['pad_h']}x{g['pad_w']}, stride "
+                f"{g['stride_h']}x{g['stride_w']}) gives a {P[i]:g}x{Q[i]:g} output; expected an output "
+                f"of at least 1x1 for op {op}"
+            )
+
+        problems.append(((P < 1) | (Q < 1), output))
+    rows = [int(np.argmax(bad)) for bad, _ in problems if bad.any()]
+    if rows:
+        i = min(rows)
+        say = next(say for bad, say in problems if bad[i])
+        raise SeerError(f"config row {df.index[i]}: {say(i)}")
+
+
+def _numbers(s: pd.Series) -> np.ndarray:
+    """A column as float64, NaN where it holds no number (booleans, strings and None count as none)."""
+    if pd.api.types.is_bool_dtype(s):
+        return np.full(len(s), np.nan)
+    if pd.api.types.is_numeric_dtype(s):
+        return s.to_numpy(dtype="float64", na_value=np.nan)
+    vals = s.to_numpy(dtype=object)  # object columns only: per value, not the numeric hot path
+    return np.fromiter(
+        (
+            float(x)
+            if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+            else np.nan
+            for x in vals
+        ),
+        dtype=float,
+        count=len(vals),
+    )
+
+
+def _values(df: pd.DataFrame, i: int, cols: tuple[str, ...]) -> str:
+    """The values of row position i, as the user wrote them (5, not np.int64(5))."""
+    vals = [df[c].iloc[i] for c in cols]
+    vals = [x.item() if isinstance(x, np.generic) else x for x in vals]
+    return repr(vals[0]) if len(cols) == 1 else ", ".join(f"{c}={x!r}" for c, x in zip(cols, vals))
+
+
+def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Named size arrays for every row; the vocabulary of geometry rules and features.
+
+    GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S and the
+    GEMM sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles).
+    """
+    n = len(df)
+    one = np.ones(n)
+    s = {"one": one, "batch": col(df, "batch")}
+    op = df["op"].to_numpy(dtype=object) if "op" in df else np.full(n, "", dtype=object)
+    if np.isin(op, GEMM_OPS).any():
+        s.update(m=col(df, "m"), n=col(df, "n"), k=col(df, "k"))
+    if (op == "conv_fwd").any():
+        P, Q = conv_output_hw(df)
+        N, C, K = col(df, "batch"), col(df, "c_in"), col(df, "c_out")
+        R, S = col(df, "kh"), col(df, "kw")
+        G = np.nan_to_num(col(df, "groups"), nan=1.0)
+        s.update(
+            N=N,
+            C=C,
+            K=K,
+            H=col(df, "h_in"),
+            W=col(df, "w_in"),
+            P=P,
+            Q=Q,
+            R=R,
+            S=S,
+            G=G,
+            NPQ=N * P * Q,
+            PQ=P * Q,
+            NK=N * K,
+            CRS=C * R * S / G,
+            T4=N * np.ceil(P / 4) * np.ceil(Q / 4),
+            T2=N * np.ceil(P / 2) * np.ceil(Q / 2),
+        )
+    return s
+
+
+def gemm_view(
+    df: pd.DataFrame, algo: np.ndarray | None = None, s: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """Each row as a GEMM: gm x gn outputs, reduction gk, gbatch independent products.
+
+    For convolutions the view depends on the algorithm: implicit/explicit GEMM multiply
+    (N*P*Q) x c_out over C*R*S; Winograd non-fused runs 36 GEMMs of c_out x tiles over C;
+    FFT runs one complex GEMM per frequency bin over C.
+    """
+    s = shapes(df) if s is None else s
+    algo = _text(df, "algo") if algo is None else algo
+    return _gemm_view(df["op"].to_numpy(dtype=object), algo, s)
+
+
+def _gemm_view(op: np.ndarray, algo: np.ndarray, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The view of rows of any ops and algorithms: each (op, algorithm) group by `_one_view`
+    (NaN for ops that are no GEMM)."""
+    out = {k: np.full(len(op), np.nan) for k in ("gm", "gn", "gk", "gbatch")}
+    for o in pd.unique(op):
+        if o not in GEMM_OPS and o != "conv_fwd":
+            continue
+        is_op = op == o
+        for a in pd.unique(algo[is_op]) if o == "conv_fwd" else [""]:
+            rows = np.flatnonzero(is_op & (algo == a) if o == "conv_fwd" else is_op)
+            for k, v in _one_view(o, a, _Rows(s, rows)).items():
+                out[k][rows] = v
+    return out
+
+
+def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The GEMM view of rows that share one op and, for convolutions, one algorithm."""
+    if op in GEMM_OPS:
+        return {"gm": s["m"], "gn": s["n"], "gk": s["k"], "gbatch": s["batch"]}
+    if algo == "WINOGRAD_NONFUSED":
+        return {"gm": s["T4"], "gn": s["K"], "gk": s["C"], "gbatch": np.full(len(s["one"]), 36.0)}
+    one = np.ones(len(s["one"]))
+    if algo == "WINOGRAD":
+        return {"gm": s["T2"], "gn": s["K"], "gk": s["C"] * 4.0, "gbatch": one}
+    if algo in ("FFT", "FFT_TILING"):
+        return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": one}
+    return {"gm": s["NPQ"], "gn": s["K"], "gk": s["CRS"], "gbatch": one}
+
+
+def _text(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A text column as an object array ("" where the column is missing)."""
+    if name not in df:
+        return np.full(len(df), "", dtype=object)
+    return df[name].to_numpy(dtype=object)
+
+
+def traffic(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Useful FLOPs (2 per multiply-add of the direct method) and compulsory DRAM traffic
+    (inputs read once: read_bytes; output written once: write_bytes) of each row."""
+    s = shapes(df) if s is None else s
+    return _traffic(df["op"].to_numpy(dtype=object), element_bytes(df.get("dtype"), len(df)), s)
+
+
+def _traffic(op: np.ndarray, el: np.ndarray, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    n = len(op)
+    flops, read, write = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    g = np.isin(op, GEMM_OPS)
+    if g.any():
+        b, m, nn, k = s["batch"][g], s["m"][g], s["n"][g], s["k"][g]
+        flops[g] = 2 * b * m * nn * k
+        read[g] = el[g] * b * (m * k + k * nn)
+        write[g] = el[g] * b * m * nn
+    c = op == "conv_fwd"
+    if c.any():
+        flops[c] = 2 * s["NPQ"][c] * s["K"][c] * s["CRS"][c]
+        read[c] = el[c] * (s["N"][c] * s["C"][c] * s["H"][c] * s["W"][c] + s["K"][c] * s["CRS"][c])
+        write[c] = el[c] * s["NPQ"][c] * s["K"][c]
+    return {"flops": flops, "read_bytes": read, "write_bytes": write}
+
+
+def flops_bytes(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Useful FLOPs and compulsory DRAM bytes (read + written) of each row."""
+    t = traffic(df, s)
+    return t["flops"], t["read_bytes"] + t["write_bytes"]
+
+
+def sizes(df: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Every named size of each row, computed once: the shapes, the GEMM view, the useful
+    FLOPs and the compulsory bytes (keys flops, read_bytes, write_bytes, bytes)."""
+    s = shapes(df)
+    s.update(gemm_view(df, s=s))
+    s.update(traffic(df, s=s))
+    s["bytes"] = s["read_bytes"] + s["write_bytes"]
+    return s
+
+
+def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Points in log-configuration space, the metric of the nearest-neighbour sub-models."""
+    s = shapes(df) if s is None else s
+    return _log_config(op, s, {c: col(df, c) for c in _LOG_EXTRA} if op == "conv_fwd" else {})
+
+
+_LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w")  # conv fields of the log-config beyond the shapes
+
+
+def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.ndarray]) -> np.ndarray:
+    if op in GEMM_OPS:
+        cols = [s["batch"], s["m"], s["n"], s["k"]]
+    elif op == "conv_fwd":
+        cols = [
+            s["N"],
+            s["C"],
+            s["K"],
+            s["H"],
+            s["W"],
+            s["R"],
+            s["S"],
+            s["G"],  # a grouped convolution is far from every ungrouped one the fits learnt from
+            extra["stride_h"],
+            extra["stride_w"],
+            extra["pad_h"] + 1,
+            extra["pad_w"] + 1,
+        ]
+    else:
+        raise SeerError(f"op {op!r} has no fitted per-variant models (see seer.analytical)")
+    return np.log2(np.column_stack(cols))
+
+
+@dataclass
+class ConfigBatch:
+    """Configs of one op with everything derived from them computed once.
+
+    Geometry rules, features and choosers all read the same sizes; ranking four algorithms
+    changes only the GEMM view, and a variant's rows are a slice, never a recomputation."""
+
+    op: str
+    shapes: Mapping[str, np.ndarray]
+    traffic: Mapping[str, np.ndarray]
+    el: np.ndarray  # bytes per element of each row (its dtype)
+    algo: np.ndarray  # algorithm of each row ("" for GEMMs)
+    extra: Mapping[str, np.ndarray]  # the log-configuration's fields beyond the shapes
+    _sizes: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
+    _logcfg: np.ndarray | None = field(default=None, repr=False)
+    uniform_algo: str | None = None  # the algorithm of every row, where they share one
+
+    @classmethod
+    def of(cls, df: pd.DataFrame, op: str | None = None) -> ConfigBatch:
+        """The batch of config rows `df`, all of one op (`op`, else the first row's)."""
+        op = str(df["op"].iloc[0]) if op is None else op
+        s = shapes(df)
+        el = element_bytes(df.get("dtype"), len(df))
+        extra = {c: col(df, c) for c in _LOG_EXTRA} if op == "conv_fwd" else {}
+        algo = _text(df, "algo")
+        algos = pd.unique(algo)
+        uniform = str(algos[0]) if len(algos) == 1 else ("" if len(algos) == 0 else None)
+        return cls(op, s, _traffic(np.full(len(df), op, dtype=object), el, s), el, algo, extra, uniform_algo=uniform)
+
+    def __len__(self) -> int:
+        return len(self.el)
+
+    @property
+    def sizes(self) -> Mapping[str, np.ndarray]:
+        """Every named size (as `sizes(df)` gives them, in the same order): the vocabulary of
+        geometry rules and features."""
+        if self._sizes is None:
+            s = dict(self.shapes)
+            if self.uniform_algo is not None:
+                s.update(_one_view(self.op, self.uniform_algo, self.shapes))
+            else:
+                s.update(_gemm_view(np.full(len(self), self.op, dtype=object), self.algo, self.shapes))
+            s.update(self.traffic)
+            s["bytes"] = s["read_bytes"] + s["write_bytes"]
+            self._sizes = s
+        return self._sizes
+
+    @property
+    def logcfg(self) -> np.ndarray:
+        if self._logcfg is None:
+            self._logcfg = _log_config(self.op, self.shapes, self.extra)
+        return self._logcfg
+
+    def take(self, rows: np.ndarray) -> ConfigBatch:
+        """The batch of some rows (positions or a mask); what was computed is sliced, each size
+        on first use (a variant's features read a few of the thirty)."""
+        sizes = None if self._sizes is None else _Rows(self._sizes, rows)
+        return ConfigBatch(
+            self.op,
+            _Rows(self.shapes, rows, sizes),
+            _Rows(self.traffic, rows, sizes),
+            self.el[rows],
+            self.algo[rows],
+            _Rows(self.extra, rows),
+            sizes,
+            None if self._logcfg is None else self._logcfg[rows],
+            self.uniform_algo,
+        )
+
+    def with_algo(self, algo: str) -> ConfigBatch:
+        """The same configs run with another algorithm (only the GEMM view of a conv changes)."""
+        if self.op != "conv_fwd" or self.uniform_algo == algo:
+            return self
+        return ConfigBatch(
+            self.op,
+            self.shapes,
+            self.traffic,
+            self.el,
+            np.broadcast_to(np.asarray(algo, dtype=object), (len(self),)),  # one name, no copy per row
+            self.extra,
+            None,
+            self.logcfg,
+            algo,
+        )
+
+
+class _Rows(Mapping):
+    """Some rows of named arrays, each sliced on first use (from `shared`, the batch's sizes,
+    where it holds the same name: the shapes and traffic are entries of the sizes)."""
+
+    def __init__(
+        self, full: Mapping[str, np.ndarray], rows: np.ndarray, shared: Mapping[str, np.ndarray] | None = None
+    ):
+        self.full, self.rows, self.shared = full, rows, shared
+        self.done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.done:
+            if self.shared is not None and key in self.shared:
+                self.done[key] = self.shared[key]
+            else:
+                self.done[key] = self.full[key][self.rows]
+        return self.done[key]
+
+    def __iter__(self):
+        return iter(self.full)
+
+    def __len__(self) -> int:
+        return len(self.full)

@@ -1,0 +1,118 @@
+"""Records -> what the models learn from: the rows, their variant, their split, the data's fingerprint.
+
+Fitting, evaluation and selection read data through these functions, so that every stage sees
+the same rows (successful main kernels of named calls, in a canonical order) and the same split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from seer.data import paths, records, variants
+from seer.data.records import VARIANT_OPS
+from seer.errors import SeerError
+from seer.models.keys import family_column, key_column
+
+SPLIT_RULE = (
+    "SEER's: rows of each variant (gpu, op, kernel) stably sorted by configuration; "
+    "row index mod 10 < 7 is training, the rest Test-set-I"
+)
+
+
+def default_data() -> Path:
+    """The project's own measurements once they exist, else NeuSight's beside the repo."""
+    if any(paths.OWN_DATA.glob("*/*.csv*")):
+        return paths.OWN_DATA
+    ns = records.neusight_dir()
+    if ns is None:
+        raise SeerError(
+            "no data: the project has no measurements of its own yet and NeuSight's "
+            "were not found (set SEER_NEUSIGHT or pass --data)"
+        )
+    return ns
+
+
+HELD_OUT_SUITES = ("test_set_ii",)  # never trained on: Test-set-II scores the algorithm picks
+
+
+def training_records(rec: pd.DataFrame) -> pd.DataFrame:
+    """The records models may learn from: everything but the Test-set-II suite."""
+    return rec[~rec["suite"].isin(HELD_OUT_SUITES)] if "suite" in rec else rec
+
+
+def prepare(rec: pd.DataFrame) -> pd.DataFrame:
+    """Rows the models learn from: successful main kernels, with their variant and split."""
+    rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
+    rec = rec[~unnamed_calls(rec)]
+    # a canonical row order by configuration (not by file row or call id), so that the same
+    # rows in any order give the same CV folds, staircase subsample and fits
+    order = [
+        c
+        for c in (
+            "gpu",
+            "op",
+            *records.CONV_FIELDS,
+            "m",
+            "n",
+            "k",
+            "dtype",
+            "math",
+            "algo",
+            "kernel",
+            "source",
+            "time_ms",
+            "call_id",
+        )
+        if c in rec
+    ]
+    rec = rec.sort_values(order, kind="mergesort").reset_index(drop=True)
+    rec = variants.annotate(rec)
+    rec["key"] = key_column(rec)
+    rec["split"] = split(rec)
+    return rec
+
+
+UNNAMED = (
+    "{:.0%} of its calls have no usable kernel names (CUPTI did not split them into calls): "
+    "no models, a fit of the rest would be biased"
+)
+
+
+def unnamed_calls(rec: pd.DataFrame) -> pd.Series:
+    """Harness rows without a usable kernel name: calls CUPTI could not split into repetitions
+    (some FFT calls vary their launches) or split at a chunk of the call. No variant to learn."""
+    if "backend" not in rec or "kernel" not in rec:
+        return pd.Series(False, index=rec.index)
+    unnamed = rec["backend"].fillna("").astype(str).ne("") & rec["kernel"].fillna("").astype(str).eq("")
+    if "span_partial" in rec:  # split at a chunk of the call, not at the call (records.span_partial)
+        unnamed |= rec["span_partial"].fillna(False).astype(bool)
+    return unnamed
+
+
+def unnamed_shares(rec: pd.DataFrame) -> dict[str, float]:
+    """Per (op, algorithm) family of the successful calls, the share whose kernels are unnamed."""
+    calls = rec[(rec["status"] == "ok") & rec["op"].isin(VARIANT_OPS)]
+    if calls.empty:
+        return {}
+    calls = calls.assign(_unnamed=unnamed_calls(calls))
+    calls = calls.drop_duplicates("call_id") if "call_id" in calls else calls
+    share = calls.groupby(family_column(calls), sort=True)["_unnamed"].mean()
+    return {str(k): float(v) for k, v in share.items() if v > 0}
+
+
+def split(rec: pd.DataFrame) -> np.ndarray:
+    """Training or Test-set-I for each row, by SEER's rule within each variant."""
+    return records.split_rows(rec, ["gpu", "op", "kernel"])
+
+
+def content_hash(rec: pd.DataFrame) -> str:
+    """The data's fingerprint: record columns that hold anything (so a schema that grows by a
+    column these data lack keeps their hash), rows in a canonical order."""
+    cols = [c for c in records.COLUMNS if c in rec and c not in ("source",) and rec[c].notna().any()]
+    keyed = rec[cols].sort_values(["gpu", "op", "call_id", "kernel"], kind="mergesort")
+    h = pd.util.hash_pandas_object(keyed.astype(str), index=False).to_numpy().tobytes()
+    return hashlib.sha256(h).hexdigest()

@@ -1,0 +1,72 @@
+"""Reading and writing files safely: atomic writes, paths that cannot block a reader, and
+one warning format for data that was skipped."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import stat
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+from seer.errors import DataError, SeerError
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr, as the command line tools print theirs (data kept going)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def atomic_write(path: str | Path, write) -> Path:
+    """Call write(tmp_path) then rename over `path`, so readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+# ---------------------------------------------------------------- reading files safely
+def data_path(path: str | Path | None, what: str = "an existing file or folder") -> Path:
+    """The path, refused in one sentence if empty, missing, or not a regular file or folder
+    (a FIFO or device would block the reader forever)."""
+    if path is None or not str(path).strip():
+        raise SeerError("no data path given: pass a records file or folder")
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DataError(str(path), None, None, what) from None
+    except OSError as exc:
+        raise DataError(str(path), None, None, f"a readable file or folder ({exc.strerror})") from None
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise DataError(str(path), None, None, "a regular file or folder, not a FIFO, socket or device")
+    return path
+
+
+def read_bytes(path: str | Path) -> bytes:
+    """A file's content, gunzipped if it ends in .gz; a missing, special, empty or corrupt file
+    is a DataError naming it."""
+    path = data_path(path, "an existing file")
+    if path.is_dir():
+        raise DataError(str(path), None, None, "a file, not a folder")
+    try:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(str(path), None, None, f"a readable file ({exc})".replace("\n", " ")) from None
+    if not data.strip():
+        raise DataError(str(path), None, None, "a CSV file with a header row, got an empty file")
+    return data

@@ -1,0 +1,99 @@
+"""python -m seer.evaluate: how good the predictions are.
+
+--set I           Test-set-I: the held-out 30% of every variant (SEER's split), predicted from
+                  the configuration alone (the fits choose the variant) and with the variant
+                  known, per variant, algorithm family, op and overall.
+--set II          Test-set-II: pick the fastest convolution algorithm (seer.evaluate.selection).
+--set analytical  the memory-bound predictors on NeuSight's element-wise, softmax and layer
+                  norm data (seer.analytical).
+--set noise       how far apart identical launches are in the data: the floor under any error.
+--set models      whole models (torch.fx graphs with measured latencies, NeuSight's layout;
+                  default ../shared/datasets/neusight-models): predicted vs measured whole-model
+                  time, per-node error by op kind, beside NeuSight's own predictions where
+                  they lie beside the graphs (seer.workload).
+--set transfer    predict each GPU of the data (default: NeuSight's) from the fits of the OTHER
+                  chips only (seer.predict.transfer): leave-one-GPU-out on NeuSight's five GPUs.
+--set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
+                  kernel time linked to ops, step time replayed with measured and with
+                  predicted kernel times (for GPUs seer has fits for).
+Metrics are those of DESIGN.md (seer.evaluate.metrics); --out writes them as JSON (fractions) or CSV.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from seer import fitsfile
+from seer.cli import data_path, run, writable_dir, writable_file
+from seer.evaluate.noise import run_noise
+from seer.evaluate.report import fits_for, pyplot
+from seer.evaluate.selection import run_set_two
+from seer.evaluate.set_one import run_set_one
+from seer.hardware import gpus
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m seer.evaluate",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 1)[1],
+    )
+    ap.add_argument(
+        "--set",
+        required=True,
+        choices=["I", "II", "analytical", "noise", "models", "traces", "transfer"],
+        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "transfer") else s.upper(),
+        help="which evaluation",
+    )
+    ap.add_argument(
+        "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
+    )
+    ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
+    ap.add_argument("--gpu", help="only this GPU")
+    ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
+    ap.add_argument("--out", help="write the metrics to this .json or .csv")
+    ap.add_argument("--plots", help="write PNG plots into this folder")
+    ap.add_argument(
+        "--workspace-limit",
+        type=float,
+        default=None,
+        help="set II: exclude algorithms needing more workspace than this many bytes",
+    )
+    args = ap.parse_args(argv)
+    return run(lambda: _main(args), "seer.evaluate")
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.out:  # output paths are checked before the work, not after it
+        writable_file(args.out, "--out", (".json", ".csv"))
+    if args.plots:
+        writable_dir(args.plots, "--plots")
+        pyplot()
+    if args.set == "I":
+        return run_set_one(args)
+    if args.set == "II":
+        return run_set_two(args)
+    if args.set == "noise":
+        return run_noise(args)
+    if args.set == "models":
+        from seer.evaluate.models import run_set_models
+
+        return run_set_models(args, lambda gpu: fits_for(gpus.lookup(gpu).slug, Path(args.fits)))
+    if args.set == "transfer":
+        from seer.evaluate.transfer import run_set_transfer
+
+        return run_set_transfer(args)
+    if args.set == "traces":
+        from seer.evaluate.models import run_set_traces
+
+        return run_set_traces(args)
+    from seer.evaluate.analytical import report
+
+    return report(args.data, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

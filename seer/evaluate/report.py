@@ -1,0 +1,59 @@
+"""What the evaluations share: the fits they score, where their figures go, and plotting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from seer.data import records
+from seer.data.prepare import VARIANT_OPS, default_data, training_records
+from seer.errors import SeerError
+from seer.hardware import gpus
+from seer.predict import Fits, load
+
+
+def fits_for(slug: str, fits_dir: Path) -> Fits:
+    """The fits of one GPU from a folder of fits files (or the one file given)."""
+    path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
+    if not path.exists():
+        raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
+    return load(path)  # read once per file version, however many evaluations ask
+
+
+def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:
+    """An evaluation's figures: the payload as JSON, or the tables as one CSV (a `table` column
+    names each row's table)."""
+    if path.suffix == ".json":
+        records.atomic_write(path, lambda p: p.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
+    elif path.suffix == ".csv":
+        frames = [t.assign(table=name) for name, t in tables.items()]
+        records.atomic_write(path, lambda p: pd.concat(frames, ignore_index=True).to_csv(p, index=False))
+    else:
+        raise SeerError(f"--out must end in .json or .csv, got {path}")
+
+
+def pyplot():
+    """matplotlib's pyplot on the file-only backend, or one sentence on how to get it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SeerError("--plots needs matplotlib: pip install 'seer[plot]'") from None
+    return plt
+
+
+def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
+    """The data path (--data, else the default data) and its records that models may score:
+    Test-set-II rows left out, only --gpu's if given, and at least one row of a per-variant op
+    (else one sentence on `why` it is needed)."""
+    path = args.data if args.data is not None else default_data()
+    rec = training_records(records.load(path, gpu=args.gpu))
+    rec = gpus.rows_of(rec, args.gpu)
+    if not rec["op"].isin(VARIANT_OPS).any():
+        of = f" of GPU {args.gpu!r}" if args.gpu else ""
+        raise SeerError(f"no {', '.join(VARIANT_OPS)} rows{of} in {path}: {why}")
+    return path, rec

@@ -1,0 +1,353 @@
+"""Test-set-II: pick the fastest cuDNN convolution algorithm, scored against the measured best.
+
+For every configuration the model predicts every algorithm it has fits for, picks the
+fastest, and the pick is compared with the oracle (the fastest measured algorithm), with
+cuDNN's own heuristic (the first algorithm of cudnnGetConvolutionForwardAlgorithm_v7) and
+with the fixed default IMPLICIT_PRECOMP_GEMM. Algorithms that are not supported for a
+config, or need more workspace than the limit, are no choice for anybody (model, heuristic,
+default or oracle). Metric names and definitions: DESIGN.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from seer.data import paths, records
+from seer.data.prepare import prepare
+from seer.data.variants import CONV_ALGOS
+from seer.errors import SeerError
+from seer.evaluate.report import fits_for, pyplot, write_out
+from seer.hardware import gpus
+
+SELECTION_KEYS = (
+    "n",
+    "top1",
+    "within_5pct",
+    "within_10pct",
+    "slowdown_mean",
+    "slowdown_p95",
+    "slowdown_max",
+    "total_time_ratio",
+)
+METHODS = ("model", "cudnn_heuristic", "fixed_default")
+DEFAULT_ALGO = "IMPLICIT_PRECOMP_GEMM"
+FALLBACK_ALGO = "IMPLICIT_GEMM"  # where the default is unsupported: cuDNN's always-there one
+ALGOS = [CONV_ALGOS[i] for i in sorted(CONV_ALGOS)]
+
+
+def selection_metrics(measured: np.ndarray, pick: np.ndarray) -> dict[str, float]:
+    """measured: configs x algorithms (NaN = no choice); pick: chosen column per config."""
+    n = len(pick)
+    if n == 0:
+        return {k: (0 if k == "n" else float("nan")) for k in SELECTION_KEYS}
+    best = np.nanmin(measured, axis=1)
+    oracle = np.nanargmin(measured, axis=1)
+    t = measured[np.arange(n), pick]
+    if np.isnan(t).any():
+        raise SeerError("a pick fell on an algorithm that was not measured for its config")
+    slow = t / best - 1.0
+    return {
+        "n": int(n),
+        "top1": float(np.mean((pick == oracle) | (t == best))),
+        "within_5pct": float(np.mean(t <= 1.05 * best)),
+        "within_10pct": float(np.mean(t <= 1.10 * best)),
+        "slowdown_mean": float(np.mean(slow)),
+        "slowdown_p95": float(np.quantile(slow, 0.95)),
+        "slowdown_max": float(np.max(slow)),
+        "total_time_ratio": float(t.sum() / best.sum()),
+    }
+
+
+# ---------------------------------------------------------------- the measured table
+def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> pd.DataFrame:
+    """One row per (GPU, math, config) with each algorithm's measured time (NaN where not
+    supported, failed or over the workspace limit) and cuDNN's heuristic rank."""
+    conv = rec[(rec["op"] == "conv_fwd") & (rec["role"] == "main")].copy()
+    if conv.empty:
+        raise SeerError("no convolution measurements of every algorithm (Test-set-II) in these records")
+    if "config_key" not in conv:
+        cfg = list(records.CONV_FIELDS)
+        conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
+    ok = conv["status"] == "ok"
+    if workspace_limit is not None:
+        ok &= conv["workspace_bytes"].astype("Float64").fillna(0) <= workspace_limit
+    conv["t"] = conv["time_ms"].where(ok)
+    keys = ["gpu", "math", "config_key"]
+    wide = conv.pivot_table(index=keys, columns="algo", values="t", aggfunc="first")
+    rank = conv.pivot_table(index=keys, columns="algo", values="heuristic_rank", aggfunc="first")
+    wide = wide.reindex(columns=ALGOS)
+    rank = rank.reindex(columns=ALGOS).add_prefix("rank:")
+    first = conv.groupby(keys, sort=True).first()
+    meta_cols = [c for c in (*records.CONV_FIELDS, "layer", "uses") if c in first]
+    out = pd.concat([first[meta_cols], wide.add_prefix("t:"), rank], axis=1).reset_index()
+    return out[out[[f"t:{a}" for a in ALGOS]].notna().any(axis=1)].reset_index(drop=True)
+
+
+def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
+    """Column index of each method's pick, and the model's predicted time per algorithm."""
+    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    avail = ~np.isnan(meas)
+    pred = np.full(meas.shape, np.nan)
+    order = np.full(meas.shape, np.inf)  # the model's ranking (extrapolations last)
+    for name, idx in table.groupby("gpu").indices.items():
+        f = fits_by_gpu[name]
+        ranked = f.rank_algorithms(table.iloc[idx].assign(op="conv_fwd"))
+        for a in f.algorithms:
+            j = ALGOS.index(a)
+            mine = ranked["algo"] == a
+            pred[idx, j] = ranked.loc[mine, "time_ms"].to_numpy()
+            order[idx, j] = ranked.loc[mine, "rank"].to_numpy()
+    cand = np.where(avail, order, np.inf)
+    model = np.argmin(cand, axis=1)
+    none = ~np.isfinite(cand.min(axis=1))  # nothing the model covers is available: fall back
+    rank = table[[f"rank:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    rank = np.where(avail & ~np.isnan(rank), rank, np.inf)
+    heur = np.argmin(rank, axis=1)
+    no_rank = ~np.isfinite(rank.min(axis=1))
+    default = np.where(avail[:, ALGOS.index(DEFAULT_ALGO)], ALGOS.index(DEFAULT_ALGO), ALGOS.index(FALLBACK_ALGO))
+    default = np.where(
+        avail[np.arange(len(default)), default], default, np.nanargmin(np.where(avail, meas, np.inf), axis=1)
+    )
+    model = np.where(none, heur, model)
+    heur = np.where(no_rank, default, heur)
+    return pd.DataFrame(
+        {"model": model, "cudnn_heuristic": heur, "fixed_default": default, "model_fallback": none}
+    ), pred
+
+
+def _networks(table: pd.DataFrame) -> pd.DataFrame:
+    """(row, network, count) for every network that runs each config."""
+    rows = []
+    uses = table["uses"] if "uses" in table else pd.Series("", index=table.index)
+    for i, u in enumerate(uses.fillna("")):
+        for part in str(u).split(";"):
+            if ":" in part:
+                net, k = part.split(":")
+                rows.append((i, net, int(k)))
+    return pd.DataFrame(rows, columns=["row", "network", "count"])
+
+
+def selection_tables(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) -> dict[str, pd.DataFrame]:
+    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+
+    def block(rows: np.ndarray) -> dict:
+        out = {}
+        for m in METHODS:
+            r = selection_metrics(meas[rows], pk[m].to_numpy()[rows])
+            out.update({f"{m}:{k}": v for k, v in r.items()})
+        return out
+
+    groups: dict[str, dict[str, dict]] = {"overall": {}, "by_gpu": {}, "by_batch": {}, "by_network": {}}
+    groups["overall"]["all"] = block(np.arange(len(table)))
+    for g, idx in table.groupby("gpu").indices.items():
+        groups["by_gpu"][g] = block(idx)
+    for (g, b), idx in table.groupby(["gpu", "batch"]).indices.items():
+        groups["by_batch"][f"{g}/batch {b}"] = block(idx)
+    nets = _networks(table)
+    for (net), sub in nets.groupby("network"):
+        for (g, b), idx in table.iloc[sub["row"]].groupby(["gpu", "batch"]).indices.items():
+            groups["by_network"][f"{g}/{net}/batch {b}"] = block(sub["row"].to_numpy()[idx])
+    tables = {k: pd.DataFrame.from_dict(v, orient="index") for k, v in groups.items() if v}
+    # whole-network convolution time: predicted vs measured, for the model's picks
+    n = np.arange(len(table))
+    t_pick = meas[n, pk["model"].to_numpy()]
+    p_pick = pred[n, pk["model"].to_numpy()]
+    rows = []
+    for net, sub in nets.groupby("network"):
+        for (g, b), idx in table.iloc[sub["row"]].groupby(["gpu", "batch"]).indices.items():
+            r = sub["row"].to_numpy()[idx]
+            w = sub["count"].to_numpy()[idx]
+            meas_sum = float(np.sum(w * t_pick[r]))
+            pred_sum = float(np.nansum(w * p_pick[r]))
+            best_sum = float(np.sum(w * np.nanmin(meas[r], axis=1)))
+            rows.append(
+                {
+                    "gpu": g,
+                    "network": net,
+                    "batch": b,
+                    "layers": int(w.sum()),
+                    "measured_ms": meas_sum,
+                    "predicted_ms": pred_sum,
+                    "error": abs(pred_sum - meas_sum) / meas_sum,
+                    "vs_oracle": meas_sum / best_sum - 1,
+                }
+            )
+    if rows:
+        tables["network_time"] = pd.DataFrame(rows)
+    return tables
+
+
+def _show(t: pd.DataFrame) -> str:
+    cols = [c for c in t.columns if c.split(":")[1] in ("n", "top1", "within_10pct", "slowdown_mean", "slowdown_max")]
+    shown = t[cols].copy()
+    for c in cols:
+        if not c.endswith(":n"):
+            shown[c] = shown[c].map(lambda v: f"{100 * v:.1f}%")
+    shown.columns = [
+        c.replace("cudnn_heuristic", "cudnn")
+        .replace("fixed_default", "default")
+        .replace("slowdown_", "slow_")
+        .replace("within_10pct", "w10")
+        for c in cols
+    ]
+    return shown.to_string()
+
+
+def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
+    plt = pyplot()
+    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    best = np.nanmin(meas, axis=1)
+    n = np.arange(len(table))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for m, label in (("model", "seer's pick"), ("cudnn_heuristic", "cuDNN heuristic (Get_v7)")):
+        slow = 100 * (meas[n, pk[m].to_numpy()] / best - 1)
+        ax.plot(np.sort(slow)[::-1], label=label)
+    ax.set(
+        yscale="symlog",
+        xlabel="configurations, sorted",
+        ylabel="slowdown vs the fastest, %",
+        title="Test-set-II: per-configuration slowdown of the pick",
+    )
+    ax.legend()
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "set2_slowdown.png"
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# ---------------------------------------------------------------- the NeuSight check
+def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
+    """CPU-side check on NeuSight's conv data, where only the autotuner's pick was timed:
+    how often the model's fastest algorithm is the autotuner's pick on held-out configs."""
+    prep = prepare(rec[rec["op"] == "conv_fwd"])
+    test = prep[prep["split"] == "test"]
+    rows = []
+    for name, g in test.groupby("gpu", sort=True):
+        f = fits_for(gpus.lookup(name).slug, fits_dir)
+        covered = g["algo"].isin(f.algorithms)
+        best = f.best_algorithm(g.assign(op="conv_fwd")) if len(g) else np.array([])
+        agree = best == g["algo"].to_numpy()
+        rows.append(
+            {
+                "gpu": name,
+                "n": len(g),
+                "algorithms_fitted": len(f.algorithms),
+                "pick_has_model": float(covered.mean()),
+                "agreement": float(agree.mean()),
+                "agreement_where_fitted": float(agree[covered.to_numpy()].mean()) if covered.any() else np.nan,
+                "autotuner_picks": ", ".join(f"{a}:{c}" for a, c in g["algo"].value_counts().items()),
+                "model_picks": ", ".join(f"{a}:{c}" for a, c in pd.Series(best).value_counts().items()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def run_set_two(args) -> int:
+    data = args.data
+    own: list[Path] = []
+    if data is None:
+        own = list(paths.OWN_DATA.glob("*/test_set_ii*.csv*"))
+    if data is not None or own:
+        rec = pd.concat([records.load(p) for p in ([data] if data else own)], ignore_index=True)
+        if "suite" in rec and (rec["suite"] == "test_set_ii").any():
+            rec = rec[rec["suite"] == "test_set_ii"]
+        rec = gpus.rows_of(rec, args.gpu)
+        if (rec["op"] == "conv_fwd").any() and rec["heuristic_rank"].notna().any():
+            return _run_measured(rec, args)
+    # no measurements of every algorithm: the CPU-side check on NeuSight
+    if data is None:
+        path = records.neusight_dir()
+        if path is None:
+            raise SeerError(
+                "no Test-set-II measurements (they need a GPU: make collect) and no "
+                "NeuSight data for the CPU-side check"
+            )
+        rec = records.load(path / "conv")
+    else:
+        path = data
+    rec = rec[rec["op"] == "conv_fwd"]
+    rec = gpus.rows_of(rec, args.gpu)
+    if rec.empty:
+        raise SeerError(
+            f"no convolution rows{' of GPU ' + repr(args.gpu) if args.gpu else ''} in "
+            f"{path}: Test-set-II scores the algorithm picked for each convolution"
+        )
+    print(
+        "seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
+        "make collect); showing the CPU-side check on NeuSight's conv data instead.\n"
+    )
+    t = autotuner_agreement(rec, Path(args.fits))
+    print(
+        "How often the model's fastest algorithm is the one cuDNN's autotuner (cudnnFind, "
+        "PyTorch benchmark mode) picked, on the held-out configs of each GPU. Only the pick was "
+        "timed, so this is agreement, not slowdown; an algorithm is fitted only where the autotuner "
+        "chose it often enough to train on.\n"
+    )
+    shown = t.copy()
+    for c in ("pick_has_model", "agreement", "agreement_where_fitted"):
+        shown[c] = shown[c].map(lambda v: f"{100 * v:.1f}%")
+    print(shown.drop(columns=["autotuner_picks", "model_picks"]).to_string(index=False))
+    for _, r in t.iterrows():
+        print(
+            f"\n{r['gpu']}: autotuner picked {r['autotuner_picks']}\n"
+            f"{' ' * len(r['gpu'])}  model picked {r['model_picks']}"
+        )
+    if args.out:
+        payload = {
+            "set": "II",
+            "kind": "neusight autotuner agreement",
+            "by_gpu": {
+                r["gpu"]: {k: r[k] for k in ("n", "agreement", "agreement_where_fitted", "pick_has_model")}
+                for _, r in t.iterrows()
+            },
+            "overall": {"n": int(t["n"].sum()), "agreement": float((t["agreement"] * t["n"]).sum() / t["n"].sum())},
+        }
+        write_out(Path(args.out), payload, {"agreement": t})
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+def _run_measured(rec: pd.DataFrame, args) -> int:
+    table = measured_table(rec, args.workspace_limit)
+    fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits)) for g in pd.unique(table["gpu"])}
+    pk, pred = picks(table, fits_by_gpu)
+    tables = selection_tables(table, pk, pred)
+    print(
+        f"Test-set-II: {len(table)} configurations, every algorithm measured; picks scored against "
+        "the fastest measured algorithm (oracle).\n"
+    )
+    for name in ("overall", "by_gpu", "by_batch", "by_network"):
+        if name in tables:
+            print(f"{name}:\n{_show(tables[name])}\n")
+    if "network_time" in tables:
+        nt = tables["network_time"].copy()
+        for c in ("error", "vs_oracle"):
+            nt[c] = nt[c].map(lambda v: f"{100 * v:.2f}%")
+        print("Whole-network convolution time with the model's picks, predicted vs measured:\n")
+        print(nt.to_string(index=False))
+    if pk["model_fallback"].any():
+        print(
+            f"\n{int(pk['model_fallback'].sum())} configs had no available algorithm with a model; "
+            "the model fell back to cuDNN's heuristic there."
+        )
+    if args.out:
+        payload: dict[str, Any] = {"set": "II"}
+        for name, t in tables.items():
+            if name == "network_time":
+                payload[name] = t.to_dict(orient="records")
+                continue
+            payload[name] = {
+                idx: {m: {k: row[f"{m}:{k}"] for k in SELECTION_KEYS} for m in METHODS} for idx, row in t.iterrows()
+            }
+        payload["overall"] = payload["overall"]["all"]
+        write_out(Path(args.out), payload, tables)
+        print(f"\nwrote {args.out}")
+    if args.plots:
+        print(f"wrote {plot_slowdowns(table, pk, Path(args.plots))}")
+    return 0

@@ -1,0 +1,174 @@
+"""Test-set-I: the held-out 30% of every variant (SEER's split), predicted from the configuration
+alone (the fits choose the variant) and with the variant known, per variant, algorithm, op."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from seer.data.prepare import VARIANT_OPS, content_hash, prepare
+from seer.errors import SeerError
+from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
+from seer.evaluate.report import evaluation_records, fits_for, pyplot, write_out
+from seer.hardware import gpus
+from seer.models.drift import position
+
+LEVELS = {"op": ["gpu", "op"], "algo": ["gpu", "op", "algo"], "variant": ["gpu", "op", "algo", "variant"]}
+
+
+def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
+    """The Test-set-I rows with three predictions and the drift-corrected measurement:
+    pred_config (variant chosen from the config), pred_variant (variant known)."""
+    rec = rec.assign(position=position(rec)) if "call_id" in rec else rec
+    prep = prepare(rec[rec["op"].isin(VARIANT_OPS)])
+    test = prep[prep["split"] == "test"].copy()
+    if test.empty:
+        raise SeerError("no Test-set-I rows: the data has no convolution or GEMM measurements")
+    parts = []
+    for name, g in test.groupby("gpu", sort=True):
+        slug = gpus.lookup(name).slug
+        f = fits_for(slug, fits_dir)
+        full = rec[rec["gpu"] == name]
+        if f.meta.get("dataset", {}).get("content_sha256") != content_hash(full):
+            log(
+                f"warning: the fits for {slug} were fitted on other data than this; "
+                "Test-set-I rows may have been training rows there"
+            )
+        g = g.copy()
+        g["pred_config"] = np.nan
+        for op, rows in g.groupby("op").groups.items():
+            sub = g.loc[rows]
+            covered = sub["algo"].isin(f.algorithms) if op == "conv_fwd" else np.full(len(sub), op in f.ops)
+            if covered.any():
+                g.loc[sub.index[covered], "pred_config"] = f.predict(sub[covered])
+        known = g["key"].isin(list(f.variants))
+        g["pred_variant"] = np.nan
+        if known.any():
+            g.loc[known, "pred_variant"] = f.predict(g[known], variant=g.loc[known, "key"].to_numpy())
+        factor = np.ones(len(g))
+        for src, d in f.drift.items():
+            m = (g["source"] == src).to_numpy()
+            factor[m] = d.factor(g["position"].to_numpy()[m])
+        g["time_dedrifted"] = g["time_ms"] / factor
+        parts.append(g)
+    return pd.concat(parts, ignore_index=True)
+
+
+def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Accuracy of config-only predictions at every level, plus known-variant and de-drifted."""
+    ok = test["pred_config"].notna()
+    tables = {lvl: accuracy_table(test[ok], "pred_config", "time_ms", by) for lvl, by in LEVELS.items()}
+    kv = test["pred_variant"].notna()
+    tables["op_known_variant"] = accuracy_table(test[kv], "pred_variant", "time_ms", LEVELS["op"])
+    if (test["time_dedrifted"] != test["time_ms"]).any():
+        tables["op_dedrifted"] = accuracy_table(test[ok], "pred_config", "time_dedrifted", LEVELS["op"])
+    return tables
+
+
+def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
+    out = {}
+    for _, r in table.iterrows():
+        key = "overall" if r[by[0]] == "overall" else "/".join(str(r[b]) for b in by)
+        out[key] = {k: (int(r[k]) if k == "n" else float(r[k])) for k in ACCURACY_KEYS}
+    return out
+
+
+def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
+    plt = pyplot()
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    ok = test[test["pred_config"].notna()]
+    gpus_ = sorted(pd.unique(ok["gpu"]))
+    fig, axes = plt.subplots(1, len(gpus_), figsize=(4.2 * len(gpus_), 4.2), squeeze=False)
+    for ax, name in zip(axes[0], gpus_):
+        g = ok[ok["gpu"] == name]
+        for op, h in g.groupby("op"):
+            ax.scatter(h["time_ms"], h["pred_config"], s=3, alpha=0.4, label=op)
+        lo, hi = g["time_ms"].min() / 1.5, g["time_ms"].max() * 1.5
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=(lo, hi),
+            ylim=(lo, hi),
+            xlabel="measured ms",
+            ylabel="predicted ms",
+            title=name,
+        )
+        ax.legend(markerscale=4, fontsize=8)
+    fig.tight_layout()
+    out.append(folder / "set1_predicted_vs_measured.png")
+    fig.savefig(out[-1], dpi=110)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    err = 100 * (ok["pred_config"] - ok["time_ms"]) / ok["time_ms"]
+    for op, e in err.groupby(ok["op"]):
+        ax.hist(e.clip(-60, 60), bins=np.linspace(-60, 60, 61), histtype="step", label=op)
+    ax.set(
+        xlabel="prediction error, % of measured (clipped at +-60)",
+        ylabel="rows",
+        title="Test-set-I: configuration-only predictions",
+    )
+    ax.legend()
+    fig.tight_layout()
+    out.append(folder / "set1_error_histogram.png")
+    fig.savefig(out[-1], dpi=110)
+    if "position" in ok:  # is the measurement order (GPU state) behind the errors?
+        keys = sorted({(g, o) for g, o in zip(ok["gpu"], ok["op"])})
+        fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.9 * len(keys)), squeeze=False, sharex=True)
+        for ax, (name, op) in zip(axes[:, 0], keys):
+            h = ok[(ok["gpu"] == name) & (ok["op"] == op)].sort_values("position")
+            r = h["time_ms"] / h["pred_config"]
+            ax.scatter(h["position"], r, s=1, alpha=0.3)
+            ax.plot(h["position"], r.rolling(51, center=True, min_periods=10).median(), "r", lw=1)
+            ax.set(ylim=(0.5, 2), yscale="log", ylabel="meas/pred")
+            ax.set_title(f"{name} {op}", fontsize=8, loc="left")
+        axes[-1, 0].set_xlabel("position of the row in its file (measurement order)")
+        fig.tight_layout()
+        out.append(folder / "set1_ratio_vs_measurement_order.png")
+        fig.savefig(out[-1], dpi=90)
+    plt.close("all")
+    return out
+
+
+def run_set_one(args) -> int:
+    path, rec = evaluation_records(args, "Test-set-I scores the per-variant models of those kernels")
+    test = test_set_one(rec, Path(args.fits))
+    tables = set_one_tables(test)
+    print(
+        f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"
+        "Predicted from the configuration alone (the fits choose the variant the library launches).\n"
+    )
+    print(format_table(tables["op"]))
+    if args.by in ("algo", "variant"):
+        print(f"\nper {args.by}:\n")
+        print(format_table(tables[args.by]))
+    print("\nWith the variant known (SEER's Test-set-I per variant):\n")
+    print(format_table(tables["op_known_variant"]))
+    if "op_dedrifted" in tables:
+        print(
+            "\nAgainst measurements with the collection's drift removed (seer.models.drift; the drift was "
+            "fitted on training rows only):\n"
+        )
+        print(format_table(tables["op_dedrifted"]))
+    missed = test["pred_config"].isna().sum()
+    if missed:
+        print(
+            f"\n{missed} rows not predicted: their algorithm has no fitted model on that GPU "
+            "(too few training rows, or 'unmodelled' in its fits file)."
+        )
+    if args.out:
+        payload = {
+            "set": "I",
+            "data": str(path),
+            "prediction": "configuration only",
+            **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS]) for name, t in tables.items()},
+        }
+        payload["overall"] = accuracy(test["pred_config"].dropna(), test.loc[test["pred_config"].notna(), "time_ms"])
+        write_out(Path(args.out), payload, tables)
+        print(f"\nwrote {args.out}")
+    if args.plots:
+        for p in plots_one(test, Path(args.plots)):
+            print(f"wrote {p}")
+    return 0

@@ -1,0 +1,169 @@
+"""One GPU's records -> its fits document: variants, choosers, drift, memory-bound parameters.
+
+Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models) -> measurement
+drift removed where the data allow it (seer.models.drift) -> variant choosers
+(seer.models.chooser) and memory-bound fits (seer.models.memory) -> one document, which
+seer.fitsfile writes. The same data give the same document, byte for byte.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+
+import numpy as np
+import pandas as pd
+
+from seer import __version__
+from seer.data import records
+from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
+from seer.data.records import MEMORY_OPS, VARIANT_OPS
+from seer.errors import SeerError
+from seer.fitsfile import SCHEMA
+from seer.hardware import gpus
+from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_column, family_key
+from seer.models.chooser import fit_chooser
+from seer.models.drift import Drift, fit_drift, order_is_random, position
+
+
+def _fit_variants(
+    rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec, options: FitOptions
+) -> dict[str, VariantFit]:
+    out = {}
+    train = rec["split"] == "train"
+    for key, g in rec[train].groupby("key", sort=True):
+        if len(g) < options.min_rows:
+            continue
+        g = g.assign(time_ms=target[g.index])
+        model = VariantModel(VariantKey.parse(key), cc=spec.cc, sms=spec.sms, options=options)
+        out[key] = model.fit(g)
+    return out
+
+
+def predict_known(models: dict[str, VariantFit], rec: pd.DataFrame) -> np.ndarray:
+    """Each row's time from its own variant's model (NaN where the variant has none)."""
+    out = np.full(len(rec), np.nan)
+    for key, g in rec.groupby("key", sort=False):
+        if key in models:
+            out[rec.index.get_indexer(g.index)] = models[key].predict(g)
+    return out
+
+
+def _drift(
+    rec: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, options: FitOptions
+) -> dict[str, Drift]:
+    pred = predict_known(models, rec)
+    pos = position(rec)
+    out = {}
+    for src, g in rec.groupby("source", sort=True):
+        if not order_is_random(g):
+            continue
+        rows = rec.index.get_indexer(g.index)
+        ok = (g["split"].to_numpy() == "train") & np.isfinite(pred[rows])
+        if ok.sum() < options.drift_min_rows:
+            continue
+        d = fit_drift(src, pos[rows][ok], np.log(target[rows][ok] / pred[rows][ok]))
+        if d is not None:
+            out[src] = d
+    return out
+
+
+def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, options: FitOptions = DEFAULT) -> dict:
+    """Fit one GPU's records: the variants, choosers and drift sections of its fits file."""
+    rec = rec[rec["op"].isin(VARIANT_OPS)]
+    biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
+    rec = prepare(rec)
+    rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
+    target = rec["time_ms"].to_numpy(dtype=float)
+    models = _fit_variants(rec, target, spec, options)
+    drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}
+    if drifts:  # refit from scratch the variants measured in a drifting file: drift noise
+        # also misleads the choice of B_max and features, not only the coefficients
+        target = rec["time_ms"].to_numpy(dtype=float) / _factor(rec, drifts)
+        hit = rec["source"].isin(list(drifts))
+        models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec, options))
+    choosers = {}
+    train = rec[rec["split"] == "train"]
+    for (op, algo), g in train.groupby(["op", "algo"], sort=True):
+        g = g[g["key"].isin(list(models))]
+        if len(g):
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"]).to_dict()
+    few = sorted(set(train["key"]) - set(models))
+    return {
+        "variants": {k: m.to_dict() for k, m in sorted(models.items())},
+        "choosers": choosers,
+        "conv_timing": conv_timing(rec),
+        "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
+        "options": options.to_dict(),
+        "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
+        **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
+    }
+
+
+def conv_timing(rec: pd.DataFrame) -> str | None:
+    """ "every_algorithm" where configs were timed with several algorithms (the harness),
+    "pick_only" where each was timed only with the algorithm an autotuner picked (NeuSight):
+    there an algorithm's model is known only where it won, which ranking must respect."""
+    conv = rec[rec["op"] == "conv_fwd"]
+    if conv.empty:
+        return None
+    cfg = [*records.CONV_FIELDS, "math"]
+    per = conv.groupby(cfg, dropna=False)["algo"].nunique()
+    return "pick_only" if per.median() <= 1 else "every_algorithm"
+
+
+def _factor(rec: pd.DataFrame, drifts: dict[str, Drift]) -> np.ndarray:
+    f = np.ones(len(rec))
+    if not drifts:
+        return f
+    pos = position(rec)
+    src = rec["source"].to_numpy()
+    for s, d in drifts.items():
+        m = src == s
+        f[m] = d.factor(pos[m])
+    return f
+
+
+def fit_memory(rec: pd.DataFrame) -> dict | None:
+    from seer.analytical import fit_memory_bound
+
+    mem = rec[rec["op"].isin(MEMORY_OPS) & (rec["status"] == "ok")]
+    if mem.empty:
+        return None
+    train = mem[records.split_rows(mem, ["gpu", "op", "fn"]) == "train"]
+    return fit_memory_bound(train)
+
+
+def fit_date() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc) if epoch else _dt.datetime.now(_dt.timezone.utc)
+    return when.date().isoformat()
+
+
+def fit_one(args: tuple) -> tuple[str, dict, float]:
+    """Fit one GPU's records (a worker's job: everything it needs travels in `args`)."""
+    name, g, data_path, drift, options = args
+    try:
+        spec = gpus.lookup(name)
+    except SeerError as exc:
+        raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
+    t0 = time.perf_counter()
+    body = fit_gpu(g, spec, drift=drift, options=options)
+    doc = {
+        "schema": SCHEMA,
+        "seer_version": __version__,
+        "date": fit_date(),
+        "gpu": spec.to_dict(),
+        "dataset": {
+            "path": data_path,
+            "rows": len(g),
+            "content_sha256": content_hash(g),
+            "sources": sorted(pd.unique(g["source"]).tolist()),
+        },
+        "split": SPLIT_RULE,
+        "time_unit": "ms",
+        **body,
+        "memory_bound": fit_memory(g),
+    }
+    return spec.slug, doc, time.perf_counter() - t0

@@ -1,0 +1,274 @@
+"""Launch geometry from the configuration: grid size per axis, learned per kernel variant.
+
+cuDNN and cuBLAS size the grid as ceil(problem size / tile) on each axis; which size goes on
+which axis, and the tile, differ per kernel. `fit_geometry` picks, per axis, the rule that best
+reproduces the grids measured on training rows: ceil(size / tile), size x ceil(size2 / tile),
+a constant, or (where no closed form fits, e.g. cuBLAS's split-K choice) the nearest training
+row in log-configuration space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from seer.data import configs
+from seer.errors import SeerError
+from seer.models.knn import condense, decode, encode
+
+TILES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
+AXES = ("grid_x", "grid_y", "grid_z")
+
+
+class AxisRule:
+    """How one grid axis follows from the configuration; `match` is the share of training
+    rows it reproduces exactly. One subclass per kind, each writing its own JSON."""
+
+    kind: ClassVar[str]
+    match: float
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "match": round(self.match, 4), **self._fields()}
+
+    def _fields(self) -> dict:
+        raise NotImplementedError
+
+    @property
+    def tile(self) -> int:
+        """The divisor of a ceil rule (the kernel's tile along this axis), else 1."""
+        return 1
+
+    @staticmethod
+    def from_dict(d: dict) -> AxisRule:
+        match = d.get("match", 0.0)
+        kind = d["kind"]
+        if kind == "ceil":
+            return Ceil(d["expr"], int(d.get("div", 1)), match)
+        if kind == "mulceil":
+            return MulCeil(d["expr"], d["expr2"], int(d.get("div", 1)), match)
+        if kind == "const":
+            return Const(float(d.get("value", 1.0)), match)
+        if kind == "knn":
+            return Nearest(decode(d["points"]), np.asarray(d["values"], dtype=float), match)
+        raise SeerError(f"unknown grid rule kind {kind!r}")
+
+
+@dataclass
+class Ceil(AxisRule):
+    """ceil(size / tile): one block per tile of a size."""
+
+    expr: str
+    div: int
+    match: float = 0.0
+    kind: ClassVar[str] = "ceil"
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        return np.ceil(s[self.expr] / self.div)
+
+    def describe(self) -> str:
+        return f"ceil({self.expr}/{self.div})" if self.div > 1 else self.expr
+
+    def _fields(self) -> dict:
+        return {"expr": self.expr, "div": self.div}
+
+    @property
+    def tile(self) -> int:
+        return self.div
+
+
+@dataclass
+class MulCeil(AxisRule):
+    """size x ceil(size2 / tile): e.g. one block row per image and output tile."""
+
+    expr: str
+    expr2: str
+    div: int
+    match: float = 0.0
+    kind: ClassVar[str] = "mulceil"
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        return s[self.expr] * np.ceil(s[self.expr2] / self.div)
+
+    def describe(self) -> str:
+        return f"{self.expr}*ceil({self.expr2}/{self.div})"
+
+    def _fields(self) -> dict:
+        return {"expr": self.expr, "expr2": self.expr2, "div": self.div}
+
+    @property
+    def tile(self) -> int:
+        return self.div
+
+
+@dataclass
+class Const(AxisRule):
+    """The same size for every configuration."""
+
+    value: float
+    match: float = 0.0
+    kind: ClassVar[str] = "const"
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        return np.full(len(s["one"]), self.value)
+
+    def describe(self) -> str:
+        return f"{self.value:g}"
+
+    def _fields(self) -> dict:
+        return {"value": self.value}
+
+
+@dataclass
+class Nearest(AxisRule):
+    """The value of the nearest training configuration (no closed form fits, e.g. split-K)."""
+
+    points: np.ndarray  # log-config of training rows
+    values: np.ndarray
+    match: float = 0.0
+    kind: ClassVar[str] = "knn"
+    _tree: cKDTree | None = field(default=None, repr=False, compare=False)
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        if self._tree is None:
+            self._tree = cKDTree(self.points)
+        _, idx = self._tree.query(logcfg, k=1)
+        return self.values[idx]
+
+    def describe(self) -> str:
+        return "nearest"
+
+    def _fields(self) -> dict:
+        return {"points": encode(self.points), "values": self.values.astype(int).tolist()}
+
+
+@dataclass
+class Geometry:
+    op: str
+    axes: dict[str, AxisRule]
+
+    def grid(self, batch: configs.ConfigBatch | pd.DataFrame) -> dict[str, np.ndarray]:
+        """Each axis of the grid launched for each config."""
+        if isinstance(batch, pd.DataFrame):
+            batch = configs.ConfigBatch.of(batch, self.op)
+        s = batch.sizes
+        logcfg = batch.logcfg if any(isinstance(r, Nearest) for r in self.axes.values()) else None
+        return {a: np.maximum(r(s, logcfg), 1.0) for a, r in self.axes.items()}
+
+    def blocks(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
+        return np.prod(list(self.grid(batch).values()), axis=0)
+
+    def tiles(self) -> tuple[float, float]:
+        """The two tile divisors of the grid (the output tile of a GEMM-like kernel)."""
+        divs = [r.tile for r in self.axes.values() if r.tile > 1] + [1, 1]
+        return float(divs[0]), float(divs[1])
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "axes": {a: r.to_dict() for a, r in self.axes.items()}}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Geometry:
+        return cls(d["op"], {a: AxisRule.from_dict(r) for a, r in d["axes"].items()})
+
+    def describe(self) -> str:
+        return " x ".join(r.describe() for r in self.axes.values())
+
+
+def _scores(pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean |log2 error|, exact-match share) of each row of candidate grids `pred` (one
+    candidate per row, C order: each mean sums the same way as for one candidate alone)."""
+    err = np.abs(np.log2(np.maximum(pred, 1) / y))
+    return err.mean(axis=1), (pred == y).mean(axis=1)
+
+
+class _Best:
+    """The first candidate rule with the lowest error, in the order they are offered."""
+
+    def __init__(self, y: np.ndarray):
+        self.y = y
+        self.err = np.inf
+        self.rule: AxisRule | None = None
+
+    def offer(self, rules: list[AxisRule], pred: np.ndarray, row: np.ndarray | None = None) -> None:
+        """Score candidate grids `pred` (one per row); rule i predicts row `row[i]` (default i),
+        so rules that predict the same grid are scored once."""
+        errs, matches = _scores(pred, self.y)
+        which = range(len(rules)) if row is None else row.tolist()
+        for rule, i in zip(rules, which):
+            err, rule.match = float(errs[i]), float(matches[i])
+            if self.rule is None or err < self.err - 1e-12:
+                self.err, self.rule = err, rule
+
+
+def _ceils(x: np.ndarray, tiles: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """ceil(x / tile) for each tile, without repeats: every tile >= max(x) gives the same grid
+    (1 wherever x > 0). Returns (the distinct grids, the grid of each tile)."""
+    top = float(np.max(x)) if len(x) else 0.0
+    k = next((i for i, t in enumerate(tiles) if t >= top), len(tiles) - 1)  # first tile past the sizes
+    rows = np.ceil(x[None, :] / np.asarray(tiles[: k + 1], dtype=float)[:, None])
+    return rows, np.minimum(np.arange(len(tiles)), k)
+
+
+def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> AxisRule:
+    """The rule that reproduces one grid axis best on these training rows: ceil(size / tile)
+    for every size and tile, then size x ceil(size2 / tile), then the nearest training row."""
+    if np.all(y == y[0]):
+        return Const(float(y[0]), match=1.0)
+    names = [k for k in s if k != "one" and np.all(np.isfinite(s[k]))]
+    best = _Best(y)
+    for e in names:
+        rows, row = _ceils(s[e], TILES)
+        best.offer([Ceil(e, t) for t in TILES], rows, row)
+        if best.err == 0 and best.rule is not None:
+            return best.rule
+    ceils = {e2: _ceils(s[e2], TILES[1:]) for e2 in names}
+    for e in names:
+        others = [e2 for e2 in names if e2 != e]
+        starts = np.cumsum([0] + [len(ceils[e2][0]) for e2 in others])
+        pred = s[e] * np.concatenate([ceils[e2][0] for e2 in others])
+        row = np.concatenate([start + ceils[e2][1] for start, e2 in zip(starts, others)])
+        best.offer([MulCeil(e, e2, t) for e2 in others for t in TILES[1:]], pred, row)
+    if best.err > 0 and len(y) > 2:
+        # nearest other training row (leave-one-out)
+        _, idx = cKDTree(logcfg).query(logcfg, k=2)
+        pts = logcfg.astype(np.float32).astype(np.float64)
+        keep = condense(pts, y)
+        best.offer([Nearest(pts[keep], y[keep].astype(float))], y[idx[:, 1]][None, :])
+    assert best.rule is not None
+    return best.rule
+
+
+def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None = None) -> Geometry:
+    """Learn each grid axis of one variant from its training rows (grid columns measured)."""
+    batch = configs.ConfigBatch.of(train, op) if batch is None else batch
+    s, logcfg = batch.sizes, batch.logcfg
+    axes = {}
+    for a in AXES:
+        y = train[a].to_numpy(dtype="float64", na_value=np.nan)
+        if np.isnan(y).any():
+            if a == "grid_x" and "blocks" in train:
+                y = train["blocks"].to_numpy(dtype="float64", na_value=np.nan)
+            if np.isnan(y).any():
+                continue
+        axes[a] = fit_axis(s, logcfg, y)
+    if not axes:  # no wave count without launched blocks: say so, not an IndexError later
+        name = ", ".join(str(train[c].iloc[0]) for c in ("algo", "variant") if c in train)
+        raise SeerError(
+            f"the {op} kernel variant ({name}) cannot be fitted: its training rows need the launch "
+            "grid (grid_x, grid_y, grid_z) or the blocks launched (SEER's #block-launch), "
+            "and some have neither"
+        )
+    return Geometry(op, axes)
+
+
+RULE_KINDS = tuple(r.kind for r in (Ceil, MulCeil, Const, Nearest))
