@@ -6,13 +6,15 @@ suites and writes seer's measurement records (`seer.data.records`) to data/<gpu-
 the functions that need them, so that `python -m cudnn_bench ...` on a machine without a GPU
 ends with one sentence and exit code 2. See cudnn_bench/GPU_RUN.md for a GPU session's steps.
 
-Modules: suites (grids as data, cost model, budget), maths (math families and their dtypes),
-cudnn and cublaslt (ctypes bindings), runtime (pycuda / driver / CuPy backends, buffers, NVML),
-timing (warm-up, L2 flush, events), cupti (kernel activity records), options (what a run was
-asked to do), env (the GPU environment, or a simulated one), runners (a configuration's calls
-on the GPU), measure (one configuration timed into record rows), collect (the run), counters
-and ncu_pass (Nsight Compute), store (resumable files), export (SEER Excel), nvtx, argtypes and
-cli (command-line values), oneshot (a whole session in one device call), torch_traces.
+Modules: configs (a convolution or GEMM configuration and its key), suites (grids as data),
+cost (a configuration's estimated GPU seconds), plan (what a run measures within a budget),
+maths (math families and their dtypes), cudnn and cublaslt (ctypes bindings), runtime (pycuda /
+driver / CuPy backends, buffers, NVML), timing (warm-up, L2 flush, events), cupti (kernel
+activity records), options (what a run was asked to do), env (the GPU environment, or a
+simulated one), runners (a configuration's calls on the GPU), measure (one configuration timed
+into record rows), collect (the run), counters and ncu_pass (Nsight Compute), store (resumable
+files), export (SEER Excel), nvtx, argtypes and cli (command-line values), oneshot (a whole
+session in one device call), torch_traces.
 """
 
 __all__ = ["__version__"]

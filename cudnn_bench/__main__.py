@@ -23,7 +23,6 @@ from seer import cluster
 from seer.errors import SeerError
 
 from . import collect, libs, ncu_pass, runtime
-from . import suites as S
 from .argtypes import algos, budget, maths, positive_ms, redo_reasons, resources, shard, size_bytes, suites, whole
 from .cli import Parser
 from .cublaslt import CublasLt
@@ -34,9 +33,11 @@ from .maths import MATHS
 from .merge import merge
 from .oneshot import session_coverage
 from .options import Options
+from .plan import Budget
 from .ray_collect import ClusterOptions, collect_ray
 from .runtime import BACKENDS
 from .store import store_files
+from .suites import RUN_ORDER, SUITES
 from .timing import TimingOptions
 
 EXAMPLES = """
@@ -57,9 +58,9 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--suite",
         type=suites,
-        default=list(S.RUN_ORDER),
+        default=list(RUN_ORDER),
         metavar="NAMES",
-        help=f"comma-separated suites: {', '.join(S.SUITES)}, or all (default: all)",
+        help=f"comma-separated suites: {', '.join(SUITES)}, or all (default: all)",
     )
     g.add_argument(
         "--math",
@@ -188,14 +189,14 @@ def build_parser() -> Parser:
     k.add_argument(
         "--counters-budget",
         type=budget,
-        default=S.Budget(seconds=3 * 60),
+        default=Budget(seconds=3 * 60),
         metavar="B",
         help="time limit of the counter pass, or a count of calls (default: 3m)",
     )
     c.add_argument(
         "--stop-after",
         type=budget,
-        default=S.Budget(),
+        default=Budget(),
         metavar="TIME",
         help="stop this invocation after TIME (e.g. 9m) of measuring, whatever the plan; "
         "the same command later resumes (for machines with a per-command time limit)",
@@ -275,7 +276,7 @@ def build_parser() -> Parser:
     k2 = sub.add_parser("counters", help="the ncu counter pass over collected records")
     k2.add_argument("--data", type=Path, required=True, help="the data/<gpu-slug> folder")
     k2.add_argument("--counters", choices=("all", "sample"), default="sample")
-    k2.add_argument("--counters-budget", type=budget, default=S.Budget(seconds=3 * 60), metavar="B")
+    k2.add_argument("--counters-budget", type=budget, default=Budget(seconds=3 * 60), metavar="B")
     k2.add_argument("--backend", choices=BACKENDS, default="auto")
     k2.add_argument("--device", type=whole(0), default=0)
 
@@ -321,13 +322,13 @@ def _options(a: argparse.Namespace) -> Options:
         launch_meta=getattr(a, "launch_meta", "cupti"),
         algos=getattr(a, "algos", tuple(range(8))),
         counters=getattr(a, "counters", "none"),
-        counters_budget=getattr(a, "counters_budget", S.Budget(seconds=180)),
+        counters_budget=getattr(a, "counters_budget", Budget(seconds=180)),
         workspace_limit=getattr(a, "workspace_limit", 8 << 30),
         gemm_algos=a.gemm_algos,
         max_call_ms=a.max_call_ms,
         max_bytes=a.max_bytes,
         limit=a.limit,
-        stop_after=getattr(a, "stop_after", S.Budget()).seconds,
+        stop_after=getattr(a, "stop_after", Budget()).seconds,
         shard=a.shard,
         redo=getattr(a, "redo", []),
         gpu_for_plan=getattr(a, "gpu", "h100-sxm"),
@@ -335,9 +336,9 @@ def _options(a: argparse.Namespace) -> Options:
     )
 
 
-def default_budget(a: argparse.Namespace) -> S.Budget:
+def default_budget(a: argparse.Namespace) -> Budget:
     """14 minutes on one GPU; the whole plan across a cluster."""
-    return S.Budget() if getattr(a, "ray", None) is not None else S.Budget(seconds=14 * 60)
+    return Budget() if getattr(a, "ray", None) is not None else Budget(seconds=14 * 60)
 
 
 def cmd_collect(a: argparse.Namespace) -> int:
@@ -370,7 +371,7 @@ def cmd_plan(a) -> int:
         return 0
     opts = _options(a)
     plan = collect.plan_for(opts)
-    print(f"plan for {opts.gpu_for_plan} (estimated from datasheet peaks; see cudnn_bench/suites.py CostModel)")
+    print(f"plan for {opts.gpu_for_plan} (estimated from datasheet peaks; see cudnn_bench/cost.py CostModel)")
     print(plan.summary())
     if a.list:
         for it in plan.items:

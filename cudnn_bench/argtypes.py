@@ -11,9 +11,10 @@ from collections.abc import Callable
 
 from seer.errors import SeerError
 
-from . import suites as S
 from .maths import MATHS
+from .plan import Budget, Shard
 from .redo import REASONS
+from .suites import SUITES, parse_suites
 
 
 def size_bytes(text: str) -> int:
@@ -66,16 +67,16 @@ def positive_ms(text: str) -> float:
     return value
 
 
-def budget(text: str) -> S.Budget:
+def budget(text: str) -> Budget:
     try:
-        return S.Budget.parse(text)
+        return Budget.parse(text)
     except SeerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def shard(text: str) -> S.Shard:
+def shard(text: str) -> Shard:
     try:
-        return S.Shard.parse(text)
+        return Shard.parse(text)
     except SeerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -90,9 +91,9 @@ def maths(text: str) -> list[str]:
 
 def suites(text: str) -> list[str]:
     if not any(part.strip() for part in text.split(",")):  # "" or ",": not all suites by accident
-        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(S.SUITES)} (or all), got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(SUITES)} (or all), got {text!r}")
     try:
-        return S.parse_suites(text)
+        return parse_suites(text)
     except SeerError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -19,14 +19,16 @@ from seer.errors import UnknownGPUError
 from seer.hardware import gpus
 
 from . import libs, ncu_pass
-from . import suites as S
+from .cost import CostModel
 from .env import Env, open_env
 from .errors import BenchError
 from .measure import measure
 from .options import Options
+from .plan import Plan, make_plan
 from .redo import keys_to_redo
 from .runtime import DeviceInfo
 from .store import Store, utc_now, write_json
+from .suites import SUITES
 from .timing import TimingOptions as TimingOptions  # re-exported: Options(timing=TimingOptions(...))
 
 
@@ -89,14 +91,14 @@ class Progress:
 
 
 # ====================================================================== the run
-def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec | None = None) -> S.Plan:
+def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec | None = None) -> Plan:
     if spec is None:
         try:
             spec = gpus.lookup(device_name or opts.gpu_for_plan)
         except UnknownGPUError:
             spec = gpus.lookup(opts.gpu_for_plan)
     t = opts.timing
-    cost = S.CostModel.for_gpu(
+    cost = CostModel.for_gpu(
         spec,
         warmup=t.warmup,
         reps=t.reps,
@@ -105,7 +107,7 @@ def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec |
         slow_ms=t.slow_ms,
         gemm_algos=opts.gemm_algos,
     )
-    return S.make_plan(
+    return make_plan(
         opts.suites,
         opts.maths,
         opts.budget,
@@ -158,7 +160,7 @@ class RunResult:
     measured: int
     skipped: int
     left: int
-    plan: S.Plan
+    plan: Plan
     interrupted: bool = False
     stopped_early: bool = False  # --stop-after ended this invocation before the plan did
 
@@ -289,8 +291,8 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
 
 def collect(opts: Options, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
     """`python -m cudnn_bench collect`: open the GPU, measure, then the counter pass."""
-    need_conv = any(S.SUITES[s].op == "conv_fwd" for s in opts.suites)
-    need_gemm = any(S.SUITES[s].op == "gemm" for s in opts.suites)
+    need_conv = any(SUITES[s].op == "conv_fwd" for s in opts.suites)
+    need_gemm = any(SUITES[s].op == "gemm" for s in opts.suites)
     env = open_env(opts, need_conv, need_gemm, trace=opts.launch_meta == "cupti")
     try:
         result = run(opts, env, log, watch)

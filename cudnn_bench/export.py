@@ -72,7 +72,7 @@ def report(data: str | Path) -> str:
     """A short account of collected records: per suite and math, configurations, calls by
     status, share of calls with per-kernel rows and with counters, distinct main-kernel
     variants, and the measured wall time against the plan's estimate (to recalibrate
-    suites.CostModel)."""
+    cost.CostModel)."""
     df = load_records(data)
     lines = []
     for (suite, math), g in df.groupby(["suite", "math"], sort=True):

@@ -11,13 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import suites as S
+from .configs import GemmConfig
 from .counters import kernel_roles, launch_geometry, model_occupancy
 from .cupti import KernelRecord, KernelSummary, span_ms, split_calls, summarize
 from .env import Env
 from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
 from .maths import MATH_DTYPE
 from .options import Options
+from .plan import PlanItem, stable_hash
 from .runners import Call, open_runner, unopened_calls
 from .store import utc_now
 from .timing import Timing, time_call
@@ -35,7 +36,7 @@ class Traced:
     note: str = ""
 
 
-def base_row(env: Env, item: S.PlanItem) -> dict:
+def base_row(env: Env, item: PlanItem) -> dict:
     cfg = item.config
     row = {
         "suite": item.suite,
@@ -50,7 +51,7 @@ def base_row(env: Env, item: S.PlanItem) -> dict:
         "est_s": round(item.est_s, 4),
         **env.versions,
     }
-    if isinstance(cfg, S.GemmConfig):
+    if isinstance(cfg, GemmConfig):
         row["layout"] = ""
     return row
 
@@ -120,7 +121,7 @@ def call_rows(
         **base,
         **{k: v for k, v in call.items() if k != "call_suffix"},
         "call_key": key,
-        "call_id": S.stable_hash(key),
+        "call_id": stable_hash(key),
         "status": status,
         "message": message or base.get("message", ""),
         "measured_at": utc_now(),
@@ -213,7 +214,7 @@ def measure_call(env: Env, base: dict, call: Call, opts: Options) -> list[dict]:
 
 
 # ====================================================================== one configuration
-def measure(env: Env, item: S.PlanItem, opts: Options) -> list[dict]:
+def measure(env: Env, item: PlanItem, opts: Options) -> list[dict]:
     """Every call of one configuration (each conv algorithm, or cuBLASLt's heuristic
     algorithms of a GEMM), each timed, with the library's own ranking."""
     base = base_row(env, item)

@@ -27,12 +27,14 @@ from seer.hardware import gpus
 
 from . import counters as C
 from . import libs
-from . import suites as S
+from .configs import Config, ConvConfig, config_from_key
+from .cost import CostModel
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS
 from .env import Env, open_env
 from .errors import BenchError, FatalGPUError
 from .nvtx import open_nvtx
 from .options import Options
+from .plan import Budget, stable_hash
 from .runners import Call, ConvRunner, GemmRunner, Runner
 from .runtime import Driver
 from .store import read_frame, rewrite, store_files
@@ -65,7 +67,7 @@ def _int(v) -> int | None:
     return int(f) if math.isfinite(f) else None
 
 
-def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -> list[CallRef]:
+def calls_of(frames: dict[str, pd.DataFrame], cost: CostModel | None = None) -> list[CallRef]:
     """Calls that ran (status ok) and have no counters yet."""
     out = []
     for suite, df in frames.items():
@@ -86,7 +88,7 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -
             est = 1.5
             if cost is not None:
                 try:
-                    est = cost.ncu_s(S.config_from_key(str(r["config_key"])), str(r["math"]), max(1, len(named)))
+                    est = cost.ncu_s(config_from_key(str(r["config_key"])), str(r["math"]), max(1, len(named)))
                 except (BenchError, KeyError, ValueError):
                     pass
             compute = str(r.get("compute_type", "") or "")
@@ -108,18 +110,18 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: S.CostModel | None = None) -
     return out
 
 
-def choose(calls: list[CallRef], mode: str, budget: S.Budget) -> list[CallRef]:
+def choose(calls: list[CallRef], mode: str, budget: Budget) -> list[CallRef]:
     """`all`: every call (within the budget); `sample`: round-robin over (op, algorithm,
     main-kernel variant, math) groups so that every variant gets counters first."""
     if mode == "none" or not calls:
         return []
     if mode == "all":
-        ordered = sorted(calls, key=lambda c: S.stable_hash(str(c.call_id)))
+        ordered = sorted(calls, key=lambda c: stable_hash(str(c.call_id)))
     else:
         groups: dict[tuple, list[CallRef]] = {}
-        for c in sorted(calls, key=lambda c: S.stable_hash(str(c.call_id))):
+        for c in sorted(calls, key=lambda c: stable_hash(str(c.call_id))):
             groups.setdefault((c.op, c.algo if c.op == "conv_fwd" else "lt", c.variant, c.math), []).append(c)
-        keys = sorted(groups, key=lambda k: S.stable_hash(repr(k)))
+        keys = sorted(groups, key=lambda k: stable_hash(repr(k)))
         ordered = []
         i = 0
         while True:
@@ -171,7 +173,7 @@ def counters_pass(
         spec = gpus.lookup(json.loads((folder / "device.json").read_text())["device"]["name"])
     except Exception:  # an unknown GPU or no device.json: the H100 cost model
         spec = gpus.lookup("h100-sxm")
-    cost = S.CostModel.for_gpu(spec)
+    cost = CostModel.for_gpu(spec)
     chosen = choose(calls_of(frames, cost), opts.counters, opts.counters_budget)
     if not chosen:
         log("counters: nothing to profile (every measured call has counters, or none ran)")
@@ -268,10 +270,10 @@ def merge_exports(
 
 
 # ====================================================================== the worker (under ncu)
-def recall(env: Env, ref: CallRef, cfg: S.Config, opts: Options) -> tuple[Runner, Call | None]:
+def recall(env: Env, ref: CallRef, cfg: Config, opts: Options) -> tuple[Runner, Call | None]:
     """The runner of a recorded call (of configuration `cfg`) and the call as the timing pass
     made it (None where cuBLASLt no longer offers its algorithm); the caller closes the runner."""
-    if isinstance(cfg, S.ConvConfig):
+    if isinstance(cfg, ConvConfig):
         algo = CONV_ALGO_ID[ref.algo]
         conv = ConvRunner(env, cfg, ref.math)
         return conv, conv.call(algo)
@@ -301,7 +303,7 @@ def ncu_worker(
     ran = []
     try:
         for c in calls:
-            cfg = S.config_from_key(c.config_key)
+            cfg = config_from_key(c.config_key)
             runner = None
             try:
                 runner, call = recall(env, c, cfg, opts)

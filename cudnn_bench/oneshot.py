@@ -36,10 +36,11 @@ from pathlib import Path
 
 from seer.hardware import gpus
 
-from . import suites as S
 from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
+from .cost import CostModel
 from .errors import BenchError
+from .plan import Budget, make_plan
 from .runtime import BACKENDS
 
 LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute of margin
@@ -335,12 +336,12 @@ def summary(sess: Session, t0: float) -> str:
 def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1) -> str:
     """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model."""
     spec = gpus.lookup(gpu)
-    cost = S.CostModel.for_gpu(spec)
-    core = S.make_plan(list(CORE_SUITES), ["fma"], S.Budget(), cost)
-    full = S.make_plan([GRID_SUITE], ["fma"], S.Budget(), cost)
+    cost = CostModel.for_gpu(spec)
+    core = make_plan(list(CORE_SUITES), ["fma"], Budget(), cost)
+    full = make_plan([GRID_SUITE], ["fma"], Budget(), cost)
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     grid_s = max(0.0, calls * (limit_s - fixed) - core.est_s)
-    grid = S.make_plan([GRID_SUITE], ["fma"], S.Budget(seconds=grid_s), cost)
+    grid = make_plan([GRID_SUITE], ["fma"], Budget(seconds=grid_s), cost)
     whole = full.est_s / max(1.0, limit_s - fixed)
     n_core = {s: sum(1 for i in core.items if i.suite == s) for s in CORE_SUITES}
     return "\n".join(
@@ -368,7 +369,7 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
 # ====================================================================== CLI
 def seconds(text: str) -> float:
     try:
-        b = S.Budget.parse(text)
+        b = Budget.parse(text)
     except BenchError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if b.seconds is None or b.seconds <= 0:

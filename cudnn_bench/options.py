@@ -8,7 +8,8 @@ from pathlib import Path
 
 from seer.data.variants import CONV_ALGOS
 
-from . import suites as S
+from .plan import Budget, Shard
+from .suites import RUN_ORDER
 from .timing import TimingOptions
 
 GiB = 1 << 30
@@ -17,15 +18,15 @@ GiB = 1 << 30
 @dataclass
 class Options:
     out: Path = Path("data")
-    suites: list[str] = field(default_factory=lambda: list(S.RUN_ORDER))
+    suites: list[str] = field(default_factory=lambda: list(RUN_ORDER))
     maths: list[str] = field(default_factory=lambda: ["fma"])
-    budget: S.Budget = field(default_factory=lambda: S.Budget(seconds=14 * 60))
+    budget: Budget = field(default_factory=lambda: Budget(seconds=14 * 60))
     timing: TimingOptions = field(default_factory=TimingOptions)
     backend: str = "auto"
     device: int = 0
     launch_meta: str = "cupti"  # cupti | none
     counters: str = "sample"  # all | sample | none
-    counters_budget: S.Budget = field(default_factory=lambda: S.Budget(seconds=3 * 60))
+    counters_budget: Budget = field(default_factory=lambda: Budget(seconds=3 * 60))
     workspace_limit: int = 8 * GiB
     gemm_algos: int = 8
     algos: tuple[int, ...] = tuple(CONV_ALGOS)
@@ -33,7 +34,7 @@ class Options:
     max_bytes: int = 16 * GiB
     limit: int | None = None
     stop_after: float | None = None  # seconds of wall time for this invocation (resume later)
-    shard: S.Shard | None = None  # only this slice of every suite (--shard i/n)
+    shard: Shard | None = None  # only this slice of every suite (--shard i/n)
     redo: list[str] = field(default_factory=list)  # measure stored configurations again (redo.REASONS)
     gpu_for_plan: str = "h100-sxm"  # only for `plan` on a machine without a GPU
     progress: bool = True

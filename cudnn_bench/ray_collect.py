@@ -27,9 +27,9 @@ from pathlib import Path
 from seer import cluster
 
 from . import collect, merge
-from . import suites as S
 from .errors import BenchError, FatalGPUError
 from .options import Options
+from .plan import Shard
 from .store import utc_now, write_json
 
 RUN = "run.json"  # the driver's record in the shard store: shard count and this run's token
@@ -136,7 +136,7 @@ def is_slot(resource: str) -> bool:
     return resource not in ("memory", "object_store_memory") and ":" not in resource
 
 
-def shard_folder(root: Path, shard: S.Shard) -> Path:
+def shard_folder(root: Path, shard: Shard) -> Path:
     return root / f"{shard.index}-of-{shard.count}"
 
 
@@ -152,7 +152,7 @@ def shard_count(root: Path, asked: int | None, slots: int) -> int:
 
 
 # ====================================================================== the task
-def measure_shard(opts: Options, shard: S.Shard, folder: str, token: str, board) -> ShardReport:
+def measure_shard(opts: Options, shard: Shard, folder: str, token: str, board) -> ShardReport:
     """One shard on this worker's GPU (a Ray task): collect into its own store, logging to
     <folder>/collect.log and ticking the board after every configuration."""
     import ray  # a Ray worker has it
@@ -299,7 +299,7 @@ def collect_ray(opts: Options, cl: ClusterOptions, log: Callable[[str], None] | 
         token = secrets.token_hex(8)
         root.mkdir(parents=True, exist_ok=True)
         write_json(root / RUN, {"shards": n, "token": token, "started": utc_now(), "driver": socket.gethostname()})
-        one = collect.plan_for(replace(opts, shard=S.Shard(1, n)))
+        one = collect.plan_for(replace(opts, shard=Shard(1, n)))
         say(
             f"Ray: {slots} shard tasks at once on {len(ray.nodes())} nodes; {n} shards of about "
             f"{len(one.items)} configurations and {one.est_s / 60:.1f} GPU minutes each (on {opts.gpu_for_plan}) "
@@ -309,7 +309,7 @@ def collect_ray(opts: Options, cl: ClusterOptions, log: Callable[[str], None] | 
         task_opts = cl.task_options()
         task = ray.remote(max_calls=task_opts.pop("max_calls"))(measure_shard).options(**task_opts)
         refs = {
-            task.remote(opts, S.Shard(i, n), str(shard_folder(root, S.Shard(i, n))), token, board): i
+            task.remote(opts, Shard(i, n), str(shard_folder(root, Shard(i, n))), token, board): i
             for i in range(1, n + 1)
         }
         progress = ClusterProgress(n, (len(one.items), one.est_s), enabled=opts.progress)

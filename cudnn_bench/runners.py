@@ -13,13 +13,14 @@ from typing import TypeVar
 
 from seer.data.variants import CONV_ALGOS
 
-from . import suites as S
+from .configs import ConvConfig, GemmConfig
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS, GemmProblem, LtAlgo, compute_types
 from .cudnn import AlgoPerf, ConvProblem
 from .env import Env
 from .errors import BenchError, CublasError, CublasNotSupported, CudnnError
 from .maths import MATH_DTYPE
 from .options import Options
+from .plan import PlanItem
 
 R = TypeVar("R", bound="Runner")
 
@@ -63,7 +64,7 @@ def conv_fields(algo: int) -> dict:
 class ConvRunner(Runner):
     """One convolution configuration on the GPU: descriptors, buffers, and a call per algorithm."""
 
-    def __init__(self, env: Env, cfg: S.ConvConfig, math_mode: str):
+    def __init__(self, env: Env, cfg: ConvConfig, math_mode: str):
         self.env, self.cfg, self.math = env, cfg, math_mode
         self.dnn, self.handle = env.cudnn()
         self.dtype = MATH_DTYPE[math_mode]
@@ -135,7 +136,7 @@ def lt_fields(a: LtAlgo) -> dict:
 class GemmRunner(Runner):
     """One GEMM on the GPU: descriptors, buffers, and a call per cuBLASLt heuristic algorithm."""
 
-    def __init__(self, env: Env, cfg: S.GemmConfig, math_mode: str, max_workspace: int, compute: int | None = None):
+    def __init__(self, env: Env, cfg: GemmConfig, math_mode: str, max_workspace: int, compute: int | None = None):
         self.env, self.cfg = env, cfg
         self.lt, self.handle = env.cublaslt()
         self.dtype = MATH_DTYPE[math_mode]
@@ -175,7 +176,7 @@ class GemmRunner(Runner):
             yield self.call(algo)
 
 
-def open_gemm(env: Env, cfg: S.GemmConfig, math_mode: str, opts: Options) -> GemmRunner:
+def open_gemm(env: Env, cfg: GemmConfig, math_mode: str, opts: Options) -> GemmRunner:
     """A runner with cuBLASLt's algorithms, trying the math family's compute types in order
     (cublaslt.compute_types) until the heuristic offers one; raises the last error, or
     CublasNotSupported where none offers an algorithm."""
@@ -200,16 +201,16 @@ def open_gemm(env: Env, cfg: S.GemmConfig, math_mode: str, opts: Options) -> Gem
 
 
 # ====================================================================== by plan item
-def open_runner(env: Env, item: S.PlanItem, opts: Options) -> Runner:
+def open_runner(env: Env, item: PlanItem, opts: Options) -> Runner:
     """The runner of one plan item; raises the library's error where it cannot be made."""
-    if isinstance(item.config, S.ConvConfig):
+    if isinstance(item.config, ConvConfig):
         return ConvRunner(env, item.config, item.math)
     return open_gemm(env, item.config, item.math, opts)
 
 
-def unopened_calls(item: S.PlanItem, opts: Options) -> list[dict]:
+def unopened_calls(item: PlanItem, opts: Options) -> list[dict]:
     """The calls a configuration is recorded as where its runner cannot be made: every
     algorithm of a convolution, the heuristic of a GEMM."""
-    if isinstance(item.config, S.ConvConfig):
+    if isinstance(item.config, ConvConfig):
         return [conv_fields(a) for a in opts.algos]
     return [{"algo": "lt:-1", "call_suffix": "heuristic"}]

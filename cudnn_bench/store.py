@@ -68,7 +68,7 @@ EXTRA: tuple[str, ...] = (
     "cluster_x",
     "cluster_y",
     "cluster_z",  # thread-block cluster dims (CUPTI, sm_90)
-    "est_s",  # planned GPU seconds of the configuration (suites.CostModel)
+    "est_s",  # planned GPU seconds of the configuration (cost.CostModel)
     "wall_s",  # measured wall seconds of the configuration
     "measured_at",  # UTC time the block was written
 )

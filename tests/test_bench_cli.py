@@ -13,7 +13,7 @@ from fakes import FakeBackend
 from cudnn_bench import __main__ as M
 from cudnn_bench import collect as K
 from cudnn_bench import libs
-from cudnn_bench import suites as S
+from cudnn_bench.plan import Budget
 from seer.data import records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,7 +91,7 @@ def test_default_plan_prints_minutes(capsys):
 def test_export_excel(tmp_path, capsys):
     from fakes import fake_env
 
-    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3), progress=False,
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=3), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
     folder = K.run(opts, fake_env()).folder
     assert M.main(["export-excel", str(folder), "--out", str(tmp_path / "xl")]) == 0
@@ -131,7 +131,7 @@ def test_seer_does_not_import_the_harness():
 def test_report(tmp_path, capsys):
     from fakes import fake_env
 
-    opts = K.Options(out=tmp_path, suites=["test_set_ii", "gemm_layers"], budget=S.Budget(count=4),
+    opts = K.Options(out=tmp_path, suites=["test_set_ii", "gemm_layers"], budget=Budget(count=4),
                      progress=False, timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
     folder = K.run(opts, fake_env(), log=lambda s: None).folder
     assert M.main(["report", str(folder)]) == 0

@@ -10,11 +10,13 @@ from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import suites as S
+from cudnn_bench.configs import ConvConfig, GemmConfig
+from cudnn_bench.plan import Budget, Plan, PlanItem
 from seer.data import records
 from seer.data.variants import CONV_ALGOS
 from seer.hardware import occupancy
 
-CFG = S.ConvConfig(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, name="layer")
+CFG = ConvConfig(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1, name="layer")
 
 
 def _opts(**kw):
@@ -25,7 +27,7 @@ def _opts(**kw):
 
 def _measure(cfg=CFG, math_mode="fma", env=None, **kw):
     env = env or fake_env()
-    rows = K.measure(env, S.PlanItem("test_set_ii", cfg, math_mode, 0.5), _opts(**kw))
+    rows = K.measure(env, PlanItem("test_set_ii", cfg, math_mode, 0.5), _opts(**kw))
     return pd.DataFrame(rows), env
 
 
@@ -56,7 +58,7 @@ def test_conv_rows_per_kernel_validate_and_carry_everything():
 
 
 def test_unsupported_failed_and_too_large_are_statuses():
-    df, _ = _measure(S.ConvConfig(8, 16, 20, 20, 16, 5, 5, 2, 2), workspace_limit=1 << 20)
+    df, _ = _measure(ConvConfig(8, 16, 20, 20, 16, 5, 5, 2, 2), workspace_limit=1 << 20)
     st = df.drop_duplicates("call_id").set_index("algo")["status"]
     assert st["DIRECT"] == "not_supported" and st["FFT"] == "not_supported"  # stride 2
     assert st["GEMM"] == "workspace_too_large"  # im2col needs more than 1 MiB here
@@ -71,7 +73,7 @@ def test_unsupported_failed_and_too_large_are_statuses():
 
 
 def test_out_of_device_memory_for_the_tensors():
-    df, _ = _measure(S.ConvConfig(128, 512, 224, 224, 512, 3, 3), env=fake_env(mem_bytes=1 << 30))
+    df, _ = _measure(ConvConfig(128, 512, 224, 224, 512, 3, 3), env=fake_env(mem_bytes=1 << 30))
     assert set(df["status"]) == {"out_of_memory"} and len(df) == 8
 
 
@@ -93,7 +95,7 @@ def test_half_precision_is_its_own_family():
 
 def test_gemm_rows():
     env = fake_env(n_algos=3)
-    rows = K.measure(env, S.PlanItem("gemm_grid", S.GemmConfig(2, 512, 256, 128, "nn"), "fma", 0.1), _opts())
+    rows = K.measure(env, PlanItem("gemm_grid", GemmConfig(2, 512, 256, 128, "nn"), "fma", 0.1), _opts())
     df = records.validate(pd.DataFrame(rows))
     assert list(df["algo"]) == ["lt:20", "lt:21", "lt:22"] and list(df["heuristic_rank"]) == [0, 1, 2]
     assert set(df["heuristic_pick"]) == {"lt:20"} and list(df["lt_tile"]) == [10, 11, 12]
@@ -119,9 +121,9 @@ def test_time_budget_stops_the_run_and_a_rerun_continues(tmp_path, monkeypatch):
         return real(env, item, opts)
 
     monkeypatch.setattr(K, "measure", slow)
-    opts = _opts(out=tmp_path, suites=["gemm_layers"], budget=S.Budget(seconds=35), limit=20)
-    monkeypatch.setattr(K, "plan_for", lambda o, **kw: S.Plan(
-        [S.PlanItem("gemm_layers", c, "fma", 1.0) for c in S.gemm_layers()[:8]], {}, {"gemm_layers": 8}))
+    opts = _opts(out=tmp_path, suites=["gemm_layers"], budget=Budget(seconds=35), limit=20)
+    monkeypatch.setattr(K, "plan_for", lambda o, **kw: Plan(
+        [PlanItem("gemm_layers", c, "fma", 1.0) for c in S.gemm_layers()[:8]], {}, {"gemm_layers": 8}))
     res = K.run(opts, fake_env())
     assert res.measured == 4 and res.left == 4  # the 5th starts after the deadline
     res = K.run(opts, fake_env())
@@ -138,10 +140,10 @@ def test_stop_after_limits_one_invocation(tmp_path, monkeypatch):
         return real(env, item, opts)
 
     monkeypatch.setattr(K, "measure", slow)
-    opts = _opts(out=tmp_path, suites=["gemm_layers"], budget=S.Budget(count=5), stop_after=15.0)
+    opts = _opts(out=tmp_path, suites=["gemm_layers"], budget=Budget(count=5), stop_after=15.0)
     res = K.run(opts, fake_env(), log=lambda s: None)
     assert (res.measured, res.left) == (2, 3)
-    res = K.run(_opts(out=tmp_path, suites=["gemm_layers"], budget=S.Budget(count=5)), fake_env(), log=lambda s: None)
+    res = K.run(_opts(out=tmp_path, suites=["gemm_layers"], budget=Budget(count=5)), fake_env(), log=lambda s: None)
     assert (res.skipped, res.measured) == (2, 3)
 
 
@@ -160,7 +162,7 @@ def test_smoke_collection_on_a_real_gpu(tmp_path):
         ctypes.CDLL("libcuda.so.1")
     except OSError:
         pytest.skip("no NVIDIA driver here")
-    opts = _opts(out=tmp_path, suites=["test_set_ii", "gemm_layers"], budget=S.Budget(count=4), counters="none")
+    opts = _opts(out=tmp_path, suites=["test_set_ii", "gemm_layers"], budget=Budget(count=4), counters="none")
     res = K.collect(opts)
     for f in res.folder.glob("*.csv"):
         df = records.read_csv(f)

@@ -16,8 +16,8 @@ from cudnn_bench import collect as K
 from cudnn_bench import counters as C
 from cudnn_bench import ncu_pass as N
 from cudnn_bench import store as ST
-from cudnn_bench import suites as S
 from cudnn_bench.errors import BenchError
+from cudnn_bench.plan import Budget
 from seer.data import records
 
 FIX = Path(__file__).parent / "fixtures" / "bench"
@@ -98,7 +98,7 @@ def test_seer_type():
 
 
 def _records(tmp_path, tracer=True) -> Path:
-    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=2), progress=False,
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=2), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
     return K.run(opts, fake_env(tracer=tracer)).folder
 
@@ -151,10 +151,10 @@ def test_merge_expands_calls_recorded_without_kernels(tmp_path):
 def test_choose_samples_every_variant_first():
     calls = [N.CallRef("s", i, f"k{i}", "fma", "conv_fwd", algo, None, 2, var, 1.0)
              for i, (algo, var) in enumerate([("GEMM", "a")] * 5 + [("FFT", "b")] * 5 + [("GEMM", "c")] * 5)]
-    got = N.choose(calls, "sample", S.Budget(count=3))
+    got = N.choose(calls, "sample", Budget(count=3))
     assert {(c.algo, c.variant) for c in got} == {("GEMM", "a"), ("FFT", "b"), ("GEMM", "c")}
-    assert len(N.choose(calls, "all", S.Budget(seconds=4.5))) == 4
-    assert N.choose(calls, "none", S.Budget()) == []
+    assert len(N.choose(calls, "all", Budget(seconds=4.5))) == 4
+    assert N.choose(calls, "none", Budget()) == []
 
 
 def _ncu_csv(kernels: list[tuple[int, str, str]], rename: bool) -> str:
@@ -189,7 +189,7 @@ def test_counters_pass_orchestration(tmp_path):
             return subprocess.CompletedProcess(cmd, 0, "", "")
         return subprocess.CompletedProcess(cmd, 0, _ncu_csv(runner.ks, "--print-nvtx-rename" in cmd), "")
 
-    opts = K.Options(counters="sample", counters_budget=S.Budget(count=3))
+    opts = K.Options(counters="sample", counters_budget=Budget(count=3))
     msgs = []
     n = N.counters_pass(folder, opts, log=msgs.append, ncu="/opt/ncu", runner=runner)
     assert n == 3 and len(seen) == 3

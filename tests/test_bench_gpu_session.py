@@ -18,18 +18,20 @@ from cudnn_bench import collect as K
 from cudnn_bench import libs
 from cudnn_bench import measure as M
 from cudnn_bench import oneshot as O
-from cudnn_bench import suites as S
+from cudnn_bench.configs import ConvConfig, GemmConfig
+from cudnn_bench.cost import CostModel
 from cudnn_bench.cublaslt import COMPUTE_NAMES, CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_PEDANTIC
 from cudnn_bench.env import SIMULATE, open_env
 from cudnn_bench.errors import BenchError, LibraryNotFound
 from cudnn_bench.ncu_pass import calls_of
+from cudnn_bench.plan import Budget, PlanItem, Shard, make_plan, stratum
 from seer.data import records
 from seer.data.variants import CONV_ALGOS
 from seer.hardware import gpus
 
 REPO = Path(__file__).resolve().parents[1]
-CONV = S.ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
-GEMM = S.GemmConfig(1, 256, 128, 64, "tn", "layer")
+CONV = ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
+GEMM = GemmConfig(1, 256, 128, 64, "tn", "layer")
 
 
 def _opts(**kw):
@@ -37,7 +39,7 @@ def _opts(**kw):
 
 
 def _measure(cfg, env, suite="test_set_ii"):
-    return pd.DataFrame(K.measure(env, S.PlanItem(suite, cfg, "fma", 0.1), _opts()))
+    return pd.DataFrame(K.measure(env, PlanItem(suite, cfg, "fma", 0.1), _opts()))
 
 
 # ---------------------------------------------------------------- libraries
@@ -161,7 +163,7 @@ def test_chunked_calls_with_set_up_and_overlapping_kernels_split_into_whole_call
     chunks = {1: 4, 4: 3, 5: 8}
     env = fake_env(chunks=chunks, setup=True, overlap=True)
     opts = K.Options(progress=False, timing=K.TimingOptions(warmup=warmup, reps=5, min_reps=5))
-    df = pd.DataFrame(K.measure(env, S.PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
+    df = pd.DataFrame(K.measure(env, PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
     ok = df[df["status"] == "ok"]
     assert ok["kernel"].notna().all() and not ok["message"].fillna("").astype(bool).any()
     calls = ok.groupby("algo")
@@ -180,7 +182,7 @@ def test_a_call_whose_records_do_not_split_says_why():
     take = env.tracer.take
     env.tracer.take = lambda: take()[1:] or []  # every take loses its first record
     opts = K.Options(progress=False, timing=K.TimingOptions(warmup=2, reps=5, min_reps=5))
-    df = pd.DataFrame(K.measure(env, S.PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
+    df = pd.DataFrame(K.measure(env, PlanItem("test_set_ii", CONV, "fma", 0.1), opts))
     ok = df[df["status"] == "ok"]
     assert "kernel" not in ok and ok["time_ms"].notna().all()
     one = ok[ok["algo"] == "IMPLICIT_GEMM"]["message"].iloc[0]  # one kernel a call: 4 records of 5 calls
@@ -197,7 +199,7 @@ def test_dropped_records_leave_the_call_without_kernel_rows():
 
 def test_a_run_without_kernel_names_stops_with_one_sentence(tmp_path):
     env = fake_env(tracer=FakeTracer(nameless=True))
-    opts = _opts(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3))
+    opts = _opts(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=3))
     with pytest.raises(BenchError, match="no kernel names") as info:
         K.run(opts, env, log=lambda s: None)
     assert "\n" not in str(info.value)
@@ -217,22 +219,22 @@ def test_cluster_dims_are_recorded_where_cupti_has_them():
 
 # ---------------------------------------------------------------- shards
 def test_shards_are_disjoint_stratified_and_whole():
-    cost = S.CostModel.for_gpu(gpus.lookup("h100-sxm"))
-    full = S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(), cost)
-    parts = [S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(), cost, shard=S.Shard(i, 4))
+    cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    full = make_plan(["seer_grid", "test_set_ii"], ["fma"], Budget(), cost)
+    parts = [make_plan(["seer_grid", "test_set_ii"], ["fma"], Budget(), cost, shard=Shard(i, 4))
              for i in range(1, 5)]
     keys = [{it.key for it in p.items} for p in parts]
     assert sum(len(k) for k in keys) == len(full.items) and set().union(*keys) == {it.key for it in full.items}
-    strata = {S.stratum(it.config) for it in full.items if it.suite == "seer_grid"}
+    strata = {stratum(it.config) for it in full.items if it.suite == "seer_grid"}
     for p in parts:  # every shard spreads over the filter sizes and strides
-        assert {S.stratum(it.config) for it in p.items if it.suite == "seer_grid"} == strata
+        assert {stratum(it.config) for it in p.items if it.suite == "seer_grid"} == strata
     assert parts[1].total["seer_grid"] == 1080 and "shard 2/4" in parts[1].summary()
 
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "1", "a/b", "1/0"])
 def test_bad_shards(text):
     with pytest.raises(BenchError):
-        S.Shard.parse(text)
+        Shard.parse(text)
 
 
 # ---------------------------------------------------------------- the one-shot call
@@ -288,8 +290,8 @@ def test_a_step_past_its_time_is_interrupted_and_the_session_goes_on(tmp_path):
 
 def test_session_coverage_is_computed_from_the_plan():
     text = O.session_coverage("h100-sxm")
-    core = S.make_plan(["test_set_ii", "gemm_layers"], ["fma"], S.Budget(),
-                       S.CostModel.for_gpu(gpus.lookup("h100-sxm")))
+    core = make_plan(["test_set_ii", "gemm_layers"], ["fma"], Budget(),
+                       CostModel.for_gpu(gpus.lookup("h100-sxm")))
     n = sum(1 for i in core.items if i.suite == "test_set_ii")
     assert f"all {n} configurations" in text and "all 12 sets" in text
     one = int(text.split("seer_grid: ")[1].split(" of ")[0])

@@ -9,10 +9,10 @@ import pytest
 from fakes import fake_env
 
 from cudnn_bench import collect as K
-from cudnn_bench import suites as S
 from cudnn_bench.__main__ import main
 from cudnn_bench.errors import BenchError
 from cudnn_bench.merge import merge
+from cudnn_bench.plan import Budget, Shard
 from cudnn_bench.store import lock, store_files
 
 SUITES = ["gemm_layers", "test_set_ii"]
@@ -20,9 +20,9 @@ WHEN = ["measured_at", "wall_s"]  # when and how long: the only cells two runs m
 ORDER = ["suite", "config_key", "math", "call_key", "kernel_index"]
 
 
-def collect_into(folder: Path, shard: S.Shard | None = None, suites=SUITES) -> Path:
+def collect_into(folder: Path, shard: Shard | None = None, suites=SUITES) -> Path:
     """A collect on the simulated GPU (the whole plan, or one shard of it); its store folder."""
-    opts = K.Options(out=folder, suites=suites, budget=S.Budget(), progress=False, counters="none",
+    opts = K.Options(out=folder, suites=suites, budget=Budget(), progress=False, counters="none",
                      shard=shard, timing=K.TimingOptions(warmup=1, reps=4, min_reps=2))
     return K.run(opts, fake_env(), log=lambda s: None).folder
 
@@ -48,7 +48,7 @@ def whole(tmp_path_factory) -> Path:
 def shard_stores(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("shards")
     for i in (1, 2, 3):
-        collect_into(root / f"{i}-of-3", S.Shard(i, 3))
+        collect_into(root / f"{i}-of-3", Shard(i, 3))
     return root
 
 
@@ -67,7 +67,7 @@ def test_shards_merge_into_the_single_run(shards, whole, tmp_path):
     assert not rows_of(res.folder).duplicated(ORDER).any()
     assert "300 configurations" in logged[0]
     # the target is a store: a collect into it finds everything done
-    again = K.run(K.Options(out=tmp_path / "data", suites=SUITES, budget=S.Budget(), progress=False,
+    again = K.run(K.Options(out=tmp_path / "data", suites=SUITES, budget=Budget(), progress=False,
                             counters="none"), fake_env(), log=lambda s: None)
     assert (again.measured, again.skipped) == (0, 300)
 

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 from test_bench_merge import SUITES, assert_same_rows, rows_of
 
-from cudnn_bench import suites as S
 from cudnn_bench.__main__ import main
 from cudnn_bench.collect import collect
 from cudnn_bench.errors import BenchError
 from cudnn_bench.options import Options
+from cudnn_bench.plan import Budget, Shard
 from cudnn_bench.store import store_files
 from cudnn_bench.timing import TimingOptions
 from seer import fit
@@ -53,7 +53,7 @@ def cluster(armed):
 
 
 def options(out: Path) -> Options:
-    return Options(out=out, suites=SUITES, budget=S.Budget(), counters="none", progress=False,
+    return Options(out=out, suites=SUITES, budget=Budget(), counters="none", progress=False,
                    timing=TimingOptions(warmup=1, reps=4, min_reps=2))
 
 
@@ -124,14 +124,14 @@ def test_a_cluster_without_room_and_a_store_other_nodes_cannot_see(cluster, tmp_
         collect_ray(options(tmp_path), ClusterOptions(shards=2))
     (tmp_path / "run.json").write_text('{"token": "the driver\'s"}')
     with pytest.raises(BenchError, match="every node sees"):
-        measure_shard(options(tmp_path), S.Shard(1, 2), str(tmp_path / "1-of-2"), "another", board=None)
+        measure_shard(options(tmp_path), Shard(1, 2), str(tmp_path / "1-of-2"), "another", board=None)
 
 
 def test_cluster_flags_without_ray_and_shard_with_ray(tmp_path, capsys):
     assert main(["collect", "--shards", "4", "--out", str(tmp_path)]) == 2
     assert "--shards is an option of --ray" in capsys.readouterr().err
     with pytest.raises(BenchError, match="--shard and --ray"):
-        collect_ray(Options(out=tmp_path, shard=S.Shard(1, 2)), ClusterOptions())
+        collect_ray(Options(out=tmp_path, shard=Shard(1, 2)), ClusterOptions())
 
 
 def test_without_ray_installed(monkeypatch, tmp_path, capsys):

@@ -10,8 +10,8 @@ from cudnn_bench import collect as K
 from cudnn_bench import measure as M
 from cudnn_bench import redo as R
 from cudnn_bench import store as ST
-from cudnn_bench import suites as S
 from cudnn_bench.export import report
+from cudnn_bench.plan import Budget
 from cudnn_bench.timing import time_call
 from seer.data import records
 from seer.data.records import read_raw, scan_blocks
@@ -91,7 +91,7 @@ def test_collect_redo_unsplit_measures_again_what_the_old_split_got_wrong(tmp_pa
     def env():
         return fake_env(chunks={1: 4}, setup=True)  # the old split finds the chunk in larger calls
 
-    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=12), progress=False,
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=12), progress=False,
                      timing=K.TimingOptions(warmup=2, reps=4, min_reps=4))
     with monkeypatch.context() as m:
         m.setattr(M, "timed", _old_timed)

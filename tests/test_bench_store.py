@@ -8,7 +8,7 @@ from fakes import fake_env
 
 from cudnn_bench import collect as K
 from cudnn_bench import store as ST
-from cudnn_bench import suites as S
+from cudnn_bench.plan import Budget
 from seer.data import records
 
 
@@ -63,7 +63,7 @@ def test_a_file_with_other_columns_is_migrated(tmp_path):
 
 
 def _opts(tmp_path, **kw):
-    return K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=6), progress=False,
+    return K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=6), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2), **kw)
 
 

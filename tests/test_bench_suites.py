@@ -1,4 +1,5 @@
-"""cudnn_bench.suites: the grids as data, the cost model, deterministic budget subsampling."""
+"""cudnn_bench.configs, .suites, .cost and .plan: configurations and their keys, the grids as data,
+the cost model, deterministic budget subsampling."""
 from __future__ import annotations
 
 import collections
@@ -7,14 +8,18 @@ import itertools
 import pytest
 
 from cudnn_bench import suites as S
+from cudnn_bench.configs import ConvConfig, GemmConfig, config_from_key
+from cudnn_bench.cost import CostModel
 from cudnn_bench.errors import BenchError
+from cudnn_bench.maths import MATH_DTYPE
+from cudnn_bench.plan import Budget, make_plan
 from seer.hardware import gpus
 
 H100 = gpus.lookup("h100-sxm")
 
 
 def cost(**kw):
-    return S.CostModel.for_gpu(H100, **kw)
+    return CostModel.for_gpu(H100, **kw)
 
 
 def test_seer_grid_is_the_reference_grid():
@@ -53,27 +58,27 @@ def test_gemm_suites():
     layers = S.gemm_layers()
     assert all(c.valid for c in layers) and len({c.key() for c in layers}) == len(layers)
     qkv = [c for c in layers if c.name == "bert_base.qkv"]
-    assert S.GemmConfig(1, 3 * 768, 128, 768, "tn", "bert_base.qkv") in qkv
+    assert GemmConfig(1, 3 * 768, 128, 768, "tn", "bert_base.qkv") in qkv
     scores = [c for c in layers if c.name == "llama_7b.scores"]
     assert any(c.batch == 4 * 32 and c.m == c.n == 2048 and c.k == 128 for c in scores)
     grid = S.gemm_grid()
     assert len(grid) == 2 * 6 * 6 * 5
 
 
-@pytest.mark.parametrize("cfg", [S.ConvConfig(32, 64, 56, 56, 128, 3, 3, 2, 2, 1, 1, groups=2, name="x"),
-                                 S.GemmConfig(8, 128, 256, 512, "tn", "y")])
+@pytest.mark.parametrize("cfg", [ConvConfig(32, 64, 56, 56, 128, 3, 3, 2, 2, 1, 1, groups=2, name="x"),
+                                 GemmConfig(8, 128, 256, 512, "tn", "y")])
 def test_key_round_trip(cfg):
-    back = S.config_from_key(cfg.key(), cfg.name)
+    back = config_from_key(cfg.key(), cfg.name)
     assert back == cfg
 
 
 def test_config_from_key_rejects_other_text():
     with pytest.raises(BenchError):
-        S.config_from_key("embedding:b1")
+        config_from_key("embedding:b1")
 
 
 def test_conv_flops_and_bytes():
-    c = S.ConvConfig(2, 4, 10, 10, 8, 3, 3)
+    c = ConvConfig(2, 4, 10, 10, 8, 3, 3)
     assert c.out_hw == (8, 8)
     assert c.flops() == 2 * 2 * 8 * 8 * 8 * 4 * 9
     assert c.tensor_bytes("float16") == {"x": 2 * 4 * 100 * 2, "w": 8 * 4 * 9 * 2, "y": 2 * 8 * 64 * 2}
@@ -82,44 +87,44 @@ def test_conv_flops_and_bytes():
 @pytest.mark.parametrize("text,seconds,count", [("20m", 1200, None), ("900s", 900, None), ("1.5h", 5400, None),
                                                 ("500", None, 500), ("none", None, None), (None, None, None)])
 def test_budget_parse(text, seconds, count):
-    b = S.Budget.parse(text)
+    b = Budget.parse(text)
     assert b.seconds == seconds and b.count == count
 
 
 @pytest.mark.parametrize("text", ["20 minutes", "-5", "1e3", "abc"])
 def test_budget_parse_rejects(text):
     with pytest.raises(BenchError):
-        S.Budget.parse(text)
+        Budget.parse(text)
 
 
 def test_cost_model_support_rules_and_reps():
     cm = cost()
-    c3 = S.ConvConfig(128, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1)
-    c3s2 = S.ConvConfig(128, 64, 56, 56, 64, 3, 3, 2, 2, 1, 1)
+    c3 = ConvConfig(128, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1)
+    c3s2 = ConvConfig(128, 64, 56, 56, 64, 3, 3, 2, 2, 1, 1)
     assert not cm.supported(c3, "DIRECT")
     assert not cm.supported(c3, "WINOGRAD")  # cuDNN 9 header: not supported on Hopper
-    assert S.CostModel.for_gpu(gpus.lookup("a100-40gb")).supported(c3, "WINOGRAD")
+    assert CostModel.for_gpu(gpus.lookup("a100-40gb")).supported(c3, "WINOGRAD")
     assert cm.supported(c3, "FFT") and not cm.supported(c3s2, "FFT")
     # adaptive repetitions: a 1 s call is timed once after warm-up, a 1 us call min(reps, ...) times
     assert cm.timed_s(1.0) == pytest.approx((cm.warmup + 1) * (1.0 + cm.call_overhead_s) + cm.query_s)
     assert cm.timed_s(1e-6) == pytest.approx((cm.warmup + cm.reps) * (1e-6 + cm.call_overhead_s) + cm.query_s)
-    assert cm.config_s(c3) > cm.config_s(S.ConvConfig(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1))
+    assert cm.config_s(c3) > cm.config_s(ConvConfig(1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1))
 
 
 def test_plan_is_deterministic_and_within_a_time_budget():
-    a = S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(seconds=300), cost())
-    b = S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(seconds=300), cost())
+    a = make_plan(["seer_grid", "test_set_ii"], ["fma"], Budget(seconds=300), cost())
+    b = make_plan(["seer_grid", "test_set_ii"], ["fma"], Budget(seconds=300), cost())
     assert [(i.key, i.est_s) for i in a.items] == [(i.key, i.est_s) for i in b.items]
     assert 0 < a.est_s <= 300
     assert len({i.key for i in a.items}) == len(a.items)
     # a bigger budget measures more
-    big = S.make_plan(["seer_grid", "test_set_ii"], ["fma"], S.Budget(seconds=900), cost())
+    big = make_plan(["seer_grid", "test_set_ii"], ["fma"], Budget(seconds=900), cost())
     assert len(big.items) > len(a.items) and big.est_s <= 900
 
 
 def test_count_budget_prefixes_and_stratifies():
-    small = S.make_plan(["seer_grid"], ["fma"], S.Budget(count=40), cost())
-    large = S.make_plan(["seer_grid"], ["fma"], S.Budget(count=200), cost())
+    small = make_plan(["seer_grid"], ["fma"], Budget(count=40), cost())
+    large = make_plan(["seer_grid"], ["fma"], Budget(count=200), cost())
     assert len(small.items) == 40 and len(large.items) == 200
     assert [i.key for i in large.items[:40]] == [i.key for i in small.items]
     strata = {(i.config.kh, i.config.stride_h) for i in small.items}
@@ -127,16 +132,16 @@ def test_count_budget_prefixes_and_stratifies():
 
 
 def test_plan_caps_and_maths():
-    p = S.make_plan(["seer_grid"], ["fma", "fp16"], S.Budget(), cost(), max_call_ms=5, max_bytes=1 << 30)
+    p = make_plan(["seer_grid"], ["fma", "fp16"], Budget(), cost(), max_call_ms=5, max_bytes=1 << 30)
     assert {i.math for i in p.items} == {"fma", "fp16"}
     cm = cost()
     assert all(cm.call_s(i.config, i.math) * 1e3 <= 5 for i in p.items)
-    assert all(sum(i.config.tensor_bytes(S.MATH_DTYPE[i.math]).values()) <= 1 << 30 for i in p.items)
+    assert all(sum(i.config.tensor_bytes(MATH_DTYPE[i.math]).values()) <= 1 << 30 for i in p.items)
 
 
 def test_default_plan_fits_the_default_budget():
     """`make collect` with no arguments: every suite gets configurations within 14 minutes."""
-    p = S.make_plan(list(S.RUN_ORDER), ["fma"], S.Budget(seconds=14 * 60), cost())
+    p = make_plan(list(S.RUN_ORDER), ["fma"], Budget(seconds=14 * 60), cost())
     assert p.est_s <= 14 * 60
     per = collections.Counter(i.suite for i in p.items)
     assert set(per) == set(S.SUITES)

@@ -156,9 +156,9 @@ def test_a_second_collect_into_the_same_folder_is_refused(tmp_path, capsys):
     from fakes import fake_env
 
     from cudnn_bench import collect as K
-    from cudnn_bench import suites as S
+    from cudnn_bench.plan import Budget
 
-    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=S.Budget(count=3), progress=False,
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=3), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
     held = ST.Store(tmp_path / "h100-sxm" / "test_set_ii.csv")  # the first run, still measuring
     with pytest.raises(BenchError, match="being written by another run"):

@@ -65,7 +65,7 @@ def test_default_fit_output_of_an_installed_seer_is_not_the_package(installed, t
 def test_harness_imports_light():
     """The harness's record store and `import seer` load neither statsmodels nor scipy (PEP 562
     lazy attributes): a GPU host starts collecting at once."""
-    code = ("import sys, seer, cudnn_bench.store, cudnn_bench.suites\n"
+    code = ("import sys, seer, cudnn_bench.store, cudnn_bench.plan\n"
             "heavy = [m for m in ('statsmodels', 'scipy', 'seer.predict', 'seer.models') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
             "assert callable(seer.load) and 'statsmodels' not in sys.modules\n"

@@ -1,0 +1,153 @@
+"""Configurations: a forward convolution or a (batched) GEMM as a frozen dataclass, with its
+FLOPs, its tensor bytes, its record fields and the key that names it in records and across reruns.
+
+Kept apart from the suites, the cost model and the plan: runners, measure and the ncu pass
+handle one configuration at a time (the ncu worker rebuilds it from its key) and need neither
+the grids nor the budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from seer.data.records import OPS
+from seer.hardware.dtypes import DTYPE_BYTES
+
+from .errors import BenchError
+
+# The letter of each configuration field (seer.data.records.OPS, in its order) in a configuration key.
+KEY_LETTERS = {"conv_fwd": "nchwkrsuvpqdeg", "gemm": "bmnk"}
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """A forward convolution, NCHW input (batch, c_in, h_in, w_in), filter (c_out, c_in/groups, kh, kw)."""
+
+    batch: int
+    c_in: int
+    h_in: int
+    w_in: int
+    c_out: int
+    kh: int
+    kw: int
+    stride_h: int = 1
+    stride_w: int = 1
+    pad_h: int = 0
+    pad_w: int = 0
+    dil_h: int = 1
+    dil_w: int = 1
+    groups: int = 1
+    layout: str = "NCHW"
+    name: str = ""  # a layer name where it comes from a network, e.g. "resnet50.layer1.conv2"
+    uses: str = ""  # how often each network runs this layer, e.g. "resnet50:3;vgg16:1"
+
+    op = "conv_fwd"
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        eh = (self.kh - 1) * self.dil_h + 1
+        ew = (self.kw - 1) * self.dil_w + 1
+        return (
+            (self.h_in + 2 * self.pad_h - eh) // self.stride_h + 1,
+            (self.w_in + 2 * self.pad_w - ew) // self.stride_w + 1,
+        )
+
+    @property
+    def valid(self) -> bool:
+        ho, wo = self.out_hw
+        return ho >= 1 and wo >= 1 and self.c_in % self.groups == 0 and self.c_out % self.groups == 0
+
+    def flops(self) -> float:
+        ho, wo = self.out_hw
+        return 2.0 * self.batch * self.c_out * ho * wo * (self.c_in // self.groups) * self.kh * self.kw
+
+    def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
+        b = DTYPE_BYTES[dtype]
+        ho, wo = self.out_hw
+        return {
+            "x": self.batch * self.c_in * self.h_in * self.w_in * b,
+            "w": self.c_out * (self.c_in // self.groups) * self.kh * self.kw * b,
+            "y": self.batch * self.c_out * ho * wo * b,
+        }
+
+    def dims(self) -> dict[str, int]:
+        """The record's configuration fields of a convolution (seer.data.records.OPS), in order."""
+        return {f: getattr(self, f) for f in OPS[self.op]}
+
+    def key(self) -> str:
+        """Identifies the configuration (not the math mode) in records and across reruns."""
+        return _key(self.op, self.dims(), self.layout)
+
+    def fields(self) -> dict:
+        """The record fields of this configuration."""
+        d = {k: v for k, v in asdict(self).items() if k not in ("name", "uses")}
+        d["op"] = self.op
+        if self.uses:
+            d["uses"] = self.uses
+        return d
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A (strided-batched) GEMM, column-major: C[m, n] = op(A)[m, k] op(B)[k, n]."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    trans: str = "nn"
+    name: str = ""
+
+    op = "gemm"
+
+    @property
+    def valid(self) -> bool:
+        return min(self.batch, self.m, self.n, self.k) >= 1 and re.fullmatch("[nt]{2}", self.trans) is not None
+
+    def flops(self) -> float:
+        return 2.0 * self.batch * self.m * self.n * self.k
+
+    def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
+        b = DTYPE_BYTES[dtype]
+        return {
+            "a": self.batch * self.m * self.k * b,
+            "b": self.batch * self.k * self.n * b,
+            "c": self.batch * self.m * self.n * b,
+        }
+
+    def dims(self) -> dict[str, int]:
+        """The record's configuration fields of a GEMM (seer.data.records.OPS), in order."""
+        return {f: getattr(self, f) for f in OPS[self.op]}
+
+    def key(self) -> str:
+        return _key(self.op, self.dims(), self.trans)
+
+    def fields(self) -> dict:
+        return {"op": self.op, **self.dims(), "trans": self.trans}
+
+
+Config = ConvConfig | GemmConfig
+
+
+def _key(op: str, dims: dict[str, int], last: str) -> str:
+    """op:<letter><value>:...:<layout or transposes>, e.g. gemm:b1:m256:n128:k64:tn."""
+    return ":".join([op, *(f"{letter}{v}" for letter, v in zip(KEY_LETTERS[op], dims.values())), last])
+
+
+def config_from_key(key: str, name: str = "") -> Config:
+    """Inverse of `key()` (the ncu worker gets its calls as keys)."""
+    parts = key.split(":")
+    op = parts[0]
+    if op not in KEY_LETTERS:
+        raise BenchError(f"not a configuration key: {key!r}")
+    vals = {p[0]: int(p[1:]) for p in parts[1:] if p[:1].isalpha() and p[1:].isdigit()}
+    dims: dict[str, Any] = {f: vals[letter] for f, letter in zip(OPS[op], KEY_LETTERS[op])}  # ints, by name
+    if op == "conv_fwd":
+        return ConvConfig(**dims, layout=parts[-1], name=name)
+    return GemmConfig(**dims, trans=parts[-1], name=name)
+
+
+def with_overrides(cfg: Config, **kw) -> Config:
+    return replace(cfg, **kw)
