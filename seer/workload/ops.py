@@ -17,16 +17,24 @@ arguments. `classify` turns that into a kind and a seer configuration:
 - shape-only ops (view, size, getitem, permute, transpose, dropout at inference, ...) -> `dispatch`:
   no kernel, only the framework's host time.
 - anything else -> `unmodelled` (reported with its measured time, never silently dropped).
+
+Each kind is one handler registered for the op names it serves (`@register("softmax", ...)`, the
+pattern of torch.utils.flop_counter's `register_flop_formula`); `classify` looks the op's name up
+in `OPS` (see `handler_of`), so a new kind of op (backward ops, Triton kernels) is one registered
+function. A handler takes an `OpCall` and returns the `Mapped` result, or None where the op is its
+own but its shapes are not ones it models (-> `unmodelled`, naming the shapes).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from seer.analytical.memory import ELEMENTWISE
+from seer.workload.registry import Registry
 
 GEMM_KINDS = ("linear", "bmm")
 MEMORY_KINDS = ("elementwise", "softmax", "layer_norm", "embedding", "copy")
@@ -58,6 +66,7 @@ CONV = {"conv2d", "convolution", "_convolution", "cudnn_convolution", "conv"}
 SOFTMAX = {"softmax", "_softmax", "log_softmax", "_log_softmax", "safe_softmax", "_safe_softmax"}
 LAYER_NORM = {"layer_norm", "native_layer_norm", "layernorm"}
 EMBEDDING = {"embedding"}
+GATHER = {"gather", "take"}
 COPY = {"contiguous", "copy_", "clone", "copy", "_to_copy", "cat_copy"}
 FILL = {"full", "fill_", "zero_", "zeros", "ones", "arange", "zeros_like", "ones_like", "full_like", "fill"}
 REDUCTION = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "var", "std", "prod", "any",
@@ -81,6 +90,39 @@ class Mapped:
     kind: str
     config: dict | None = None
     why: str = ""  # for unmodelled ops: what was missing
+
+
+@dataclass(frozen=True)
+class OpCall:
+    """One op as its handler sees it."""
+
+    op: str  # the bare op name (`op_name`): add_, addmm, linear, ...
+    name: str  # the name its handler is registered under: `op`, or `op` without its in-place `_`
+    tensors: list[list[int]]  # the shapes of its tensor arguments
+    out: list[int] | None  # the output's shape where known (graphs), None in a trace
+    dtype: str = "float32"
+    params: dict | None = None  # a trace's concrete arguments (convolutions: stride, padding, ...)
+
+    @property
+    def result(self) -> list[int] | None:
+        """The result's shape: the output's, or the broadcast of the operands; None without any shape."""
+        return self.out or (_broadcast(self.tensors) if self.tensors else None)
+
+    def unmodelled(self, why: str) -> Mapped:
+        return Mapped("unmodelled", why=f"{self.op}: {why}")
+
+
+Handler = Callable[[OpCall], "Mapped | None"]
+OPS: Registry[Handler] = Registry("op")  # op name -> the handler that maps it
+register = OPS.register  # @register("name", ...) over a handler; a name already registered is refused
+
+
+def handler_of(op: str) -> tuple[str, Handler | None]:
+    """The name `op` is registered under and its handler (None: no handler). An op registered as
+    it is spelt comes first (copy_, fill_, zero_, addmm_: in-place ops with their own rules), else
+    the op without its in-place `_` (add_ -> add, relu_ -> relu)."""
+    name = op if op in OPS else op.rstrip("_")
+    return name, OPS.get(name)
 
 
 def op_name(target: str, module: str = "") -> str:
@@ -229,6 +271,132 @@ def conv_params(name: str, concrete: Sequence) -> dict | None:
     return out
 
 
+# ---- handlers: one per kind, registered for the op names it serves ------------------------------------------------
+
+
+def _shaped(fn: Callable[[OpCall, list[int]], Mapped | None]) -> Handler:
+    """A handler that needs the result's shape (`OpCall.result`): an op without any tensor shape is
+    unmodelled ("no tensor shapes") before it is called."""
+
+    @functools.wraps(fn)
+    def handler(c: OpCall) -> Mapped | None:
+        result = c.result
+        return c.unmodelled("no tensor shapes") if result is None else fn(c, result)
+
+    return handler
+
+
+@register(*SHAPE_ONLY)
+def _shape_only(c: OpCall) -> Mapped | None:
+    return Mapped("dispatch")  # no kernel, only the framework's host time
+
+
+@register(*GEMM_2D)
+def _linear(c: OpCall) -> Mapped | None:
+    cfg = _gemm_2d(c.name, c.tensors, c.out)
+    return Mapped("linear", cfg) if cfg else None
+
+
+@register(*GEMM_BATCHED, "matmul")
+def _batched(c: OpCall) -> Mapped | None:
+    cfg = _gemm_batched(c.name, c.tensors)
+    if cfg is None:
+        return None
+    return Mapped("bmm" if cfg["op"] == "bmm" else "linear", cfg)
+
+
+@register(*CONV)
+def _convolution(c: OpCall) -> Mapped | None:
+    cfg = _conv(c.tensors, c.out, c.params)
+    return Mapped("conv", cfg) if cfg else None
+
+
+@register(*SOFTMAX)
+@_shaped
+def _softmax(c: OpCall, result: list[int]) -> Mapped | None:
+    return Mapped("softmax", {"op": "softmax", **_rows_cols(result), "dtype": c.dtype})
+
+
+@register(*LAYER_NORM)
+@_shaped
+def _layer_norm(c: OpCall, result: list[int]) -> Mapped | None:
+    x = c.tensors[0] if c.tensors else result
+    return Mapped("layer_norm", {"op": "layer_norm", **_rows_cols(x), "dtype": c.dtype})
+
+
+@register(*EMBEDDING)
+@_shaped
+def _embedding(c: OpCall, result: list[int]) -> Mapped | None:
+    """A gather: the rows of the table read, the output written."""
+    t, out = c.tensors, c.out
+    if out:
+        rows, dim = _numel(out[:-1]), out[-1]
+    elif len(t) >= 2:  # aten::embedding(weight[V, D], indices)
+        rows, dim = _numel(t[1]), t[0][-1]
+    else:
+        return None
+    return Mapped("embedding", {"op": "elementwise", "fn": "copy", "rows": max(rows, 1), "cols": dim, "dtype": c.dtype})
+
+
+@register(*GATHER)
+@_shaped
+def _gather(c: OpCall, result: list[int]) -> Mapped | None:
+    """The result has the index's shape: a gather of that many elements."""
+    idx = c.out or (c.tensors[-1] if c.tensors else None)
+    if not idx:
+        return None
+    return Mapped("embedding", {"op": "elementwise", "fn": "copy", **_rows_cols(idx), "dtype": c.dtype})
+
+
+@register(*COPY, *NORM_INFERENCE)
+@_shaped
+def _copy(c: OpCall, result: list[int]) -> Mapped | None:
+    """A unary stream of the source (batch norm at inference: one pass, scale and shift)."""
+    t = c.tensors
+    src = t[-1] if c.name == "copy_" and len(t) >= 2 else (t[0] if t else result)
+    return Mapped("copy", {"op": "elementwise", "fn": "copy", **_rows_cols(src), "dtype": c.dtype})
+
+
+@register(*REDUCTION)
+@_shaped
+def _reduction(c: OpCall, result: list[int]) -> Mapped | None:
+    """One pass over the input; the result is small."""
+    x = c.tensors[0] if c.tensors else result
+    return Mapped("reduction", {"op": "elementwise", "fn": "fill", **_rows_cols(x), "dtype": c.dtype})
+
+
+@register(*CONCAT)
+@_shaped
+def _concat(c: OpCall, result: list[int]) -> Mapped | None:
+    t = c.tensors
+    if c.out is None:  # a trace: the inputs laid end to end
+        cols = t[0][-1] if t else 1
+        result = [sum(_numel(x) for x in t) // max(cols, 1), cols]
+    return Mapped("concat", {"op": "concat", **_rows_cols(result), "dtype": c.dtype})
+
+
+@register(*FILL)
+@_shaped
+def _fill(c: OpCall, result: list[int]) -> Mapped | None:
+    return Mapped("elementwise", {"op": "elementwise", "fn": "fill", **_rows_cols(result), "dtype": c.dtype})
+
+
+@register(*UNARY, *BINARY)
+@_shaped
+def _pointwise(c: OpCall, result: list[int]) -> Mapped | None:
+    return _elementwise(c.name, c.tensors, result, c.dtype)
+
+
+@register("native_dropout")
+@_shaped
+def _native_dropout(c: OpCall, result: list[int]) -> Mapped | None:
+    """aten::native_dropout (a training graph's dropout): an element-wise stream. Only that exact
+    name; an in-place spelling (`native_dropout_`, no PyTorch op) stays without a predictor."""
+    if c.op != c.name:
+        return c.unmodelled("no predictor")
+    return _elementwise(c.name, c.tensors, result, c.dtype)
+
+
 def classify(
     name: str,
     input_shapes: Sequence,
@@ -245,59 +413,11 @@ def classify(
     the arguments ([] for a non-tensor one); `output_shape` where known (graphs) or None (traces:
     the result of an element-wise op is then the broadcast of its operands)."""
     op = op_name(name, module)
-    base = op.rstrip("_") if op not in ("copy_", "fill_", "zero_", "addmm_") else op
-    t = _tensors(input_shapes)
+    key, handler = handler_of(op)
     out = [int(x) for x in output_shape] if output_shape and all(int(x) >= 0 for x in output_shape) else None
     dtype = str(dtype or "float32").replace("torch.", "") or "float32"
-    if base in SHAPE_ONLY:
-        return Mapped("dispatch")
-    if base in GEMM_2D:
-        cfg = _gemm_2d(base, t, out)
-        return Mapped("linear", cfg) if cfg else Mapped("unmodelled", why=f"{op}: shapes {t}")
-    if base in GEMM_BATCHED or base == "matmul":
-        cfg = _gemm_batched(base, t)
-        if cfg is None:
-            return Mapped("unmodelled", why=f"{op}: shapes {t}")
-        return Mapped("bmm" if cfg["op"] == "bmm" else "linear", cfg)
-    if base in CONV:
-        cfg = _conv(t, out, params)
-        return Mapped("conv", cfg) if cfg else Mapped("unmodelled", why=f"{op}: shapes {t}")
-    result = out or (_broadcast(t) if t else None)
-    if result is None:
-        return Mapped("unmodelled", why=f"{op}: no tensor shapes")
-    if base in SOFTMAX:
-        return Mapped("softmax", {"op": "softmax", **_rows_cols(result), "dtype": dtype})
-    if base in LAYER_NORM:
-        x = t[0] if t else result
-        return Mapped("layer_norm", {"op": "layer_norm", **_rows_cols(x), "dtype": dtype})
-    if base in EMBEDDING:  # a gather: the rows of the table read, the output written
-        if out:
-            rows, dim = _numel(out[:-1]), out[-1]
-        elif len(t) >= 2:  # aten::embedding(weight[V, D], indices)
-            rows, dim = _numel(t[1]), t[0][-1]
-        else:
-            return Mapped("unmodelled", why=f"{op}: shapes {t}")
-        return Mapped(
-            "embedding", {"op": "elementwise", "fn": "copy", "rows": max(rows, 1), "cols": dim, "dtype": dtype}
-        )
-    if base in ("gather", "take"):  # the result has the index's shape: a gather of that many elements
-        idx = out or (t[-1] if t else None)
-        if not idx:
-            return Mapped("unmodelled", why=f"{op}: shapes {t}")
-        return Mapped("embedding", {"op": "elementwise", "fn": "copy", **_rows_cols(idx), "dtype": dtype})
-    if base in COPY or base in NORM_INFERENCE:
-        src = t[-1] if base == "copy_" and len(t) >= 2 else (t[0] if t else result)
-        return Mapped("copy", {"op": "elementwise", "fn": "copy", **_rows_cols(src), "dtype": dtype})
-    if base in REDUCTION:  # one pass over the input; the result is small
-        x = t[0] if t else result
-        return Mapped("reduction", {"op": "elementwise", "fn": "fill", **_rows_cols(x), "dtype": dtype})
-    if base in CONCAT:
-        if out is None:  # a trace: the inputs laid end to end
-            cols = t[0][-1] if t else 1
-            result = [sum(_numel(x) for x in t) // max(cols, 1), cols]
-        return Mapped("concat", {"op": "concat", **_rows_cols(result), "dtype": dtype})
-    if base in FILL:
-        return Mapped("elementwise", {"op": "elementwise", "fn": "fill", **_rows_cols(result), "dtype": dtype})
-    if base in UNARY or base in BINARY or op in ("native_dropout",):
-        return _elementwise(base, t, result, dtype)
-    return Mapped("unmodelled", why=f"{op}: no predictor")
+    call = OpCall(op, key, _tensors(input_shapes), out, dtype, params)
+    if handler is not None:
+        mapped = handler(call)
+        return mapped if mapped is not None else call.unmodelled(f"shapes {call.tensors}")
+    return call.unmodelled("no tensor shapes" if call.result is None else "no predictor")
