@@ -23,9 +23,9 @@ from seer.errors import DataError, SeerError, UnknownGPUError
 
 if TYPE_CHECKING:
     from seer.predict import Fits, available
-    from seer.predict.transfer import TransferredFits
+    from seer.workload.model_time import model_time
 
-_LAZY = {"Fits": "predict", "available": "predict", "TransferredFits": "transferred"}
+_LAZY = {"Fits": "seer.predict", "available": "seer.predict", "model_time": "seer.workload.model_time"}
 
 
 def __getattr__(name: str):
@@ -34,7 +34,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         from importlib import import_module
 
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        value = getattr(import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -75,12 +75,12 @@ __all__ = [
     "DataError",
     "Fits",
     "SeerError",
-    "TransferredFits",
     "UnknownGPUError",
     "__version__",
     "available",
     "best_algorithm",
     "load",
+    "model_time",
     "rank_algorithms",
     "transfer",
 ]

@@ -11,7 +11,7 @@ from seer.errors import SeerError
 from seer.evaluate import __main__ as evaluate_cli
 from seer.hardware import gpus
 from seer.predict import Fits
-from seer.predict.transfer import TransferredFits, chip, efficiency, retarget, transfer
+from seer.predict.transfer import chip, efficiency, retarget, transfer
 
 GEMMS = pd.DataFrame({"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]})
 
@@ -20,7 +20,7 @@ def test_a_gpu_without_fits_is_transferred_and_says_so():
     own = seer.load("t4")
     assert isinstance(own, Fits)  # a GPU with fits keeps them
     l4 = seer.load("NVIDIA L4")
-    assert isinstance(l4, TransferredFits) and l4.source == "transferred" and l4.gpu.slug == "l4"
+    assert isinstance(l4, Fits) and l4.source == "transferred" and l4.gpu.slug == "l4" and own.source == "fitted"
     assert set(l4.transferred_from) == set(seer.available())  # no bundled L4, no other Ada chip
     t = l4.predict(GEMMS)
     assert np.isfinite(t).all() and (t > 0).all()

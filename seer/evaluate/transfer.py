@@ -19,8 +19,8 @@ from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy_table, format_table
 from seer.evaluate.report import write_out
 from seer.hardware import gpus
-from seer.predict import load
-from seer.predict.transfer import TransferredFits, chip, transfer
+from seer.predict import Fits, load
+from seer.predict.transfer import chip, transfer
 
 # how the table groups ops: the memory-bound kernels together
 GROUP = {op: "memory-bound" for op in MEMORY_OPS}
@@ -31,7 +31,7 @@ def sources_for(slug: str, fits_dir: Path) -> list:
     return [load(p) for p in sorted(fits_dir.glob("*.json")) if chip(p.stem) != chip(slug)]
 
 
-def predict_rows(tf: TransferredFits, rec: pd.DataFrame) -> np.ndarray:
+def predict_rows(tf: Fits, rec: pd.DataFrame) -> np.ndarray:
     """Transferred time of each record (NaN where no source covers its op and algorithm)."""
     out = np.full(len(rec), np.nan)
     keys = rec[["op", "algo"]].astype(str).agg(":".join, axis=1)

@@ -10,6 +10,7 @@ Bytes are MB (1e6 bytes) of the configuration's dtype.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,31 @@ HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kin
     "WINOGRAD_NONFUSED": ["in_MB", "out_MB", "xin_MB", "xout_MB", "xfilter_MB"],
     "GEMM": ["in_MB", "out_MB", "im2col_MB"],
     "conv": ["in_MB", "out_MB", "filter_MB"],
+}
+
+
+class Scale(enum.Enum):
+    """What a feature's coefficient is the time of, and so what moves it from one GPU to another."""
+
+    WORK = "time per unit of a block's reduction: the SM's arithmetic rate"
+    CLOCK = "time per wave or per block on an SM: the clock"
+    BANDWIDTH = "time per megabyte: the DRAM bandwidth"
+    FIXED = "time per launch or per call: the host and the driver"
+
+
+# every feature a design can hold, and what its coefficient scales with
+SCALES: dict[str, Scale] = {
+    "W*Kb": Scale.WORK,
+    "S*Kb": Scale.WORK,
+    "W": Scale.CLOCK,
+    "S": Scale.CLOCK,
+    "1": Scale.FIXED,
+    "splitk": Scale.FIXED,
+    "MB": Scale.BANDWIDTH,
+    "tile_MB": Scale.BANDWIDTH,
+    "read_MB": Scale.BANDWIDTH,
+    "write_MB": Scale.BANDWIDTH,
+    **{name: Scale.BANDWIDTH for names in HELPERS.values() for name in names if name.endswith("_MB")},
 }
 
 

@@ -27,19 +27,25 @@ from __future__ import annotations
 import copy
 import dataclasses
 import warnings
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from seer import fitsfile
 from seer.data.configs import flops_bytes
+from seer.data.records import CONV_DEFAULTS, OPS
+from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError
 from seer.hardware import gpus, occupancy
 from seer.models import family_key
+from seer.models.features import SCALES, Scale
 from seer.models.law import Regime
-from seer.predict import Fits, _frame, load, ranking_frame
+from seer.predict.analytical import EMBEDDING_OPS, EmbeddingPredictor, MemoryPredictor
+from seer.predict.fits import Fits, by_op
+from seer.predict.load import load
+from seer.predict.protocol import AlgorithmTimes, Predictor
 
 # shapes on which a source's sustained efficiency is read (large, many waves, inside the data
 # range of every source): GEMMs as (batch, m, n, k), convolutions as ResNet-like layers
@@ -63,12 +69,11 @@ def chip(slug: str) -> str:
 
 def _reference(op: str, algo: str) -> pd.DataFrame:
     if op == "conv_fwd":
-        unit = dict(stride_h=1, stride_w=1, dil_h=1, dil_w=1, groups=1)
         rows = [
-            dict(batch=b, c_in=c, h_in=h, w_in=h, c_out=k, kh=r, kw=r, pad_h=r // 2, pad_w=r // 2, algo=algo, **unit)
+            {**CONV_DEFAULTS, **dict(batch=b, c_in=c, h_in=h, w_in=h, c_out=k, kh=r, kw=r, pad_h=r // 2, pad_w=r // 2)}
             for b, c, h, k, r in REFERENCE_CONVS
         ]
-        return pd.DataFrame(rows).assign(op=op)
+        return pd.DataFrame(rows).assign(op=op, algo=algo)
     return pd.DataFrame(REFERENCE_GEMMS[op], columns=["batch", "m", "n", "k"]).assign(op=op, algo=algo)
 
 
@@ -88,67 +93,66 @@ def efficiency(fits: Fits) -> dict[str, float]:
         rate = flops_bytes(ref)[0] / (t * 1e-3)
         # above the datasheet peak is a model outside its data (no kernel beats the peak)
         out[family_key(ch.op, ch.algo)] = float(min(np.median(rate) / fits.gpu.fp32_flops, 1.0))
-    kernels = _memory_kernels(fits)
+    kernels = _memory_kernels(_memory(fits))
     bw = [k["bw_gbs"] for k in kernels.values() if k.get("bw_gbs") and k.get("bw_source") == "fit"]
     if bw:
         out["memory"] = float(np.median(bw) / fits.gpu.dram_gbs)
     return out
 
 
-def _memory_kernels(fits: Fits) -> dict:
-    mb = fits.memory_bound or {}
-    return mb.get("gpus", {}).get(fits.gpu.slug, {}).get("kernels", {})
+def _memory(fits: Fits) -> MemoryPredictor:
+    p = fits.predictors.get("softmax")
+    assert isinstance(p, MemoryPredictor)
+    return p
 
 
-def _scale(name: str, compute: float, clock: float, bandwidth: float) -> float:
-    """How a coefficient of the feature `name` moves from the source to the target."""
-    if "Kb" in name:
-        return compute
-    if "MB" in name:
-        return bandwidth
-    if name in ("W", "S"):
-        return clock
-    return 1.0  # constants, launch counts
+def _memory_kernels(p: MemoryPredictor) -> dict:
+    mb = p.fit or {}
+    return mb.get("gpus", {}).get(p.gpu.slug, {}).get("kernels", {})
 
 
-def _regime(r: Regime | None, compute: float, clock: float, bandwidth: float) -> Regime | None:
+def _regime(r: Regime | None, ratio: Mapping[Scale, float]) -> Regime | None:
     if r is None:
         return None
-    coef = r.coef * np.array([_scale(n, compute, clock, bandwidth) for n in r.names])
+    coef = r.coef * np.array([ratio[SCALES[n]] for n in r.names])
     return Regime(list(r.names), coef, r.n, stored=(np.asarray(r.se) * 0, float("nan")))
 
 
 def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | None = None) -> Fits:
-    """The source's fits moved to `target` (see the module docstring). `eff_ratio` maps a family
-    key (and 'memory') to source efficiency / target efficiency (1 where absent)."""
+    """One source's fits moved to `target` (see the module docstring). `eff_ratio` maps a
+    family key (and 'memory') to source efficiency / target efficiency (1 where absent)."""
     src = fits.gpu
     eff_ratio = eff_ratio or {}
     per_sm = (src.fp32_tflops / src.sms) / (target.fp32_tflops / target.sms)
     clock = src.boost_mhz / target.boost_mhz
     bandwidth = src.dram_gbs / target.dram_gbs
     max_blocks = occupancy.arch(target.cc).max_blocks
-    variants = {}
-    for key, v in fits.variants.items():
-        e = eff_ratio.get(family_key(v.op, v.algo), 1.0)
-        args = (per_sm * e, clock, bandwidth)
-        law = dataclasses.replace(
-            v.law,
-            compute=_regime(v.law.compute, *args),
-            memory=_regime(v.law.memory, *args),
-            helpers=_regime(v.law.helpers, *args) or v.law.helpers,
-            under=_regime(v.law.under, *args),
-            clock=None,
-        )
-        variants[key] = dataclasses.replace(v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks))
-    out = copy.copy(fits)
-    out.variants, out.gpu = variants, target
-    out.memory_bound = _memory_params(fits, target, clock, bandwidth * eff_ratio.get("memory", 1.0))
-    out.meta = {**fits.meta, "transferred_from": src.slug}
-    return out
+    out: list[Predictor] = []
+    vp = fits.variant_predictor
+    if vp is not None:
+        variants = {}
+        for key, v in vp.variants.items():
+            e = eff_ratio.get(family_key(v.op, v.algo), 1.0)
+            ratio = {Scale.WORK: per_sm * e, Scale.CLOCK: clock, Scale.BANDWIDTH: bandwidth, Scale.FIXED: 1.0}
+            law = dataclasses.replace(
+                v.law,
+                compute=_regime(v.law.compute, ratio),
+                memory=_regime(v.law.memory, ratio),
+                helpers=_regime(v.law.helpers, ratio) or v.law.helpers,
+                under=_regime(v.law.under, ratio),
+                clock=None,
+            )
+            variants[key] = dataclasses.replace(
+                v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)
+            )
+        out.append(vp.replace(gpu=target, variants=variants))
+    moved = _memory_params(_memory(fits), target, clock, bandwidth * eff_ratio.get("memory", 1.0))
+    out += [MemoryPredictor(target, moved), EmbeddingPredictor(target)]
+    return Fits(target, by_op(out), "transferred", transferred_from=[src.slug])
 
 
-def _memory_params(fits: Fits, target: gpus.GPUSpec, clock: float, bandwidth: float) -> dict | None:
-    kernels = _memory_kernels(fits)
+def _memory_params(p: MemoryPredictor, target: gpus.GPUSpec, clock: float, bandwidth: float) -> dict | None:
+    kernels = _memory_kernels(p)
     if not kernels:
         return None
     moved = {}
@@ -159,96 +163,74 @@ def _memory_params(fits: Fits, target: gpus.GPUSpec, clock: float, bandwidth: fl
                 k["coef"][name] *= {"bytes": bandwidth, "reread_bytes": bandwidth, "rows": clock}.get(name, 1.0)
         moved[key] = k
     return {
-        **(fits.memory_bound or {}),
+        **(p.fit or {}),
         "gpus": {target.slug: {"kernels": moved, "cc": target.cc, "name": target.name}},
     }
 
 
 @dataclass
-class TransferredFits:
-    """Predictions for a GPU without fits of its own: the median over source GPUs' fits moved
-    to it (retarget). Same prediction API as Fits for what the sources cover."""
+class MedianPredictor:
+    """One op's time on a GPU without fits of its own: the median over the source GPUs'
+    predictors moved to it (retarget), of those that answer."""
 
     gpu: gpus.GPUSpec
-    sources: list[Fits]  # retargeted, one per source GPU
-    efficiency: dict[str, dict[str, float]] = field(default_factory=dict)  # source slug -> family -> eff
-    source: str = "transferred"
+    op: str
+    sources: list[tuple[str, Predictor]]  # (source GPU slug, its retargeted predictor of `op`)
+    extrapolates = True  # ranking compares the sources' median times wherever they answer
+
+    def __repr__(self) -> str:
+        return f"MedianPredictor({self.gpu.slug} {self.op}: median of {', '.join(s for s, _ in self.sources)})"
 
     @property
-    def transferred_from(self) -> list[str]:
-        return [f.meta.get("transferred_from", "") for f in self.sources]
+    def ops(self) -> tuple[str, ...]:
+        return (self.op,)
 
-    @property
-    def ops(self) -> list[str]:
-        return sorted({op for f in self.sources for op in f.ops})
+    def algorithms(self, op: str) -> list[str]:
+        found = {a for _, p in self.sources for a in p.algorithms(op)}
+        return sorted(found, key=lambda a: (CONV_ALGO_ID.get(a, 99), a))
 
-    @property
-    def algorithms(self) -> list[str]:
-        return list(dict.fromkeys(a for f in self.sources for a in f.algorithms))
-
-    @property
-    def choosers(self) -> dict:
-        return {k: c for f in self.sources for k, c in f.choosers.items()}
-
-    @property
-    def options(self):
-        return self.sources[0].options
-
-    def _each(self, fn) -> np.ndarray:
-        """Stack of each source's answer (NaN rows where a source cannot answer)."""
-        outs = []
-        for f in self.sources:
-            try:
-                outs.append(np.atleast_1d(np.asarray(fn(f), dtype=float)))
-            except SeerError:
-                continue
-        if not outs:
-            raise SeerError(f"no source GPU's fits ({', '.join(self.transferred_from)}) cover this for {self.gpu.name}")
-        return np.vstack(outs)
-
-    def predict(self, configs_: pd.DataFrame | Mapping | None = None, **config) -> np.ndarray | float:
-        """Time in ms of each config on the target: the median over the sources that cover its
-        op (and algorithm); NaN where none does."""
-        df, single = _frame(configs_, config)
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        """The median over the sources that cover each row's algorithm."""
         out = np.full(len(df), np.nan)
-        for _, idx in df.groupby(["op", "algo"], sort=False).indices.items():
+        for _, idx in df.groupby("algo", sort=False).indices.items():
             sub = df.iloc[idx]
-            times = self._each(lambda f, s=sub: f.predict(s))
-            out[idx] = np.nanmedian(times, axis=0)
-        return float(out[0]) if single else out
+            outs = []
+            for _, p in self.sources:
+                try:
+                    outs.append(np.atleast_1d(np.asarray(p.predict(sub), dtype=float)))
+                except SeerError:
+                    continue
+            if not outs:
+                names = ", ".join(s for s, _ in self.sources)
+                raise SeerError(f"no source GPU's fits ({names}) cover this for {self.gpu.name}")
+            out[idx] = np.nanmedian(np.vstack(outs), axis=0)
+        return out
 
-    def algorithm_times(self, configs_: pd.DataFrame, op: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """As Fits.algorithm_times, each algorithm's time the median over the sources that fit
-        it, inside where any source is."""
-        algos = list(dict.fromkeys(c.algo for c in self.choosers.values() if c.op == op))
-        logs = np.full((len(self.sources), len(configs_), len(algos)), np.nan)
-        inside = np.zeros((len(configs_), len(algos)), dtype=bool)
-        for i, f in enumerate(self.sources):
-            if not any(c.op == op for c in f.choosers.values()):
+    def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
+        """Each algorithm's time the median over the sources that fit it (of the logs), inside
+        where any source is, the variant of the source nearest the median."""
+        algos = list(algos) if algos is not None else self.algorithms(op)
+        unknown = set(algos) - set(self.algorithms(op))
+        if unknown:
+            raise SeerError(f"no models of algorithm(s) {', '.join(sorted(unknown))} on {self.gpu.name}")
+        logs = np.full((len(self.sources), len(df), len(algos)), np.nan)
+        keys = np.full((len(self.sources), len(df), len(algos)), "", dtype=object)
+        inside = np.zeros((len(df), len(algos)), dtype=bool)
+        for i, (_, p) in enumerate(self.sources):
+            mine = [a for a in algos if a in p.algorithms(op)]
+            if not mine:
                 continue
-            got, t, ins = f.algorithm_times(configs_, op)
-            for j, a in enumerate(got):
-                logs[i, :, algos.index(a)] = np.log(t[:, j])
-                inside[:, algos.index(a)] |= ins[:, j]
+            got = p.algorithm_times(df, op, mine)
+            cols = [algos.index(a) for a in got.algos]
+            logs[i][:, cols] = np.log(got.times)
+            keys[i][:, cols] = got.variants
+            inside[:, cols] |= got.inside
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an algorithm no source fits: NaN
-            times = np.exp(np.nanmedian(logs, axis=0))
-        return algos, times, inside
-
-    def rank_algorithms(self, configs_: pd.DataFrame | Mapping | None = None, **config) -> pd.DataFrame:
-        """Every algorithm some source fits, per config, ranked by the transferred time."""
-        df, _ = _frame(configs_, {**config, "op": "conv_fwd"})
-        algos, times, inside = self.algorithm_times(df, "conv_fwd")
-        score = np.where(np.isnan(times), np.inf, times)
-        rank = np.argsort(np.argsort(score, axis=1, kind="stable"), axis=1)
-        return ranking_frame(algos, times, inside, rank)
-
-    def best_algorithm(self, configs_: pd.DataFrame | Mapping | None = None, **config) -> str | np.ndarray:
-        """The convolution algorithm predicted fastest on the target."""
-        df, single = _frame(configs_, {**config, "op": "conv_fwd"})
-        algos, times, _ = self.algorithm_times(df, "conv_fwd")
-        best = np.asarray(algos, dtype=object)[np.nanargmin(np.where(np.isnan(times), np.inf, times), axis=1)]
-        return str(best[0]) if single else best
+            median = np.nanmedian(logs, axis=0)
+        nearest = np.argmin(np.where(np.isnan(logs), np.inf, np.abs(logs - median)), axis=0)
+        variants = np.take_along_axis(keys, nearest[None], axis=0)[0]
+        return AlgorithmTimes(algos, np.exp(median), inside, variants)
 
 
 def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list[Fits]:
@@ -258,25 +240,39 @@ def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list
     out = [s if isinstance(s, Fits) else load(s) for s in sources]
     if any(f.gpu.slug == target.slug for f in out):
         raise SeerError(f"the sources include {target.name} itself: a transfer predicts a GPU from other GPUs")
+    if any(f.source != "fitted" for f in out):
+        raise SeerError("a transfer moves fitted GPUs' models; a source was itself transferred")
     if not out:
         raise SeerError("no source GPUs to transfer from")
     return out
 
 
-def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | Fits] | None = None) -> TransferredFits:
-    """Fits for `target` (a name or spec of seer.hardware.gpus) from `sources` (fits names, paths or
-    Fits; default: every bundled GPU of another chip)."""
+def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | Fits] | None = None) -> Fits:
+    """Fits for `target` (a name or spec of seer.hardware.gpus) from `sources` (fits names,
+    paths or Fits; default: every bundled GPU of another chip): one MedianPredictor per op the
+    sources cover, the embedding model on the target's datasheet."""
     spec = target if isinstance(target, gpus.GPUSpec) else gpus.lookup(target)
     src = _sources(spec, sources)
     eff = {f.gpu.slug: efficiency(f) for f in src}
     families = {k for e in eff.values() for k in e}
     # the target's efficiency: the geometric mean over the sources that have the family
     target_eff = {k: float(np.exp(np.mean([np.log(e[k]) for e in eff.values() if k in e]))) for k in families}
-    moved = [retarget(f, spec, {k: e / target_eff[k] for k, e in eff[f.gpu.slug].items()}) for f in src]
-    return TransferredFits(spec, moved, eff)
+    per_op: dict[str, list[tuple[str, Predictor]]] = {}
+    for f in src:
+        moved = retarget(f, spec, {k: e / target_eff[k] for k, e in eff[f.gpu.slug].items()})
+        for op, p in moved.predictors.items():
+            if op not in EMBEDDING_OPS:  # the same closed form on the target's datasheet from every source
+                per_op.setdefault(op, []).append((f.gpu.slug, p))
+    medians = [MedianPredictor(spec, op, ps) for op, ps in sorted(per_op.items(), key=lambda kv: _op_order(kv[0]))]
+    predictors = by_op([*medians, EmbeddingPredictor(spec)])
+    return Fits(spec, predictors, "transferred", transferred_from=[f.gpu.slug for f in src], meta={"efficiency": eff})
 
 
-def load_or_transfer(name: str | gpus.GPUSpec) -> Fits | TransferredFits:
+def _op_order(op: str) -> int:
+    return list(OPS).index(op)
+
+
+def load_or_transfer(name: str | gpus.GPUSpec) -> Fits:
     """A GPU's own fits where seer has them (bundled, or a fits file's path), else fits
     transferred to it from the bundled GPUs (for any GPU of seer.hardware.gpus)."""
     if isinstance(name, gpus.GPUSpec):

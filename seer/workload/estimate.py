@@ -22,7 +22,6 @@ from seer.data.configs import flops_bytes
 from seer.data.records import GEMM_OPS, MEMORY_OPS
 from seer.errors import SeerError
 from seer.predict import Fits
-from seer.predict.transfer import TransferredFits
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
@@ -40,13 +39,14 @@ class WholeModel:
     dispatch_ms: float  # host time per op used
 
 
-def _predict_group(fits: Fits | TransferredFits, op: str, df: pd.DataFrame) -> np.ndarray:
+def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> np.ndarray:
     """Times of configs of one seer op."""
     if op == "conv_fwd":
         df = df.assign(algo=fits.best_algorithm(df))
         return np.asarray(fits.predict(df), dtype=float)
     if op == "gemm" and not df.get("algo", pd.Series([""])).astype(bool).any():
-        algos, times, inside = fits.algorithm_times(df, "gemm")
+        at = fits.algorithm_times(df, "gemm")
+        algos, times, inside = at.algos, at.times, at.inside
         if not algos:
             raise SeerError(f"the fits for {fits.gpu.name} have no GEMM algorithms")
         # the fastest algorithm fitted near the shape (a model far from its data can extrapolate
@@ -66,9 +66,7 @@ def _seer_op(kind: str, op: str, covered: set[str]) -> str | None:
     return op if op in covered else None
 
 
-def predict_ops(
-    ops: pd.DataFrame, fits: Fits | TransferredFits, dispatch_ms: float = DEFAULT_DISPATCH_MS
-) -> pd.DataFrame:
+def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
     """The op table with `predicted_ms` (GPU time of the op's kernels; the host dispatch time for
     ops that launch none), `predictor` (the seer op that timed it) and, for ops seer could not
     time, `kind` = unmodelled with the reason in `why`."""
@@ -77,7 +75,7 @@ def predict_ops(
     predictor = np.full(len(out), "", dtype=object)
     kind = out["kind"].to_numpy(dtype=object).copy()
     why = out["why"].to_numpy(dtype=object).copy() if "why" in out else np.full(len(out), "", dtype=object)
-    covered = set(fits.ops) | set(MEMORY_OPS)  # memory-bound ops: the datasheet where not fitted
+    covered = set(fits.ops)  # memory-bound ops: the datasheet where not fitted
     timed = np.flatnonzero(np.isin(kind, KERNEL_KINDS))
     groups: dict[tuple[str, str], list[int]] = {}
     for i in timed:

@@ -18,8 +18,7 @@ import pandas as pd
 from seer.errors import SeerError
 from seer.hardware import gpus
 from seer.predict import Fits
-from seer.predict.transfer import TransferredFits
-from seer.predict.transfer import load_or_transfer as load
+from seer.predict import load_or_transfer as load
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import KERNEL_KINDS, classify, conv_params
@@ -50,7 +49,7 @@ class ModelTime:
         return t.sort_values("predicted", ascending=False).reset_index()
 
 
-def _same_gpu(fits: Fits | TransferredFits, name: str) -> bool:
+def _same_gpu(fits: Fits, name: str) -> bool:
     """Whether the fits are of the GPU `name` (where a measurement is comparable)."""
     try:
         return gpus.lookup(name).slug == fits.gpu.slug
@@ -66,7 +65,7 @@ def model_time(
     path: str | Path,
     gpu: str | None = None,
     *,
-    fits: Fits | TransferredFits | None = None,
+    fits: Fits | None = None,
     execution_trace: str | Path | None = None,
     dispatch_ms: float = DEFAULT_DISPATCH_MS,
 ) -> ModelTime:
@@ -90,7 +89,7 @@ def model_time(
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
 
 
-def _trace_time(path: Path, gpu: str | None, fits: Fits | TransferredFits | None, et: str | Path | None) -> ModelTime:
+def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None) -> ModelTime:
     from seer.workload.kineto import kernel_ops, read_trace
     from seer.workload.replay import replay
 

@@ -21,6 +21,7 @@ from seer.data.records.neusight import NEUSIGHT_OPS, neusight_dir, read_neusight
 from seer.data.records.schema import (
     ALWAYS,
     COLUMNS,
+    CONV_DEFAULTS,
     CONV_FIELDS,
     FIELD,
     FIELDS,
@@ -42,6 +43,7 @@ __all__ = [
     "ALWAYS",
     "BLOCK_KEY",
     "COLUMNS",
+    "CONV_DEFAULTS",
     "CONV_FIELDS",
     "FIELD",
     "FIELDS",

@@ -34,6 +34,9 @@ CONV_FIELDS = (
     "dil_w",
     "groups",
 )
+# what a convolution's optional fields mean when a config leaves them out: unit stride and
+# dilation, no padding, one group (cuDNN's defaults, PyTorch's too)
+CONV_DEFAULTS = {"stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1, "groups": 1}
 _GEMM = ("batch", "m", "n", "k")
 _ROWS = ("rows", "cols")
 _EMB = ("batch", "num_embeddings", "num_tables", "bag_size", "emb_dim")

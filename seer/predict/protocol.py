@@ -1,0 +1,63 @@
+"""What every predictor of seer does, so that a GPU's fits, fitted or transferred, answer alike.
+
+A `Predictor` times the configs of the ops it covers: the per-variant models (convolutions,
+GEMMs), the memory-bound fits, the embedding model, and a transfer's median over other GPUs'
+predictors all implement it, and the `Fits` facade (seer.predict.fits) holds one per op.
+Frames reaching a predictor were checked once at the facade (seer.predict.inputs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+
+from seer.hardware.gpus import GPUSpec
+
+
+@dataclass(frozen=True)
+class AlgorithmTimes:
+    """Every algorithm's predicted time for each config: configs x algorithms arrays."""
+
+    algos: list[str]
+    times: np.ndarray  # ms; NaN where no model of the algorithm answers
+    inside: np.ndarray  # bool: the config lies within trust distance of the algorithm's data
+    variants: np.ndarray  # object: the variant key each algorithm would launch ("" unknown)
+
+    def take(self, algos: Sequence[str]) -> AlgorithmTimes:
+        """The columns of `algos`, in that order."""
+        cols = [self.algos.index(a) for a in algos]
+        return AlgorithmTimes(list(algos), self.times[:, cols], self.inside[:, cols], self.variants[:, cols])
+
+
+@runtime_checkable
+class Predictor(Protocol):
+    """Times of configs of the ops it covers on one GPU."""
+
+    gpu: GPUSpec
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        """The ops it times."""
+        ...
+
+    def algorithms(self, op: str) -> list[str]:
+        """The algorithms it has models of for `op` (empty for ops without algorithms)."""
+        ...
+
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        """Time in ms of each row of a checked frame (one op, rows with their algorithm)."""
+        ...
+
+    def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
+        """Every algorithm of `op` (or those of `algos`) for each config."""
+        ...
+
+    @property
+    def extrapolates(self) -> bool:
+        """Whether ranking may trust an algorithm's model outside its data (False where each
+        configuration was timed only with the algorithm an autotuner picked)."""
+        ...

@@ -1,0 +1,135 @@
+"""The per-variant predictor: SEER's linear models of every kernel variant of one GPU, and the
+choosers that say which variant the library launches for a configuration.
+
+Everything is vectorized: rows are grouped by the variant the library would launch and each
+group is one matrix product.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from seer.data.configs import ConfigBatch
+from seer.data.records import VARIANT_OPS
+from seer.data.variants import CONV_ALGO_ID
+from seer.errors import SeerError
+from seer.hardware.gpus import GPUSpec
+from seer.models import DEFAULT, FitOptions, VariantFit, family_key
+from seer.models.chooser import CANDIDATES, Chooser
+from seer.models.drift import Drift
+from seer.predict.protocol import AlgorithmTimes
+
+
+@dataclass
+class VariantPredictor:
+    """Fitted models of one GPU's kernel variants (convolutions, GEMMs)."""
+
+    gpu: GPUSpec
+    variants: dict[str, VariantFit]
+    choosers: dict[str, Chooser]
+    drift: dict[str, Drift] = field(default_factory=dict)
+    conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see FitOptions.trust_distance)
+    options: FitOptions = DEFAULT  # what the fits were made with
+
+    def __repr__(self) -> str:
+        return f"VariantPredictor({self.gpu.slug}: {len(self.variants)} variants of {', '.join(self.ops)})"
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(op for op in VARIANT_OPS if any(m.op == op for m in self.variants.values()))
+
+    def algorithms(self, op: str) -> list[str]:
+        """Algorithms with fitted models of `op`, in cuDNN's enum order (GEMMs: by name; not the
+        op's default family, which rows without an algorithm use)."""
+        algos = {c.algo for c in self.choosers.values() if c.op == op and c.algo}
+        return sorted(algos, key=lambda a: (CONV_ALGO_ID.get(a, 99), a))
+
+    @property
+    def extrapolates(self) -> bool:
+        return self.conv_timing != "pick_only"
+
+    # ------------------------------------------------------------ prediction
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        op = str(df["op"].iat[0])
+        batch = ConfigBatch.of(df, op)
+        out = np.empty(len(df))
+        for ch, rows in self._choosers(batch):
+            out[rows] = self._launch(batch.take(rows), ch)[1]
+        return out
+
+    def predict_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
+        """Each row's time from the model of its variant key: one matrix product per variant."""
+        batch = ConfigBatch.of(df, str(df["op"].iat[0]))
+        out = np.empty(len(batch))
+        for key, rows in pd.Series(keys).groupby(keys, sort=False).indices.items():
+            if key not in self.variants:
+                raise SeerError(f"no fitted model for variant {key!r} on {self.gpu.name}")
+            out[rows] = self.variants[key].predict(batch.take(rows))
+        return out
+
+    def choose(self, df: pd.DataFrame, op: str) -> np.ndarray:
+        """The variant key the library would launch for each row (op is the same for all)."""
+        batch = ConfigBatch.of(df, op)
+        keys = np.empty(len(df), dtype=object)
+        for ch, rows in self._choosers(batch):
+            keys[rows] = self._launch(batch.take(rows), ch)[0]
+        return keys
+
+    def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
+        algos = list(algos) if algos is not None else self.algorithms(op)
+        unknown = [a for a in algos if family_key(op, a) not in self.choosers]
+        if unknown:
+            raise SeerError(f"no models of algorithm(s) {', '.join(unknown)} on {self.gpu.name}")
+        n = len(df)
+        times = np.empty((n, len(algos)))
+        inside = np.empty((n, len(algos)), dtype=bool)
+        keys = np.empty((n, len(algos)), dtype=object)
+        batch = ConfigBatch.of(df, op)
+        for j, a in enumerate(algos):
+            keys[:, j], times[:, j], dist = self._launch(batch.with_algo(a), self.choosers[family_key(op, a)])
+            inside[:, j] = dist <= self.options.trust_distance
+        return AlgorithmTimes(algos, times, inside, keys)
+
+    def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
+        """The chooser of each row's (op, algorithm), with the row positions it serves. A GEMM
+        row may name its algorithm (the harness's cuBLASLt algorithms, `lt:<id>`) or not (the
+        op's default family, as NeuSight's data have)."""
+        op = batch.op
+        out = []
+        for algo in pd.unique(batch.algo):
+            if not algo and op == "conv_fwd":
+                raise SeerError(
+                    f"conv_fwd configs need an 'algo' (one of {', '.join(self.algorithms(op))}); or use rank_algorithms"
+                )
+            ch = self.choosers.get(family_key(op, algo))
+            if ch is None:
+                raise SeerError(
+                    f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
+                    f"(fitted: {', '.join(self.algorithms(op))})"
+                    if op == "conv_fwd"
+                    else f"the fits for {self.gpu.name} have no models of op {op!r}"
+                    + (f" with algorithm {algo!r}" if algo else "")
+                )
+            out.append((ch, np.flatnonzero(batch.algo == algo)))
+        return out
+
+    def _launch(self, batch: ConfigBatch, ch: Chooser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(variant key, time, log2 distance to the nearest fitted config) of each row: among the
+        variants the library launched for the nearest training configs, the fastest predicted."""
+        dist, cand = ch.nearest(batch.logcfg, CANDIDATES.get(ch.op, 5))
+        best_t = np.full(len(batch), np.inf)
+        best = np.zeros(len(batch), dtype=int)
+        for lab in np.unique(cand):
+            rows = np.flatnonzero((cand == lab).any(axis=1))
+            t = self.variants[ch.labels[lab]].predict(batch.take(rows))
+            better = t < best_t[rows]
+            best_t[rows[better]], best[rows[better]] = t[better], lab
+        return np.asarray(ch.labels, dtype=object)[best], best_t, dist
+
+    def replace(self, **changes) -> VariantPredictor:
+        return dataclasses.replace(self, **changes)

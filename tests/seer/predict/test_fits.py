@@ -1,0 +1,87 @@
+"""The one `Fits` facade: every public call works the same on a fitted and a transferred GPU."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seer
+from seer.analytical import embedding_forward
+from seer.predict.fits import by_op
+from seer.predict.protocol import Predictor
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+CONV = dict(op="conv_fwd", batch=32, c_in=64, h_in=56, w_in=56, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)
+
+
+def _readme_api_block() -> str:
+    text = README.read_text()
+    block = re.search(r"```python\n(import pandas as pd\nimport seer\n.*?)```", text, re.S)
+    assert block, "the README's API example is gone"
+    return block.group(1)
+
+
+@pytest.mark.parametrize("gpu", ["t4", "l4"])
+def test_the_readme_api_examples_run_on_fitted_and_transferred_gpus(gpu, neusight_path):
+    code = _readme_api_block().replace('"t4"', f'"{gpu}"')  # on l4: a T4 graph timed on the L4
+    code = code.replace("../shared/datasets/neusight", str(neusight_path))  # wherever the data lie
+    ns: dict = {}
+    exec(compile(code, "README.md", "exec"), ns)  # every line must run
+    f = ns["f"]
+    assert f.source == ("fitted" if gpu == "t4" else "transferred")
+    assert np.isfinite(f.predict(ns["df"])).all()
+
+
+def test_fitted_and_transferred_answer_alike():
+    own, moved = seer.load("t4"), seer.load("l4")
+    tables = []
+    for f in (own, moved):
+        assert isinstance(f, seer.Fits) and all(isinstance(p, Predictor) for p in f.predictors.values())
+        r = f.rank_algorithms(CONV, extrapolate=True)
+        assert sorted(r["rank"]) == list(range(len(r)))
+        sub = f.rank_algorithms(CONV, algorithms=["WINOGRAD", "IMPLICIT_PRECOMP_GEMM"])
+        assert list(sub["algo"]) == ["IMPLICIT_PRECOMP_GEMM", "WINOGRAD"] or set(sub["algo"]) == {
+            "WINOGRAD", "IMPLICIT_PRECOMP_GEMM"}  # fmt: skip
+        assert f.best_algorithm(CONV, algorithms=["WINOGRAD"]) == "WINOGRAD"
+        tables.append(r)
+        with pytest.raises(seer.SeerError, match="no models of algorithm"):
+            f.rank_algorithms(CONV, algorithms=["NO_SUCH_ALGO"])
+        assert len(repr(f)) < 300 and "\n" not in repr(f)
+        summary = f.summary()
+        assert all(op in summary for op in f.ops)
+        at = f.algorithm_times(pd.DataFrame([CONV]).drop(columns="op"), "conv_fwd")
+        assert at.times.shape == at.inside.shape == at.variants.shape == (1, len(at.algos))
+    assert list(tables[0].columns) == list(tables[1].columns)
+    # algorithms in cuDNN's enum order on both
+    from seer.data.variants import CONV_ALGO_ID
+
+    for f in (own, moved):
+        assert f.algorithms == sorted(f.algorithms, key=CONV_ALGO_ID.__getitem__)
+
+
+def test_every_op_of_the_record_is_predicted_on_both():
+    emb = dict(batch=4096, num_embeddings=500_000, num_tables=8, bag_size=32, emb_dim=64, rows_per_block=128)
+    for f in (seer.load("h100-sxm"), seer.load("l4")):
+        assert f.predict(op="embedding_fwd", **emb) == pytest.approx(embedding_forward(**emb, gpu=f.gpu))
+        assert f.predict(op="embedding_bwd_sgd", **emb) > 0
+        assert f.predict(op="softmax", rows=4096, cols=1024) > 0  # the datasheet where not fitted
+        assert {"embedding_fwd", "embedding_bwd_sgd", "softmax", "conv_fwd"} <= set(f.ops)
+
+
+def test_variant_keys_are_a_fitted_gpus():
+    own = seer.load("t4")
+    key = next(k for k in own.variants if k.startswith("bmm"))
+    cfg = dict(op="bmm", batch=8, m=512, n=512, k=512)
+    assert own.predict(cfg, variant=key) > 0
+    with pytest.raises(seer.SeerError, match="variant keys"):
+        seer.load("l4").predict(cfg, variant=key)
+
+
+def test_an_op_claimed_twice_is_refused():
+    f = seer.load("t4")
+    mem = f.predictors["softmax"]
+    with pytest.raises(ValueError, match="two predictors"):
+        by_op([mem, mem])
