@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seer.analytical import (
-    fit_memory_bound,
     fitted_table,
     memory_bound_detail,
     peaks_for,
@@ -24,6 +23,7 @@ from seer.errors import SeerError, UnknownGPUError
 from seer.evaluate.analytical import missed_targets, report, validation_table
 from seer.evaluate.bench_analytical import memory_configs, synthetic_records
 from seer.evaluate.metrics import ACCURACY_KEYS
+from seer.models.memory import fit_memory_bound
 
 A100 = "NVIDIA A100-PCIE-40GB"
 
@@ -41,6 +41,14 @@ def test_work_counts():
     assert list(w["key"]) == ["elementwise:add", "elementwise:relu", "elementwise:add", "softmax:warp",
                               "softmax:block", "layer_norm", "memcpy:h2d", "memcpy:d2d", "concat",
                               "transpose"]
+
+
+def test_the_fit_lives_with_the_models_and_is_still_found_in_analytical():
+    import seer.analytical
+    import seer.analytical.memory
+
+    assert seer.analytical.fit_memory_bound is fit_memory_bound
+    assert not hasattr(seer.analytical.memory, "fit_memory_bound")  # closed forms only
 
 
 def test_fit_recovers_known_bandwidth_and_floor():

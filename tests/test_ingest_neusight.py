@@ -5,11 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer.analytical import fit_memory_bound, memory_bound_detail, predict_memory_bound
+from seer.analytical import memory_bound_detail, predict_memory_bound
 from seer.analytical.memory import DEFAULT_FN
 from seer.data import records
 from seer.errors import DataError, SeerError
 from seer.evaluate.bench_analytical import synthetic_records
+from seer.models.memory import fit_memory_bound
 
 HEADER = ("OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
           "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,B,H\n")

@@ -3,12 +3,14 @@ DLRM performance model's forward with its L2 hit-rate model, and backward with S
 memory-bound kernels (a roofline with fitted effective bandwidth and launch floor), and the
 roofline / efficiency of measured kernels. Times are in milliseconds unless `unit` says
 otherwise; every predictor takes one config by keyword or a DataFrame of configs.
+
+The fit of the memory-bound parameters is a model (seer.models.memory); `fit_memory_bound`
+is still found here, imported from there on first use.
 """
 
 from seer.analytical.embedding import embedding_backward_sgd, embedding_forward, forward_traffic, hit_rate
 from seer.analytical.memory import (
     ELEMENTWISE,
-    fit_memory_bound,
     fitted_table,
     memory_bound_detail,
     predict_memory_bound,
@@ -36,3 +38,13 @@ __all__ = [
     "roofline_records",
     "work",
 ]
+
+
+def __getattr__(name: str):
+    """`fit_memory_bound`, now seer.models.memory's: imported on first use, so that importing the
+    closed forms never imports the models (which import them)."""
+    if name == "fit_memory_bound":
+        from seer.models.memory import fit_memory_bound
+
+        return fit_memory_bound
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

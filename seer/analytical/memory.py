@@ -19,13 +19,18 @@ row terms are fitted (statsmodels WLS, weights 1/t^2 = least squares on relative
 
 Where a GPU has no measurements (or `params` is None) the datasheet is used instead:
 t = DATASHEET_FLOOR_MS + max(FLOPs / peak FLOP/s, bytes / peak bandwidth).
+
+This module holds the closed forms only: the work of each config, the time given parameters
+(`Line`, `KernelLaw`) and the datasheet fallback. The fit of those parameters is
+seer.models.memory (`MemoryBoundModel(...).fit(records) -> MemoryBoundFit`); the predictors here
+take its results, or the JSON section they write (a fits file's "memory_bound").
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import NoReturn, Protocol
 
 import numpy as np
 import pandas as pd
@@ -33,12 +38,9 @@ import pandas as pd
 from seer.analytical._inputs import Configs, check_choice, check_counts, gather, lookup, unit_factor
 from seer.data.records import MEMORY_OPS
 from seer.errors import SeerError
-from seer.hardware import gpus
 from seer.hardware.dtypes import DTYPE_BYTES
 from seer.hardware.gpus import GPUSpec
 from seer.hardware.peaks import peaks_for, spec_of
-from seer.models import DEFAULT as _FIT
-from seer.models.solver import wls_relative  # ties between fits: the same rule as the per-variant models
 
 SCHEMA = "seer.analytical.memory_bound/1"
 
@@ -127,10 +129,9 @@ OPS = MEMORY_OPS
 SOFTMAX_WARP_MAX = 1024  # PyTorch's softmax uses one warp per row up to 1024 columns
 DATASHEET_FLOOR_MS = 0.005  # nominal launch floor (5 us) where nothing was measured
 PER_ROW = ("softmax", "layer_norm")  # kernels that give each row its own warp or block
-MIN_ROWS = 10  # fewer measurements than this for a kernel: no fit, use a fallback
-KNEES = np.linspace(0.0, 0.95, 20)  # candidate quantiles of bytes splitting floor / streaming
-REFINE = 10  # at most this many refinements of the best split
-REREAD_STEP = 512  # candidate column thresholds for the re-read term: multiples of this
+# The terms of a kernel's streaming line, in the order they are summed (a fits file's `coef`):
+# ms, ms per byte moved, ms per row, ms per byte re-read (rows longer than reread_cols).
+TERMS = ("const", "bytes", "rows", "reread_bytes")
 
 
 # ---------------------------------------------------------------- work per config
@@ -214,8 +215,17 @@ def _work(cfg: Configs) -> pd.DataFrame:
     )
 
 
-def _features(w: pd.DataFrame, reread_cols: float | None, rows_term: bool) -> np.ndarray:
-    """Design matrix: 1, bytes[, rows][, bytes of rows longer than reread_cols]."""
+def measured_work(configs: pd.DataFrame) -> pd.DataFrame:
+    """`work` of measured configs (what a fit learns from), with their `op`: an element-wise
+    function the table lacks is taken, counted as DEFAULT_FN, instead of refused as a typo."""
+    cfg = _configs(configs, {}, any_fn=True)
+    return _work(cfg).assign(op=cfg.cols["op"])
+
+
+# ---------------------------------------------------------------- the time given parameters
+def line_features(w: pd.DataFrame, reread_cols: float | None, rows_term: bool) -> np.ndarray:
+    """Design matrix of a kernel's line over `work` rows: 1, bytes[, rows][, bytes of rows
+    longer than reread_cols] (the columns of TERMS that the line has)."""
     cols = [np.ones(len(w)), w["bytes"].to_numpy()]
     if rows_term:
         cols.append(w["rows"].to_numpy())
@@ -225,11 +235,12 @@ def _features(w: pd.DataFrame, reread_cols: float | None, rows_term: bool) -> np
     return np.column_stack(cols)
 
 
-def _coef_names(rows_term: bool, reread: bool) -> list[str]:
+def line_terms(rows_term: bool, reread: bool) -> list[str]:
+    """The TERMS a line has, in order: const, bytes[, rows][, reread_bytes]."""
     return ["const", "bytes"] + (["rows"] if rows_term else []) + (["reread_bytes"] if reread else [])
 
 
-def _combine(x: np.ndarray, coef) -> np.ndarray:
+def combine(x: np.ndarray, coef) -> np.ndarray:
     """x @ coef summed column by column, so one row gives the same bits as many rows."""
     out = np.zeros(len(x))
     for j in range(x.shape[1]):
@@ -237,197 +248,116 @@ def _combine(x: np.ndarray, coef) -> np.ndarray:
     return out
 
 
-def _full_rank(x: np.ndarray) -> bool:
-    scale = np.abs(x).max(axis=0)
-    if (scale == 0).any():
-        return False
-    return np.linalg.matrix_rank(x / scale) == x.shape[1]
+@dataclass(frozen=True)
+class Line:
+    """A kernel's streaming line in ms: const + bytes * (bytes moved) [+ rows * (rows)]
+    [+ reread_bytes * (bytes of rows longer than reread_cols)]. Each coefficient is named by
+    its term (TERMS); `rows` and `reread_bytes` are None where the line lacks the term, and
+    `reread_bytes` is set exactly where `reread_cols` is."""
 
+    const: float
+    bytes: float
+    rows: float | None = None
+    reread_bytes: float | None = None
+    reread_cols: float | None = None
 
-# ---------------------------------------------------------------- fitting
-def _wls(y: np.ndarray, x: np.ndarray):
-    return wls_relative(x, y)
-
-
-def _fit_kernel(w: pd.DataFrame, t: np.ndarray, per_row: bool) -> dict | None:
-    """Fit one kernel on one GPU: the floor on the smallest tensors, the streaming line on the
-    rest. The split (a quantile of bytes) and, for per-row kernels, whether to use the row term
-    and which re-read threshold are those with the least relative squared error of
-    max(floor, line) over all training rows, among fits with a significantly positive bytes
-    coefficient (t > 2), row costs >= 0 and at least 3 rows clearly above the floor."""
-    if len(t) < MIN_ROWS:
-        return None
-    b = w["bytes"].to_numpy()
-    shapes: list[tuple[bool, float | None]] = [(False, None)]
-    if per_row:
-        lo_c, hi_c = w["cols"].min(), w["cols"].max()
-        thresholds = [None] + [float(m) for m in range(REREAD_STEP, int(hi_c), REREAD_STEP) if m >= lo_c]
-        shapes = [(rt, thr) for thr in thresholds for rt in (False, True)]
-    knees = np.unique(np.quantile(b, KNEES))
-    floors: dict[float, Any] = {}
-    best = None
-
-    def consider(lo: np.ndarray, x: np.ndarray, rows_term: bool, thr: float | None, knee: float, cache: bool = True):
-        nonlocal best
-        if lo.sum() < 3 or (~lo).sum() < x.shape[1] + 3 or not _full_rank(x[~lo]):
-            return
-        line = _wls(t[~lo], x[~lo])
-        if not line.tvalues[1] > 2 or (line.params[2:] < 0).any():
-            return  # no (significant) bandwidth term, or a negative row cost: no roofline
-        fl = floors.get(knee) if cache else None
-        if fl is None:  # the floor depends on the split only: fit it once per knee
-            fl = _wls(t[lo], np.ones((lo.sum(), 1)))
-            if cache:
-                floors[knee] = fl
-        lin = _combine(x, line.params)
-        if (lin > 1.01 * fl.params[0]).sum() < 3:
-            return  # the line never clearly rises above the floor: nothing to fit it on
-        pred = np.maximum(fl.params[0], lin)
-        sse = float(np.sum(((pred - t) / t) ** 2))
-        if best is None or sse < best[0] * (1 - _FIT.tie_rtol):  # near-ties keep the first (fixed order)
-            best = (sse, rows_term, thr, knee, fl, line, pred, int(lo.sum()))
-
-    for rows_term, thr in shapes:
-        x = _features(w, thr, rows_term)
-        for knee in knees:
-            consider(b <= knee, x, rows_term, thr, float(knee))
-    for _ in range(REFINE):
-        # Refine the split: give the floor exactly the rows the chosen line puts below it and
-        # refit, while that lowers the error (a quantile of bytes rarely falls on the corner).
-        if best is None:
-            break
-        prev = best
-        _, rows_term, thr, _, fl, line, _, _ = best
-        x = _features(w, thr, rows_term)
-        lo = _combine(x, line.params) <= fl.params[0]
-        consider(lo, x, rows_term, thr, float(b[lo].max()) if lo.any() else 0.0, cache=False)
-        if best is prev:
-            break
-    if best is None:  # nothing rises above the floor: a floor only, bandwidth from the datasheet
-        fl = _wls(t, np.ones((len(t), 1)))
-        return {
-            "floor_ms": float(fl.params[0]),
-            "floor_se_ms": float(fl.bse[0]),
-            "coef": None,
-            "n": len(t),
-            "n_floor": len(t),
-            "bw_source": "datasheet",
-            **_train_err(np.full(len(t), fl.params[0]), t),
-        }
-    _, rows_term, thr, knee, fl, line, pred, n_floor = best
-    names = _coef_names(rows_term, thr is not None)
-    coef = {k: float(v) for k, v in zip(names, line.params)}
-    se = {k: float(v) for k, v in zip(names, line.bse)}
-    out = {
-        "floor_ms": float(fl.params[0]),
-        "floor_se_ms": float(fl.bse[0]),
-        "coef": coef,
-        "coef_se": se,
-        "reread_cols": thr,
-        "knee_bytes": knee,
-        "bw_gbs": 1e-6 / coef["bytes"],
-        "bw_se_gbs": 1e-6 * se["bytes"] / coef["bytes"] ** 2,
-        "latency_us": 1e3 * coef["const"],
-        "n": len(t),
-        "n_floor": n_floor,
-        "bw_source": "fit",
-        **_train_err(pred, t),
-    }
-    if "rows" in coef:
-        out["row_ns"] = 1e6 * coef["rows"]
-    if "reread_bytes" in coef:
-        out["reread_gbs"] = 1e-6 / coef["reread_bytes"] if coef["reread_bytes"] > 0 else None
-    return out
-
-
-def _train_err(pred: np.ndarray, t: np.ndarray) -> dict:
-    e = np.abs(pred - t) / t
-    return {"train_rmspe": float(np.sqrt(np.mean(e**2))), "train_median_ape": float(np.median(e))}
-
-
-def _memory_records(records: pd.DataFrame) -> pd.DataFrame:
-    for c in ("gpu", "op", "rows", "cols", "time_ms"):
-        if c not in records:
+    def __post_init__(self) -> None:
+        if (self.reread_bytes is None) != (self.reread_cols is None):
             raise SeerError(
-                f"records: column {c!r} is missing (memory-bound records need gpu, op, rows, cols, fn, time_ms)"
+                "a memory-bound line has a reread_bytes coefficient exactly where it has reread_cols "
+                f"(got reread_bytes={self.reread_bytes!r}, reread_cols={self.reread_cols!r})"
             )
-    rec = records[records["op"].isin(OPS)]
-    if "status" in rec:
-        rec = rec[rec["status"].isin(["ok", ""])]
-    if rec.empty:
-        raise SeerError(f"records: no rows of a memory-bound op ({', '.join(OPS)})")
-    t = rec["time_ms"].to_numpy(dtype="float64", na_value=np.nan)
-    bad = ~(np.isfinite(t) & (t > 0))
-    if bad.any():
-        raise SeerError(
-            f"records: column 'time_ms', row {rec.index[np.flatnonzero(bad)[0]]!r}: expected a time in ms > 0"
+
+    @property
+    def coef(self) -> dict[str, float]:
+        """The coefficients by term, in the order they are summed (a fits file's `coef`)."""
+        values = (self.const, self.bytes, self.rows, self.reread_bytes)
+        return {t: v for t, v in zip(TERMS, values) if v is not None}
+
+    @classmethod
+    def from_coef(cls, coef: Mapping[str, float], reread_cols: float | None = None) -> Line:
+        """The line of a fits file's `coef` object (and its kernel's reread_cols)."""
+        unknown = sorted(set(coef) - set(TERMS))
+        if unknown or "const" not in coef or "bytes" not in coef:
+            raise SeerError(
+                f"a memory-bound line needs coefficients {', '.join(TERMS[:2])} (and maybe {', '.join(TERMS[2:])}), "
+                f"got {', '.join(sorted(coef)) or 'none'}"
+            )
+
+        def opt(term: str) -> float | None:
+            return None if coef.get(term) is None else float(coef[term])
+
+        return cls(
+            const=float(coef["const"]),
+            bytes=float(coef["bytes"]),
+            rows=opt("rows"),
+            reread_bytes=opt("reread_bytes"),
+            reread_cols=None if reread_cols is None else float(reread_cols),
         )
-    return rec
+
+    def scaled(self, factors: Mapping[str, float]) -> Line:
+        """Each coefficient times the factor of its term (1 where `factors` lacks it)."""
+        return Line.from_coef({t: v * factors.get(t, 1.0) for t, v in self.coef.items()}, self.reread_cols)
+
+    def time(self, w: pd.DataFrame) -> np.ndarray:
+        """The line's time (ms) over `work` rows."""
+        x = line_features(w, self.reread_cols, self.rows is not None)
+        return combine(x, np.array(list(self.coef.values())))
 
 
-def fit_memory_bound(records: pd.DataFrame) -> dict:
-    """Fit the effective bandwidth, floor and row terms per GPU and kernel from measurements.
+class KernelParams(Protocol):
+    """What prediction reads of a fitted kernel: the floor, and the line (None: only the
+    floor was measured, the bandwidth is the datasheet's)."""
 
-    `records`: tidy records (seer.data.records) of memory-bound ops with gpu, op, rows, cols, fn,
-    (dtype), time_ms. Returns a JSON-serializable dict; the same rows in any order give the
-    same dict. Per GPU it also holds a pooled element-wise fit ("elementwise"), used for an
-    element-wise function or a DRAM-bound kernel that GPU has no measurements of.
-    """
-    rec = _memory_records(records)
-    cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in rec]
-    cfg = _configs(rec[cols].reset_index(drop=True), {}, any_fn=True)
-    w = _work(cfg)
-    names = rec["gpu"].astype(str).to_numpy(dtype=object)
-    w["gpu"] = lookup(names, {g: spec_of(g).slug for g in pd.unique(names)})
-    w["gpu_name"] = names
-    w["op"] = cfg.cols["op"]
-    w["time_ms"] = rec["time_ms"].to_numpy(dtype="float64")
-    order = ["gpu", "key", "bytes", "rows", "cols", "time_ms"]
-    w = w.sort_values(order, kind="mergesort").reset_index(drop=True)
-    digest = hashlib.sha256(pd.util.hash_pandas_object(w[order], index=False).to_numpy().tobytes())
-    out: dict = {
-        "schema": SCHEMA,
-        "model": "t = max(floor, const + bytes/bw + rows*row_cost + reread_bytes/bw2, flops/peak_flops); weights 1/t^2",
-        "n_rows": len(w),
-        "content_sha256": digest.hexdigest(),
-        "gpus": {},
-    }
-    for slug, g in w.groupby("gpu", sort=True):
-        name = min(pd.unique(g["gpu_name"]))  # one name per GPU, whatever the row order
-        spec = spec_of(slug if slug in gpus.GPUS else name)
-        pk = peaks_for(spec)
-        kernels = {}
-        for key, k in g.groupby("key", sort=True):
-            op = key.split(":")[0]
-            fit = _fit_kernel(k, k["time_ms"].to_numpy(), op in PER_ROW)
-            if fit is not None:
-                kernels[key] = fit
-        ew = g[g["op"] == "elementwise"]
-        pools = [("elementwise", ew)] + list(ew.groupby(ew["key"].map(arity_pool), sort=True))
-        for pool, part in pools:  # all functions, then those of each arity
-            if part["key"].nunique() > 1:
-                fit = _fit_kernel(part, part["time_ms"].to_numpy(), False)
-                if fit is not None:
-                    kernels[pool] = fit
-        out["gpus"][spec.slug] = {
-            "name": str(name),
-            "cc": spec.cc,
-            "datasheet": {"dram_gbs": pk.dram_gbs, "fp32_gflops": pk.fp32_gflops, "pcie_gbs": pk.pcie_gbs},
-            "kernels": kernels,
-        }
-    return out
+    @property
+    def floor_ms(self) -> float: ...
+
+    @property
+    def line(self) -> Line | None: ...
 
 
-# ---------------------------------------------------------------- prediction
-def _gpu_params(params: Mapping | None, slug: str) -> Mapping | None:
+class MemoryParams(Protocol):
+    """Fitted parameters (seer.models.memory.MemoryBoundFit): per GPU slug, per kernel key."""
+
+    def kernel_laws(self) -> Mapping[str, Mapping[str, KernelParams]]: ...
+
+
+@dataclass(frozen=True)
+class KernelLaw:
+    """A kernel's time law, t = max(floor, line, FLOPs / peak): the KernelParams of a fits
+    file's kernel entry."""
+
+    floor_ms: float
+    line: Line | None = None
+
+    @classmethod
+    def from_dict(cls, k: Mapping) -> KernelLaw:
+        coef = k.get("coef")
+        return cls(float(k["floor_ms"]), None if coef is None else Line.from_coef(coef, k.get("reread_cols")))
+
+
+def _laws(params: Mapping | MemoryParams | None) -> Mapping[str, Mapping[str, KernelParams]]:
+    """Per GPU slug, per kernel key, the parameters prediction reads (empty: the datasheet)."""
     if params is None:
-        return None
-    if not isinstance(params, Mapping) or params.get("schema") != SCHEMA:
-        got = params.get("schema") if isinstance(params, Mapping) else type(params).__name__
-        raise SeerError(
-            f"argument params: expected parameters from fit_memory_bound (schema {SCHEMA}), got schema {got!r}"
-        )
-    return params.get("gpus", {}).get(slug)
+        return {}
+    if isinstance(params, Mapping):
+        if params.get("schema") != SCHEMA:
+            _refuse(params)
+        return {
+            slug: {key: KernelLaw.from_dict(k) for key, k in g.get("kernels", {}).items()}
+            for slug, g in params.get("gpus", {}).items()
+        }
+    if not callable(getattr(params, "kernel_laws", None)):
+        _refuse(params)
+    return params.kernel_laws()
+
+
+def _refuse(params: object) -> NoReturn:
+    got = params.get("schema") if isinstance(params, Mapping) else type(params).__name__
+    raise SeerError(
+        "argument params: expected parameters from seer.models.memory (a MemoryBoundFit, or its "
+        f"to_dict(): schema {SCHEMA}), got schema {got!r}"
+    )
 
 
 def arity_pool(key: str) -> str:
@@ -436,37 +366,35 @@ def arity_pool(key: str) -> str:
     return f"elementwise({ARITY.get(ELEMENTWISE.get(fn, DEFAULT_FN)[1] - 1, 'n-ary')})"
 
 
-def _fitted_fns(params: Mapping | None) -> set[str]:
-    """Element-wise functions some GPU of `params` was fitted on (valid in predictions)."""
-    if not isinstance(params, Mapping) or params.get("schema") != SCHEMA:
-        return set()
-    return {
-        k.split(":", 1)[1]
-        for g in params.get("gpus", {}).values()
-        for k in g.get("kernels", {})
-        if k.startswith("elementwise:")
-    }
+def _fitted_fns(laws: Mapping[str, Mapping[str, KernelParams]]) -> set[str]:
+    """Element-wise functions some GPU of the parameters was fitted on (valid in predictions)."""
+    return {k.split(":", 1)[1] for kernels in laws.values() for k in kernels if k.startswith("elementwise:")}
 
 
-def _choose(key: str, kernels: Mapping) -> tuple[str | None, str]:
+def _choose(key: str, kernels: Mapping[str, KernelParams]) -> tuple[str | None, str]:
     """The fitted kernel whose line to use for `key` (None: the datasheet bandwidth), and a
     label of where the numbers come from: the key's own fit, else (element-wise) the pooled
     fit of its arity, else the pooled fit of every element-wise function, else the datasheet."""
-    if key in kernels and kernels[key].get("coef") is not None:
+    if key in kernels and kernels[key].line is not None:
         return key, f"fit:{key}"
     if key in kernels:  # measured, but never above its floor: fitted floor, datasheet bandwidth
         return None, f"fit:{key} (floor only) + datasheet"
     if key.startswith("memcpy:") and key != "memcpy:d2d":
         return None, "datasheet"  # host link: no DRAM fit stands in for PCIe
     pool = arity_pool(key)
-    if key.startswith("elementwise:") and kernels.get(pool, {}).get("coef") is not None:
+    if key.startswith("elementwise:") and pool in kernels and kernels[pool].line is not None:
         return pool, f"fit:{pool} (pooled stand-in)"
-    if "elementwise" in kernels and kernels["elementwise"].get("coef") is not None:
+    if "elementwise" in kernels and kernels["elementwise"].line is not None:
         return "elementwise", "fit:elementwise (pooled stand-in)"
     return None, "datasheet"
 
 
-def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None, floor_ms: float | None) -> pd.DataFrame:
+def _detail(
+    cfg: Configs,
+    laws: Mapping[str, Mapping[str, KernelParams]],
+    gpu: str | GPUSpec | None,
+    floor_ms: float | None,
+) -> pd.DataFrame:
     w = _work(cfg)
     if gpu is not None:
         groups = [(gpu, np.ones(cfg.n, dtype=bool))]
@@ -485,30 +413,28 @@ def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None, flo
     for g, rows in groups:
         spec = spec_of(g)
         pk = peaks_for(spec)
-        kernels = (_gpu_params(params, spec.slug) or {}).get("kernels", {})
+        kernels = laws.get(spec.slug) or {}
         for code in np.unique(key_codes[rows]):
             key = key_names[code]
             sel = rows & (key_codes == code)
             ws = w[sel]
             compute = ws["flops"].to_numpy() / (pk.fp32_gflops * 1e6)  # ms
             use, label = _choose(key, kernels)
-            if use is None:
+            line = None if use is None else kernels[use].line
+            if line is None:
                 host = key in ("memcpy:h2d", "memcpy:d2h")
                 bw = pk.pcie_gbs if host else pk.dram_gbs
                 mem = ws["bytes"].to_numpy() / (bw * 1e6)
                 if key in kernels:  # a measured floor: the fitted form, max(floor, roofline)
-                    fl = kernels[key]["floor_ms"] if floor_ms is None else floor_ms
+                    fl = kernels[key].floor_ms if floor_ms is None else floor_ms
                     t = np.maximum(np.maximum(fl, mem), compute)
                 else:
                     fl = DATASHEET_FLOOR_MS if floor_ms is None else floor_ms
                     t = fl + np.maximum(compute, mem)
             else:
-                k = kernels[use]
-                names = _coef_names("rows" in k["coef"], k.get("reread_cols") is not None)
-                coef = np.array([k["coef"][c] for c in names])
-                x = _features(ws, k.get("reread_cols"), "rows" in k["coef"])
-                mem = _combine(x, coef)
-                fl = k["floor_ms"] if floor_ms is None else floor_ms
+                assert use is not None
+                mem = line.time(ws)
+                fl = kernels[use].floor_ms if floor_ms is None else floor_ms
                 t = np.maximum(np.maximum(fl, mem), compute)
             res["compute_ms"][sel] = compute
             res["memory_ms"][sel] = mem
@@ -535,7 +461,7 @@ def _detail(cfg: Configs, params: Mapping | None, gpu: str | GPUSpec | None, flo
 
 def memory_bound_detail(
     configs: pd.DataFrame | Mapping | None = None,
-    params: Mapping | None = None,
+    params: Mapping | MemoryParams | None = None,
     gpu: str | GPUSpec | None = None,
     *,
     floor_ms: float | None = None,
@@ -544,12 +470,13 @@ def memory_bound_detail(
     """Per config: kernel key, FLOPs, bytes, compute and memory times, floor, predicted time
     (ms), the bound (floor, memory or compute) and where the numbers come from (fit:<kernel>,
     the GPU's pooled element-wise fit standing in, or datasheet)."""
-    return _detail(_configs(configs, config, _fitted_fns(params)), params, gpu, floor_ms)
+    laws = _laws(params)
+    return _detail(_configs(configs, config, _fitted_fns(laws)), laws, gpu, floor_ms)
 
 
 def predict_memory_bound(
     configs: pd.DataFrame | Mapping | None = None,
-    params: Mapping | None = None,
+    params: Mapping | MemoryParams | None = None,
     gpu: str | GPUSpec | None = None,
     *,
     unit: str = "ms",
@@ -559,21 +486,26 @@ def predict_memory_bound(
     """Predicted time of memory-bound kernels: a float for one config given by keyword, an
     array for a DataFrame (columns op, rows, cols, fn, dtype; gpu where `gpu` is None).
 
-    `params` from `fit_memory_bound`; None, or a GPU it lacks, uses the datasheet.
-    `floor_ms` replaces the fitted (or nominal) floor. `unit`: "ms" (default), "us" or "s".
+    `params`: a seer.models.memory.MemoryBoundFit, or its to_dict() (a fits file's
+    "memory_bound"); None, or a GPU it lacks, uses the datasheet. `floor_ms` replaces the
+    fitted (or nominal) floor. `unit`: "ms" (default), "us" or "s".
     """
     f = unit_factor(unit)
-    cfg = _configs(configs, config, _fitted_fns(params))
-    vals = _detail(cfg, params, gpu, floor_ms)["time_ms"].to_numpy() * f
+    laws = _laws(params)
+    cfg = _configs(configs, config, _fitted_fns(laws))
+    vals = _detail(cfg, laws, gpu, floor_ms)["time_ms"].to_numpy() * f
     return float(vals[0]) if cfg.single else vals
 
 
-def fitted_table(params: Mapping) -> pd.DataFrame:
+def fitted_table(params: Mapping | MemoryParams) -> pd.DataFrame:
     """The fitted parameters as a table: per GPU and kernel, effective bandwidth (and its share
-    of the datasheet peak), floor, latency, row cost, re-read threshold, n."""
-    _gpu_params(params, "")
+    of the datasheet peak), floor, latency, row cost, re-read threshold, n. `params`: a
+    MemoryBoundFit or its to_dict()."""
+    _laws(params)
+    to_dict = getattr(params, "to_dict", None)
+    doc: Mapping = params if isinstance(params, Mapping) else to_dict() if callable(to_dict) else {}
     rows = []
-    for g in params["gpus"].values():
+    for g in doc["gpus"].values():
         for key, k in g["kernels"].items():
             host = key in ("memcpy:h2d", "memcpy:d2h")
             peak = g["datasheet"]["pcie_gbs" if host else "dram_gbs"]

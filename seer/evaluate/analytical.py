@@ -15,10 +15,11 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from seer.analytical.memory import _memory_records, fit_memory_bound, fitted_table, predict_memory_bound
+from seer.analytical.memory import predict_memory_bound
 from seer.data.records import atomic_write, neusight_dir, read_neusight, split_rows
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy_table, format_table
+from seer.models.memory import MemoryBoundFit, MemoryBoundModel, memory_records
 
 NEUSIGHT_OPS = ("add", "mul", "relu", "gelu", "tanh", "softmax", "ln")
 TARGET_MEDIAN_APE = 0.08
@@ -34,12 +35,12 @@ def display_op(records: pd.DataFrame) -> np.ndarray:
     return np.where(op == "elementwise", fn, np.where(op == "memcpy", "memcpy:" + fn.astype(object), op))
 
 
-def holdout(records: pd.DataFrame, model: str = "fitted") -> tuple[pd.DataFrame, dict | None]:
-    """Test rows with their prediction (`pred_ms`) and display op, and the parameters fitted
-    on the training rows (None for the datasheet model)."""
+def holdout(records: pd.DataFrame, model: str = "fitted") -> tuple[pd.DataFrame, MemoryBoundFit | None]:
+    """Test rows with their prediction (`pred_ms`) and display op, and the memory-bound fit on
+    the training rows (None for the datasheet model)."""
     if model not in ("fitted", "datasheet"):
         raise SeerError(f"argument model: expected 'fitted' or 'datasheet', got {model!r}")
-    rec = _memory_records(records).reset_index(drop=True)
+    rec = memory_records(records).reset_index(drop=True)
     if "fn" not in rec:
         rec = rec.assign(fn="")
     # object dtype: split_rows sorts object columns as text (pandas' str dtype it would not)
@@ -49,7 +50,7 @@ def holdout(records: pd.DataFrame, model: str = "fitted") -> tuple[pd.DataFrame,
     train, test = rec[split == "train"], rec[split == "test"].copy()
     if test.empty:
         raise SeerError("records: too few rows for a held-out test set (SEER's split keeps 3 of 10)")
-    params = fit_memory_bound(train) if model == "fitted" else None
+    params = MemoryBoundModel().fit(train) if model == "fitted" else None
     cols = [c for c in ("op", "rows", "cols", "fn", "dtype", "gpu") if c in test]
     test["pred_ms"] = predict_memory_bound(test[cols], params)
     test["op_name"] = display_op(test)
@@ -78,7 +79,7 @@ def missed_targets(
     return [f"{g} / {o}" for g, o in zip(bad["gpu"], bad["op"])]
 
 
-def _write(out: Path, table: pd.DataFrame, params: dict | None, data: str, model: str) -> None:
+def _write(out: Path, table: pd.DataFrame, params: MemoryBoundFit | None, data: str, model: str) -> None:
     if out.suffix == ".csv":
         atomic_write(out, lambda p: table.to_csv(p, index=False))
     elif out.suffix == ".json":
@@ -94,7 +95,7 @@ def _write(out: Path, table: pd.DataFrame, params: dict | None, data: str, model
                 {"gpu": r["gpu"], "op": r["op"], **{k: r[k] for k in ACCURACY_KEYS}} for _, r in groups.iterrows()
             ],
             "overall": {k: overall[k] for k in ACCURACY_KEYS},
-            "params": params,
+            "params": None if params is None else params.to_dict(),
         }
         text = json.dumps(doc, indent=1, sort_keys=True, default=lambda v: v.item())
         atomic_write(out, lambda p: p.write_text(text + "\n"))
@@ -149,7 +150,7 @@ def report(
             f"\nTargets (median APE <= {TARGET_MEDIAN_APE:.0%}, RMSPE <= {TARGET_RMSPE:.0%}): {verdict}.", file=stream
         )
         if params is not None:
-            fit = fitted_table(params)
+            fit = params.table()
             shown = fit[
                 [
                     "gpu",

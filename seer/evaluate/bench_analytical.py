@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from seer.analytical.embedding import embedding_backward_sgd, embedding_forward
-from seer.analytical.memory import ELEMENTWISE, fit_memory_bound, predict_memory_bound
+from seer.analytical.memory import ELEMENTWISE, predict_memory_bound
+from seer.models.memory import MemoryBoundModel
 
 
 def embedding_configs(n: int, seed: int = 0) -> pd.DataFrame:
@@ -82,7 +83,7 @@ def bench(n: int = 100_000, repeat: int = 3, gpu: str = "v100-sxm2", out=print) 
     """Seconds (best of `repeat`) for each prediction over n configs; printed through `out`."""
     emb = embedding_configs(n)
     mem = memory_configs(n)
-    params = fit_memory_bound(
+    params = MemoryBoundModel().fit(
         pd.concat(
             [synthetic_records(g, seed=i) for i, g in enumerate(["Tesla V100-SXM2-16GB", "NVIDIA A100-PCIE-40GB"])]
         )
@@ -99,8 +100,8 @@ def bench(n: int = 100_000, repeat: int = 3, gpu: str = "v100-sxm2", out=print) 
     path = neusight_dir()
     if path is not None:
         rec = read_neusight(path, ops=NEUSIGHT_OPS)
-        res["fit_memory_bound_neusight"] = _best(lambda: fit_memory_bound(rec), 1)
-        out(f"fit_memory_bound on NeuSight ({len(rec)} rows, 5 GPUs): {res['fit_memory_bound_neusight']:.2f} s")
+        res["fit_memory_bound_neusight"] = _best(lambda: MemoryBoundModel().fit(rec), 1)
+        out(f"MemoryBoundModel().fit on NeuSight ({len(rec)} rows, 5 GPUs): {res['fit_memory_bound_neusight']:.2f} s")
     for k in ("embedding_forward", "embedding_backward_sgd", "memory_bound_datasheet", "memory_bound_fitted"):
         out(f"{k}: {n} configs in {1e3 * res[k]:.1f} ms (best of {repeat})")
     return res

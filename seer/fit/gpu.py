@@ -25,6 +25,7 @@ from seer.hardware import gpus
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_column, family_key
 from seer.models.chooser import fit_chooser
 from seer.models.drift import Drift, fit_drift, order_is_random, position
+from seer.models.memory import MemoryBoundFit, MemoryBoundModel
 
 
 def _fit_variants(
@@ -125,14 +126,14 @@ def _factor(rec: pd.DataFrame, drifts: dict[str, Drift]) -> np.ndarray:
     return f
 
 
-def fit_memory(rec: pd.DataFrame) -> dict | None:
-    from seer.analytical import fit_memory_bound
-
+def fit_memory(rec: pd.DataFrame) -> MemoryBoundFit | None:
+    """The memory-bound model fitted on the training rows (SEER's split per gpu, op, fn) of the
+    memory-bound ops, None where there are none."""
     mem = rec[rec["op"].isin(MEMORY_OPS) & (rec["status"] == "ok")]
     if mem.empty:
         return None
     train = mem[records.split_rows(mem, ["gpu", "op", "fn"]) == "train"]
-    return fit_memory_bound(train)
+    return MemoryBoundModel().fit(train)
 
 
 def fit_date() -> str:
@@ -150,6 +151,7 @@ def fit_one(args: tuple) -> tuple[str, dict, float]:
         raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
     t0 = time.perf_counter()
     body = fit_gpu(g, spec, drift=drift, options=options)
+    memory = fit_memory(g)
     doc = {
         "schema": SCHEMA,
         "seer_version": __version__,
@@ -164,6 +166,6 @@ def fit_one(args: tuple) -> tuple[str, dict, float]:
         "split": SPLIT_RULE,
         "time_unit": "ms",
         **body,
-        "memory_bound": fit_memory(g),
+        "memory_bound": None if memory is None else memory.to_dict(),
     }
     return spec.slug, doc, time.perf_counter() - t0

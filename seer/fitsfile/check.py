@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 
 from seer import models
-from seer.analytical.memory import SCHEMA as MEMORY_SCHEMA
 from seer.data import configs
 from seer.data.records import OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.models import knn
 from seer.models.drift import KNOTS
 from seer.models.geometry import AXES, RULE_KINDS
+from seer.models.memory import SCHEMA as MEMORY_SCHEMA
 
 GPU_FIGURES = ("fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
 CONV_TIMINGS = ("every_algorithm", "pick_only")
@@ -392,7 +392,7 @@ def _drift(c: _Doc, d: Any, w: str) -> None:
 
 
 def _memory_bound(c: _Doc, mb: dict, w: str) -> None:
-    """The section `seer.analytical.fit_memory_bound` writes: per GPU, per kernel a floor and
+    """The section `seer.models.memory.MemoryBoundFit.to_dict` writes: per GPU, per kernel a floor and
     (unless only the floor was measured) the line const + bytes/bw [+ rows] [+ reread_bytes]."""
     schema = c.get(mb, "schema", w, json.dumps(MEMORY_SCHEMA))
     if schema != MEMORY_SCHEMA:
