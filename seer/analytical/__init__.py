@@ -4,8 +4,7 @@ memory-bound kernels (a roofline with fitted effective bandwidth and launch floo
 roofline / efficiency of measured kernels. Times are in milliseconds unless `unit` says
 otherwise; every predictor takes one config by keyword or a DataFrame of configs.
 
-The fit of the memory-bound parameters is a model (seer.models.memory); `fit_memory_bound`
-is still found here, imported from there on first use.
+The fit of the memory-bound parameters is a model: seer.models.memory (MemoryBoundModel).
 """
 
 from seer.analytical.embedding import embedding_backward_sgd, embedding_forward, forward_traffic, hit_rate
@@ -26,7 +25,6 @@ __all__ = [
     "Peaks",
     "embedding_backward_sgd",
     "embedding_forward",
-    "fit_memory_bound",
     "fitted_table",
     "forward_traffic",
     "hit_rate",
@@ -38,13 +36,3 @@ __all__ = [
     "roofline_records",
     "work",
 ]
-
-
-def __getattr__(name: str):
-    """`fit_memory_bound`, now seer.models.memory's: imported on first use, so that importing the
-    closed forms never imports the models (which import them)."""
-    if name == "fit_memory_bound":
-        from seer.models.memory import fit_memory_bound
-
-        return fit_memory_bound
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
