@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from seer.data import paths, records, variants
+from seer.data.keys import family_column, key_column
 from seer.data.records import VARIANT_OPS
 from seer.errors import SeerError
-from seer.models.keys import family_column, key_column
 
 SPLIT_RULE = (
     "SEER's: rows of each variant (gpu, op, kernel) stably sorted by configuration; "

@@ -1,7 +1,7 @@
-"""Typed names: which kernel variant a model is for, and which features it uses.
+"""Typed names: which features a variant's model uses (and, from seer.data.keys, which variant).
 
-Both are written to fits files as the strings they always were ("conv_fwd:GEMM:sgemm_128x64",
-"waves+helpers+clock"); in code they are objects, built and split in this one place.
+Written to fits files as the strings they always were ("waves+helpers+clock"); in code they are
+objects, built and split in this one place.
 """
 
 from __future__ import annotations
@@ -9,46 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import pandas as pd
-
-DEFAULT_ALGO = "default"  # the algorithm part of a key where the op has no algorithms (GEMMs)
-
-
-@dataclass(frozen=True, order=True)
-class VariantKey:
-    """One kernel variant: op, algorithm (empty for GEMMs) and the variant label."""
-
-    op: str
-    algo: str
-    variant: str
-
-    def __str__(self) -> str:
-        return f"{self.family}:{self.variant}"
-
-    @property
-    def family(self) -> str:
-        """'op:algo', the key of the chooser that picks among this family's variants."""
-        return family_key(self.op, self.algo)
-
-    @classmethod
-    def parse(cls, text: str) -> VariantKey:
-        op, algo, variant = text.split(":", 2)
-        return cls(op, "" if algo == DEFAULT_ALGO else algo, variant)
-
-
-def family_key(op: str, algo: str) -> str:
-    return f"{op}:{algo or DEFAULT_ALGO}"
-
-
-def family_column(rec: pd.DataFrame) -> pd.Series:
-    """Each record's family_key (columns op, algo) as text: DataFrames group by it."""
-    return rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", DEFAULT_ALGO)
-
-
-def key_column(rec: pd.DataFrame) -> pd.Series:
-    """Each record's variant key as text (columns op, algo, variant): DataFrames group by it."""
-    return family_column(rec) + ":" + rec["variant"]
-
+from seer.data.keys import DEFAULT_ALGO, VariantKey, family_column, family_key, key_column
 
 BASES = ("seer", "waves", "types")
 _FEATURE_SET = re.compile(r"(seer|waves|types)(\+helpers)?(\+clock)?")
@@ -97,3 +58,6 @@ class FeatureSet:
         hs = (False, True)[: 1 + helpers]
         out = [FeatureSet(b, h, c) for b in ("seer", "waves") for h in hs for c in (False, True)]
         return out + ([FeatureSet("types", h) for h in hs] if types else [])
+
+
+__all__ = ["DEFAULT_ALGO", "FeatureSet", "VariantKey", "family_column", "family_key", "key_column"]

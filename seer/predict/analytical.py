@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,6 +13,7 @@ import pandas as pd
 from seer.data.records import MEMORY_OPS
 from seer.errors import SeerError
 from seer.hardware.gpus import GPUSpec
+from seer.models.memory import MemoryBoundFit
 from seer.predict.protocol import AlgorithmTimes
 
 
@@ -36,14 +36,14 @@ class MemoryPredictor(_NoAlgorithms):
     launch floor (seer.analytical.memory), with the GPU's fitted parameters where it has them."""
 
     gpu: GPUSpec
-    fit: Any = None  # the fits file's memory-bound section; None: datasheet figures
+    fit: MemoryBoundFit | None = None  # None: datasheet figures
 
     def __repr__(self) -> str:
-        return f"MemoryPredictor({self.gpu.slug}, {'fitted' if self.fit else 'datasheet'})"
+        return f"MemoryPredictor({self.gpu.slug}, {'fitted' if self.fitted else 'datasheet'})"
 
     @property
     def fitted(self) -> bool:
-        return bool(self.fit)
+        return self.fit is not None and self.gpu.slug in self.fit.gpus
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -53,7 +53,10 @@ class MemoryPredictor(_NoAlgorithms):
         from seer.analytical import predict_memory_bound
 
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in df]
-        return np.asarray(predict_memory_bound(df[cols].reset_index(drop=True), self.fit, self.gpu), dtype=float)
+        configs = df[cols].reset_index(drop=True)
+        if self.fit is None:
+            return np.asarray(predict_memory_bound(configs, None, self.gpu), dtype=float)
+        return self.fit.predict(configs, self.gpu)
 
 
 EMBEDDING_OPS = ("embedding_fwd", "embedding_bwd_sgd")

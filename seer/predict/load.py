@@ -12,6 +12,7 @@ from seer.hardware import gpus
 from seer.models import FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.models.memory import MemoryBoundFit
 from seer.predict.analytical import EmbeddingPredictor, MemoryPredictor
 from seer.predict.fits import Fits, by_op
 from seer.predict.variants import VariantPredictor
@@ -34,7 +35,8 @@ def from_doc(doc: dict, path: Path) -> Fits:
     vp = VariantPredictor(
         spec, variants, choosers, drift, doc.get("conv_timing"), FitOptions.from_dict(doc.get("options"))
     )
-    predictors = by_op([vp, MemoryPredictor(spec, doc.get("memory_bound")), EmbeddingPredictor(spec)])
+    memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
+    predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])
     meta = {k: doc[k] for k in ("dataset", "date", "seer_version", "split") if k in doc}
     return Fits(spec, predictors, "fitted", path, meta)
 

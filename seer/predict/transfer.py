@@ -24,7 +24,6 @@ target's own chip; `seer.load(gpu)` does it for a GPU of seer.hardware.gpus with
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -93,10 +92,10 @@ def efficiency(fits: Fits) -> dict[str, float]:
         rate = flops_bytes(ref)[0] / (t * 1e-3)
         # above the datasheet peak is a model outside its data (no kernel beats the peak)
         out[family_key(ch.op, ch.algo)] = float(min(np.median(rate) / fits.gpu.fp32_flops, 1.0))
-    kernels = _memory_kernels(_memory(fits))
-    bw = [k["bw_gbs"] for k in kernels.values() if k.get("bw_gbs") and k.get("bw_source") == "fit"]
-    if bw:
-        out["memory"] = float(np.median(bw) / fits.gpu.dram_gbs)
+    bw = _memory(fits).fit
+    fraction = bw.bandwidth_fraction(fits.gpu) if bw is not None and fits.gpu.slug in bw.gpus else None
+    if fraction is not None:
+        out["memory"] = fraction
     return out
 
 
@@ -104,11 +103,6 @@ def _memory(fits: Fits) -> MemoryPredictor:
     p = fits.predictors.get("softmax")
     assert isinstance(p, MemoryPredictor)
     return p
-
-
-def _memory_kernels(p: MemoryPredictor) -> dict:
-    mb = p.fit or {}
-    return mb.get("gpus", {}).get(p.gpu.slug, {}).get("kernels", {})
 
 
 def _regime(r: Regime | None, ratio: Mapping[Scale, float]) -> Regime | None:
@@ -146,26 +140,12 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
                 v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)
             )
         out.append(vp.replace(gpu=target, variants=variants))
-    moved = _memory_params(_memory(fits), target, clock, bandwidth * eff_ratio.get("memory", 1.0))
+    mem = _memory(fits).fit
+    moved = None
+    if mem is not None and src.slug in mem.gpus:
+        moved = mem.retarget(target, clock=clock, bandwidth=bandwidth * eff_ratio.get("memory", 1.0), source=src)
     out += [MemoryPredictor(target, moved), EmbeddingPredictor(target)]
     return Fits(target, by_op(out), "transferred", transferred_from=[src.slug])
-
-
-def _memory_params(p: MemoryPredictor, target: gpus.GPUSpec, clock: float, bandwidth: float) -> dict | None:
-    kernels = _memory_kernels(p)
-    if not kernels:
-        return None
-    moved = {}
-    for key, k in kernels.items():
-        k = copy.deepcopy(k)
-        if k.get("coef"):
-            for name in list(k["coef"]):
-                k["coef"][name] *= {"bytes": bandwidth, "reread_bytes": bandwidth, "rows": clock}.get(name, 1.0)
-        moved[key] = k
-    return {
-        **(p.fit or {}),
-        "gpus": {target.slug: {"kernels": moved, "cc": target.cc, "name": target.name}},
-    }
 
 
 @dataclass

@@ -1,0 +1,49 @@
+"""Which kernel variant a record is of: op, algorithm family and variant label, typed.
+
+Written to fits files and data frames as the strings they always were ("conv_fwd:GEMM:sgemm_128x64");
+in code they are objects, built and split in this one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+DEFAULT_ALGO = "default"  # the algorithm part of a key where the op has no algorithms (GEMMs)
+
+
+@dataclass(frozen=True, order=True)
+class VariantKey:
+    """One kernel variant: op, algorithm (empty for GEMMs) and the variant label."""
+
+    op: str
+    algo: str
+    variant: str
+
+    def __str__(self) -> str:
+        return f"{self.family}:{self.variant}"
+
+    @property
+    def family(self) -> str:
+        """'op:algo', the key of the chooser that picks among this family's variants."""
+        return family_key(self.op, self.algo)
+
+    @classmethod
+    def parse(cls, text: str) -> VariantKey:
+        op, algo, variant = text.split(":", 2)
+        return cls(op, "" if algo == DEFAULT_ALGO else algo, variant)
+
+
+def family_key(op: str, algo: str) -> str:
+    return f"{op}:{algo or DEFAULT_ALGO}"
+
+
+def family_column(rec: pd.DataFrame) -> pd.Series:
+    """Each record's family_key (columns op, algo) as text: DataFrames group by it."""
+    return rec["op"] + ":" + rec["algo"].where(rec["algo"] != "", DEFAULT_ALGO)
+
+
+def key_column(rec: pd.DataFrame) -> pd.Series:
+    """Each record's variant key as text (columns op, algo, variant): DataFrames group by it."""
+    return family_column(rec) + ":" + rec["variant"]

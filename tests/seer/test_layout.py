@@ -1,0 +1,64 @@
+"""The tree is the data flow: collect -> data -> fit -> fits -> predict / evaluate.
+
+Every module of seer/ lives in its stage's folder but the front door and shared infrastructure;
+a stage imports only stages before it; no module imports a command line (a `__main__`) but the
+front door's `python -m seer`; tests mirror the tree."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_structure import _imports  # noqa: E402  (the import graph, imports inside functions too)
+
+SHARED = {"__init__", "__main__", "errors", "cli", "cluster"}  # front door and shared infrastructure
+STAGES = ("hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload", "evaluate")
+# what each stage may import besides the shared modules (the flow, not the folder order)
+MAY_IMPORT = {
+    "hardware": set(),
+    "data": {"hardware"},
+    "analytical": {"hardware", "data"},
+    "models": {"hardware", "data", "analytical"},
+    "fitsfile": {"hardware", "data", "analytical", "models"},
+    "fit": {"hardware", "data", "analytical", "models", "fitsfile"},
+    "predict": {"hardware", "data", "analytical", "models", "fitsfile"},
+    "workload": {"hardware", "data", "analytical", "predict"},
+    "evaluate": {"hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload"},
+}
+
+
+def _stage(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_module_lives_in_its_stage_folder():
+    top = {p.stem for p in (ROOT / "seer").glob("*.py")}
+    assert top <= SHARED, f"modules outside a stage folder: {sorted(top - SHARED)}"
+    folders = {p.name for p in (ROOT / "seer").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(STAGES), sorted(folders ^ set(STAGES))
+
+
+def test_a_stage_imports_only_what_comes_before_it():
+    graph = _imports()
+    wrong = []
+    for mod, deps in graph.items():
+        if not mod.startswith("seer.") or mod.endswith("__main__") or _stage(mod) in SHARED:
+            continue  # command lines may use any stage before them
+        for dep in deps:
+            st = _stage(dep)
+            if dep.startswith("seer") and st not in SHARED and st != _stage(mod) and st not in MAY_IMPORT[_stage(mod)]:
+                wrong.append(f"{mod} -> {dep}")
+    assert not wrong, wrong
+
+
+def test_no_module_imports_a_command_line():
+    graph = _imports()
+    wrong = [f"{m} -> {d}" for m, deps in graph.items() for d in deps if d.endswith("__main__") and m != "seer.__main__"]
+    assert not wrong, wrong
+
+
+def test_the_repository_root_is_looked_up_once():
+    hits = [p for p in (ROOT / "seer").rglob("*.py") if "__file__" in p.read_text()]
+    assert [p.relative_to(ROOT).as_posix() for p in hits] == ["seer/data/paths.py"]
