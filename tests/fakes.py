@@ -612,3 +612,12 @@ def dying_env(tracer: bool = True) -> Env:
 
     env.tracer.take = take_then_die
     return env
+
+
+def has_driver() -> bool:
+    """Whether this machine has an NVIDIA driver (tests of the no-GPU path skip there)."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False

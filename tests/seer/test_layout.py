@@ -5,12 +5,11 @@ a stage imports only stages before it; no module imports a command line (a `__ma
 front door's `python -m seer`; tests mirror the tree."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from test_structure import _imports  # the import graph, imports inside functions too
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-from test_structure import _imports  # noqa: E402  (the import graph, imports inside functions too)
 
 SHARED = {"__init__", "__main__", "errors", "cli", "cluster"}  # front door and shared infrastructure
 STAGES = ("hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload", "evaluate")
@@ -62,3 +61,14 @@ def test_no_module_imports_a_command_line():
 def test_the_repository_root_is_looked_up_once():
     hits = [p for p in (ROOT / "seer").rglob("*.py") if "__file__" in p.read_text()]
     assert [p.relative_to(ROOT).as_posix() for p in hits] == ["seer/data/paths.py"]
+
+
+def test_tests_mirror_the_tree():
+    """tests/seer/<package>/test_<module>.py and tests/cudnn_bench/test_<module>.py: every test
+    folder is a folder of the code; only repository-wide tests sit at the top."""
+    tests = ROOT / "tests"
+    folders = {p.parent.relative_to(tests) for p in tests.rglob("test_*.py")}
+    stray = sorted(str(f) for f in folders if str(f) != "." and not (ROOT / f / "__init__.py").is_file())
+    assert not stray, stray
+    top = sorted(p.name for p in tests.glob("test_*.py"))
+    assert top == ["test_packaging.py", "test_structure.py"], top

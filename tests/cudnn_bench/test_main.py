@@ -2,13 +2,12 @@
 export-excel, and that nothing GPU is imported before it is needed."""
 from __future__ import annotations
 
-import ctypes
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from fakes import FakeBackend
+from fakes import FakeBackend, has_driver
 
 from cudnn_bench import __main__ as M
 from cudnn_bench import collect as K
@@ -16,20 +15,12 @@ from cudnn_bench import libs
 from cudnn_bench.plan import Budget
 from seer.data import records
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "cudnn_bench", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
-
-
-def _has_driver() -> bool:
-    try:
-        ctypes.CDLL("libcuda.so.1")
-        return True
-    except OSError:
-        return False
 
 
 def test_help():
@@ -41,7 +32,7 @@ def test_help():
     assert r.returncode == 0 and "--budget" in r.stdout and "--counters" in r.stdout and "--backend" in r.stdout
 
 
-@pytest.mark.skipif(_has_driver(), reason="this machine has an NVIDIA driver")
+@pytest.mark.skipif(has_driver(), reason="this machine has an NVIDIA driver")
 @pytest.mark.parametrize("args", [("collect",), ("collect", "--suite", "gemm_grid", "--budget", "1m"), ("info",)])
 def test_no_gpu_is_one_sentence_and_exit_2(args):
     r = _run(*args)

@@ -29,7 +29,7 @@ from seer.data import records
 from seer.data.variants import CONV_ALGOS
 from seer.hardware import gpus
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONV = ConvConfig(1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, name="tiny")
 GEMM = GemmConfig(1, 256, 128, 64, "tn", "layer")
 

@@ -16,7 +16,7 @@ from seer.evaluate import noise, selection
 from seer.evaluate.report import fits_for
 from seer.models import family_key
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[3]
 OWN = REPO / "data" / "h100-sxm"
 FITS = REPO / "fits"
 

@@ -16,7 +16,7 @@ from seer.errors import SeerError
 from seer.workload.kineto import attribution, kernel_ops, read_trace
 from seer.workload.replay import host_overheads, is_sync, replay
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 H100 = REPO / "data" / "h100-sxm" / "traces"
 
 

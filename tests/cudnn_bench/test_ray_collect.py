@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_bench_merge import SUITES, assert_same_rows, rows_of
+from stores import SUITES, assert_same_rows, rows_of
 
 from cudnn_bench.__main__ import main
 from cudnn_bench.collect import collect
@@ -24,7 +24,7 @@ from seer.errors import SeerError
 ray = pytest.importorskip("ray")
 from cudnn_bench.ray_collect import ClusterOptions, collect_ray, measure_shard  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 FAKE_GPU = {"fake_gpu": 1.0}
 KEY = ["suite", "config_key", "math"]
 

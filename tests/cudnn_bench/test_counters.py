@@ -20,7 +20,7 @@ from cudnn_bench.errors import BenchError
 from cudnn_bench.plan import Budget
 from seer.data import records
 
-FIX = Path(__file__).parent / "fixtures" / "bench"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "bench"
 
 
 def test_profile_and_import_commands():

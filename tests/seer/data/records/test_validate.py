@@ -15,7 +15,6 @@ from seer.data import records
 from seer.errors import DataError, SeerError
 from seer.fit import __main__ as fit_cli
 
-sys.path.insert(0, str(Path(__file__).parent))
 import synthetic
 
 

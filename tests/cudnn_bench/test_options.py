@@ -4,7 +4,7 @@ code 2; no GPU is needed for any of these tests."""
 from __future__ import annotations
 
 import pytest
-from test_bench_cli import _has_driver
+from fakes import has_driver
 
 from cudnn_bench import __main__ as M
 from cudnn_bench import libs, ncu_pass, runtime
@@ -91,7 +91,7 @@ def test_counters_without_a_gpu_exit_2(records_folder, capsys, monkeypatch):
     assert "GPU" in _one_line(capsys)
 
 
-@pytest.mark.skipif(_has_driver(), reason="this machine has an NVIDIA driver")
+@pytest.mark.skipif(has_driver(), reason="this machine has an NVIDIA driver")
 def test_counters_on_this_machine_without_a_gpu_exit_2(records_folder, capsys):
     assert M.main(["counters", "--data", str(records_folder)]) == 2
     assert "GPU" in _one_line(capsys)

@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bench_merge import rows_of
+from stores import rows_of
 
 from cudnn_bench.store import store_files
 
 pytest.importorskip("ray")
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "cudnn_bench" / "ray_on_slurm.sh"
 SHIMS = {
     "scontrol": 'echo "$SLURM_JOB_NODELIST"\n',  # one node: `show hostnames` is the list itself

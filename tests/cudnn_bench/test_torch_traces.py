@@ -13,7 +13,7 @@ import pytest
 
 from cudnn_bench import torch_traces as T
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _exit_code(argv: list[str]) -> int:
