@@ -159,13 +159,32 @@ def _configs(configs, kwargs, fns: Iterable[str] = (), any_fn: bool = False) -> 
     return cfg
 
 
+BY_FN = ("elementwise", "memcpy")  # ops with one kernel per function or copy direction
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """Which memory-bound kernel: the op and, where an op runs one kernel per function, copy
+    direction or row length, which one. Fits files and frames keep it as text, 'op' or
+    'op:detail' (elementwise:relu, memcpy:d2d, softmax:warp); in code it is this object."""
+
+    op: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.op}:{self.detail}" if self.detail or self.op in BY_FN else self.op
+
+    @classmethod
+    def parse(cls, text: str) -> KernelKey:
+        op, _, detail = text.partition(":")
+        return cls(op, detail)
+
+
 def kernel_keys(op: np.ndarray, fn: np.ndarray, cols: np.ndarray, elem: np.ndarray) -> np.ndarray:
     """Which fitted kernel a config uses: elementwise:<fn>, softmax:warp|block, layer_norm,
-    concat, transpose, memcpy:<direction>."""
-    codes, uniq = pd.factorize(pd.Series(op, dtype=object) + ":" + pd.Series(fn, dtype=object))
-    names = np.array(
-        [u if u.split(":")[0] in ("elementwise", "memcpy") else u.split(":")[0] for u in uniq], dtype=object
-    )
+    concat, transpose, memcpy:<direction> (KernelKey as text)."""
+    codes, uniq = pd.MultiIndex.from_arrays([np.asarray(op, dtype=object), np.asarray(fn, dtype=object)]).factorize()
+    names = np.array([str(KernelKey(o, f if o in BY_FN else "")) for o, f in uniq], dtype=object)
     key = names[codes]
     warp = (cols <= SOFTMAX_WARP_MAX) & (cols * elem <= 4096)
     soft = key == "softmax"
@@ -362,13 +381,14 @@ def _refuse(params: object) -> NoReturn:
 
 def arity_pool(key: str) -> str:
     """The pooled kernel of an element-wise key's arity: elementwise(unary), (binary), ..."""
-    fn = key.split(":", 1)[1] if ":" in key else ""
+    fn = KernelKey.parse(key).detail
     return f"elementwise({ARITY.get(ELEMENTWISE.get(fn, DEFAULT_FN)[1] - 1, 'n-ary')})"
 
 
 def _fitted_fns(laws: Mapping[str, Mapping[str, KernelParams]]) -> set[str]:
     """Element-wise functions some GPU of the parameters was fitted on (valid in predictions)."""
-    return {k.split(":", 1)[1] for kernels in laws.values() for k in kernels if k.startswith("elementwise:")}
+    keys = (KernelKey.parse(k) for kernels in laws.values() for k in kernels)
+    return {k.detail for k in keys if k.op == "elementwise"}
 
 
 def _choose(key: str, kernels: Mapping[str, KernelParams]) -> tuple[str | None, str]:

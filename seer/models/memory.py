@@ -37,6 +37,7 @@ from seer.analytical.memory import (
     OPS,
     PER_ROW,
     SCHEMA,
+    KernelKey,
     Line,
     arity_pool,
     combine,
@@ -350,7 +351,7 @@ class MemoryBoundModel:
             spec = spec_of(slug if slug in gpus.GPUS else name)
             kernels: dict[str, KernelFit] = {}
             for key, k in g.groupby("key", sort=True):
-                fit = self._fit_kernel(k, k["time_ms"].to_numpy(), str(key).split(":")[0] in PER_ROW)
+                fit = self._fit_kernel(k, k["time_ms"].to_numpy(), KernelKey.parse(str(key)).op in PER_ROW)
                 if fit is not None:
                     kernels[str(key)] = fit
             ew = g[g["op"] == "elementwise"]
