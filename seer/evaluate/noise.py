@@ -7,10 +7,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.data import configs, records
+from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, prepare
+from seer.data.records.harness import UNVERIFIED
 from seer.evaluate.metrics import format_table
-from seer.evaluate.report import evaluation_records, write_out
+from seer.evaluate.report import evaluation_records, repeat_runs, write_out
+from seer.evaluate.selection import selection_floor
 
 
 def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
@@ -38,26 +40,34 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _calls(r: pd.DataFrame) -> pd.DataFrame:
+    """One row per successful call whose time is scored (not time_basis unverified)."""
+    if "call_key" not in r:
+        return r.iloc[:0]
+    ok = (r["status"] == "ok") & r["call_key"].notna()
+    if "time_basis" in r:
+        ok &= r["time_basis"] != UNVERIFIED
+    return r[ok].drop_duplicates("call_key").set_index("call_key")
+
+
 def rerun_table(path: Path) -> pd.DataFrame:
-    """Run-to-run noise: calls measured again in a later run (a GPU folder's `repeat/`, same
-    suites, same harness) against the first measurement, per GPU and op. Deviation = |t2/t1 - 1|
-    of each successful call's time (the GPU span of its kernels)."""
-    path = records.data_path(path)
-    folders = [path / "repeat"] if (path / "repeat").is_dir() else sorted(path.glob("*/repeat"))
+    """Run-to-run noise: calls measured again in a later run (a GPU folder's `repeat/`) against
+    the first measurement, per GPU, op and algorithm. Deviation = |t2/t1 - 1| of each call's
+    time as seer scores it (the GPU span of its kernels where the batch was not chunked: see
+    seer.data.records.harness.time_basis); calls whose time is unverified in either run are left out."""
     rows = []
-    for rep in folders:
-        first, again = (records.load(p) for p in (rep.parent, rep))
-        calls = []
-        for r in (first, again):
-            ok = r[(r["status"] == "ok") & r["call_key"].notna()] if "call_key" in r else r.iloc[:0]
-            calls.append(ok.drop_duplicates("call_key").set_index("call_key")[["gpu", "op", "time_ms"]])
-        both = calls[0].join(calls[1][["time_ms"]].rename(columns={"time_ms": "again"}), how="inner")
-        for (gpu, op), g in both.groupby(["gpu", "op"], sort=True):
+    for first, again in repeat_runs(path):
+        a, b = _calls(first), _calls(again)
+        both = a[["gpu", "op", "algo", "time_ms"]].join(
+            b[["time_ms"]].rename(columns={"time_ms": "again"}), how="inner"
+        )
+        for (gpu, op, algo), g in both.groupby(["gpu", "op", "algo"], sort=True):
             dev = (g["again"] / g["time_ms"] - 1).abs()
             rows.append(
                 {
                     "gpu": gpu,
                     "op": op,
+                    "algo": algo,
                     "calls": len(g),
                     "median_dev": dev.median(),
                     "p90_dev": dev.quantile(0.9),
@@ -65,6 +75,16 @@ def rerun_table(path: Path) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def floor_line(path: Path) -> str:
+    """One sentence with Test-set-I's noise floor beside its figures ('' where no repeat run exists)."""
+    t = rerun_table(path)
+    t = t[t["op"] == "conv_fwd"] if "op" in t and (t["op"] == "conv_fwd").any() else t
+    if t.empty:
+        return ""
+    per = ", ".join(f"{r['algo']} {100 * r['p90_dev']:.1f}%" for _, r in t.iterrows())
+    return f"noise floor (run to run, p90 of |t2/t1 - 1| per algorithm; python -m seer.evaluate --set noise): {per}"
 
 
 def run_noise(args) -> int:
@@ -82,8 +102,20 @@ def run_noise(args) -> int:
             "of each call's time:\n"
         )
         print(format_table(rerun, percent=("median_dev", "p90_dev", "p99_dev")))
+    floor = selection_floor(Path(path))
+    if len(floor):
+        print(
+            "\nTest-set-II run to run: how often the fastest algorithm of a layer changes, and run 1's "
+            "fastest algorithms scored as picks on run 2 (the best any predictor of one run can do on the other):\n"
+        )
+        print(format_table(floor, percent=("top1", "within_10pct", "slowdown_mean", "slowdown_max")))
     if args.out:
-        payload = {"set": "noise", "groups": t.to_dict(orient="records"), "rerun": rerun.to_dict(orient="records")}
-        write_out(Path(args.out), payload, {"noise": t, "rerun": rerun})
+        payload = {
+            "set": "noise",
+            "groups": t.to_dict(orient="records"),
+            "rerun": rerun.to_dict(orient="records"),
+            "selection_floor": floor.to_dict(orient="records"),
+        }
+        write_out(Path(args.out), payload, {"noise": t, "rerun": rerun, "selection_floor": floor})
         print(f"\nwrote {args.out}")
     return 0

@@ -57,3 +57,10 @@ def evaluation_records(args, why: str) -> tuple[Path, pd.DataFrame]:
         of = f" of GPU {args.gpu!r}" if args.gpu else ""
         raise SeerError(f"no {', '.join(VARIANT_OPS)} rows{of} in {path}: {why}")
     return path, rec
+
+
+def repeat_runs(path: Path) -> list[tuple[pd.DataFrame, pd.DataFrame]]:
+    """(first run, later run) records of every GPU folder with a `repeat/` (same suites, same harness)."""
+    path = records.data_path(path)
+    folders = [path / "repeat"] if (path / "repeat").is_dir() else sorted(path.glob("*/repeat"))
+    return [(records.load(rep.parent), records.load(rep)) for rep in folders]

@@ -18,9 +18,10 @@ import pandas as pd
 
 from seer.data import paths, records
 from seer.data.prepare import prepare
+from seer.data.records.harness import UNVERIFIED
 from seer.data.variants import CONV_ALGOS
 from seer.errors import SeerError
-from seer.evaluate.report import fits_for, pyplot, write_out
+from seer.evaluate.report import fits_for, pyplot, repeat_runs, write_out
 from seer.hardware import gpus
 
 SELECTION_KEYS = (
@@ -65,13 +66,18 @@ def selection_metrics(measured: np.ndarray, pick: np.ndarray) -> dict[str, float
 # ---------------------------------------------------------------- the measured table
 def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> pd.DataFrame:
     """One row per (GPU, math, config) with each algorithm's measured time (NaN where not
-    supported, failed or over the workspace limit) and cuDNN's heuristic rank."""
+    supported, failed or over the workspace limit) and cuDNN's heuristic rank. Layers with a call
+    whose time is unverified (seer.data.records.harness.time_basis) are left out, and counted in
+    `attrs["unverified_layers"]`: their oracle is unknown."""
     conv = rec[(rec["op"] == "conv_fwd") & (rec["role"] == "main")].copy()
     if conv.empty:
         raise SeerError("no convolution measurements of every algorithm (Test-set-II) in these records")
     if "config_key" not in conv:
         cfg = list(records.CONV_FIELDS)
         conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
+    unverified = conv["time_basis"].eq(UNVERIFIED) if "time_basis" in conv else pd.Series(False, index=conv.index)
+    dropped = set(conv.loc[unverified, "config_key"])  # a layer with a time that is no call's: not scored
+    conv = conv[~conv["config_key"].isin(list(dropped))]
     ok = conv["status"] == "ok"
     if workspace_limit is not None:
         ok &= conv["workspace_bytes"].astype("Float64").fillna(0) <= workspace_limit
@@ -84,7 +90,56 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> p
     first = conv.groupby(keys, sort=True).first()
     meta_cols = [c for c in (*records.CONV_FIELDS, "layer", "uses") if c in first]
     out = pd.concat([first[meta_cols], wide.add_prefix("t:"), rank], axis=1).reset_index()
-    return out[out[[f"t:{a}" for a in ALGOS]].notna().any(axis=1)].reset_index(drop=True)
+    out = out[out[[f"t:{a}" for a in ALGOS]].notna().any(axis=1)].reset_index(drop=True)
+    out.attrs["unverified_layers"] = len(dropped)
+    return out
+
+
+def selection_floor(path: Path) -> pd.DataFrame:
+    """The floor under Test-set-II: per GPU, how often the fastest algorithm of a layer changes
+    between two runs, and run 1's fastest algorithms scored as picks on run 2 (top-1, within 10%,
+    mean slowdown): what a perfect predictor of one run reaches on the other."""
+    rows = []
+    for first, again in repeat_runs(path):
+        if not (first["op"] == "conv_fwd").any() or not (again["op"] == "conv_fwd").any():
+            continue
+        t1, t2 = (measured_table(r[r["suite"] == "test_set_ii"] if "suite" in r else r) for r in (first, again))
+        keys = ["gpu", "math", "config_key"]
+        both = t1.merge(t2, on=keys, suffixes=("", "_2"))
+        cols = [f"t:{a}" for a in ALGOS]
+        m1, m2 = (both[[c + s for c in cols]].to_numpy(dtype=float) for s in ("", "_2"))
+        avail = ~np.isnan(m1) & ~np.isnan(m2)  # an algorithm measured in both runs
+        m1, m2 = np.where(avail, m1, np.nan), np.where(avail, m2, np.nan)
+        keep = avail.any(axis=1)
+        m1, m2 = m1[keep], m2[keep]
+        oracle1 = np.nanargmin(m1, axis=1)
+        met = selection_metrics(m2, oracle1)
+        rows.append(
+            {
+                "gpu": str(both["gpu"].iat[0]),
+                "layers": int(keep.sum()),
+                "fastest_changes": int((oracle1 != np.nanargmin(m2, axis=1)).sum()),
+                "top1": met["top1"],
+                "within_10pct": met["within_10pct"],
+                "slowdown_mean": met["slowdown_mean"],
+                "slowdown_max": met["slowdown_max"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def floor_line(path: Path) -> str:
+    """One sentence with Test-set-II's noise floor beside its figures ('' where no repeat run exists)."""
+    f = selection_floor(path)
+    if f.empty:
+        return ""
+    r = f.iloc[0]
+    return (
+        f"noise floor ({r['gpu']}, a second run of the same layers; python -m seer.evaluate --set noise): "
+        f"the fastest algorithm changes on {r['fastest_changes']} of {r['layers']} layers; run 1's fastest "
+        f"scored on run 2: top-1 {100 * r['top1']:.1f}%, within 10% {100 * r['within_10pct']:.1f}%, "
+        f"mean slowdown {100 * r['slowdown_mean']:.2f}%"
+    )
 
 
 def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
@@ -320,8 +375,18 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
     tables = selection_tables(table, pk, pred)
     print(
         f"Test-set-II: {len(table)} configurations, every algorithm measured; picks scored against "
-        "the fastest measured algorithm (oracle).\n"
+        "the fastest measured algorithm (oracle)."
     )
+    if table.attrs.get("unverified_layers"):
+        print(
+            f"{table.attrs['unverified_layers']} more layers not scored: a call's event time exceeds its kernels' "
+            "span and their launch geometry cannot say whether cuDNN chunked the batch (time_basis unverified)."
+        )
+    where = Path(args.data) if args.data is not None else paths.OWN_DATA
+    floor = floor_line(where)
+    if floor:
+        print(floor)
+    print()
     for name in ("overall", "by_gpu", "by_batch", "by_network"):
         if name in tables:
             print(f"{name}:\n{_show(tables[name])}\n")
@@ -337,7 +402,11 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
             "the model fell back to cuDNN's heuristic there."
         )
     if args.out:
-        payload: dict[str, Any] = {"set": "II"}
+        payload: dict[str, Any] = {"set": "II", "unverified_layers": int(table.attrs.get("unverified_layers", 0))}
+        if floor:
+            payload["noise_floor"] = selection_floor(
+                Path(args.data) if args.data is not None else paths.OWN_DATA
+            ).to_dict(orient="records")
         for name, t in tables.items():
             if name == "network_time":
                 payload[name] = t.to_dict(orient="records")

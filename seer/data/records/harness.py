@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from seer.data import variants
 from seer.data.records.blocks import read_raw
 from seer.data.records.files import atomic_write
-from seer.data.records.schema import ALWAYS, FIELDS, conform
+from seer.data.records.schema import ALWAYS, FIELDS, conform, conv_output_hw
 from seer.data.records.validate import drop_duplicates, numeric, require_columns, validate
 
 
@@ -47,19 +48,76 @@ def span_partial(event_ms: np.ndarray, span_ms: np.ndarray) -> np.ndarray:
         return np.isfinite(span_ms) & (event_ms - span_ms > PARTIAL_SLACK_MS) & (event_ms > PARTIAL_RATIO * span_ms)
 
 
+# what a call's time_ms is (column time_basis)
+SPAN = "span"  # the GPU span of its kernels: what the GPU did
+EVENT = "event"  # CUDA events: no kernel span was measured (or it equals the events)
+CHUNKED = "chunked"  # CUDA events: cuDNN looped over chunks of the batch and the span is one chunk's
+UNVERIFIED = "unverified"  # events exceed the span and the kernels' geometry cannot say why: not scored
+GEMM_LIKE = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM")  # one output tile per block of the main kernel
+COVER_SLACK = 0.999
+
+
+def output_cover(df: pd.DataFrame) -> np.ndarray:
+    """Per row, the share of the call's output its kernel's blocks cover (blocks x tile_m x
+    tile_n over the output's elements), where the kernel tiles the output as a GEMM does
+    (implicit-GEMM and GEMM convolutions, cuBLASLt GEMMs, with tile sizes in the kernel name);
+    NaN elsewhere (FFT, Winograd, kernels without tile sizes: their grid says nothing)."""
+    tiles = variants.annotate(df[["kernel"]].fillna(""))
+    area = (tiles["tile_m"] * tiles["tile_n"]).to_numpy(dtype=float)
+    blocks = pd.to_numeric(df["blocks"], errors="coerce").to_numpy(dtype=float)
+    n = pd.to_numeric(df["batch"], errors="coerce").to_numpy(dtype=float)
+    conv = (df["op"] == "conv_fwd").to_numpy() & df["algo"].isin(GEMM_LIKE).to_numpy()
+    gemm = df["op"].isin(("gemm", "bmm", "linear")).to_numpy()
+    out = np.full(len(df), np.nan)
+    if conv.any():
+        p, q = conv_output_hw(df[conv])
+        out[conv] = blocks[conv] * area[conv] / (n[conv] * p * q * df.loc[conv, "c_out"].to_numpy(dtype=float))
+    if gemm.any():
+        m, k = (df.loc[gemm, c].to_numpy(dtype=float) for c in ("m", "n"))
+        out[gemm] = blocks[gemm] * area[gemm] / (n[gemm] * m * k)
+    return out
+
+
+def time_basis(df: pd.DataFrame, partial: np.ndarray) -> np.ndarray:
+    """span, event, chunked or unverified per row (see the constants). A call whose event time
+    exceeds its kernels' span beyond host gaps (span_partial) is `chunked` where its main
+    kernel's blocks cover less than the output, and was not chunked where they cover all of it
+    (its time is the span: the events hold a host gap of 0.1-2 ms that comes and goes between
+    runs); where the geometry cannot tell, `unverified`."""
+    basis = np.full(len(df), EVENT, dtype=object)
+    if not partial.any():
+        return basis
+    rows = np.flatnonzero(partial)
+    sub = df.iloc[rows]
+    cover = output_cover(sub)
+    main = (sub["role"] == "main").to_numpy() if "role" in sub else np.ones(len(sub), dtype=bool)
+    per_call = pd.Series(np.where(main, cover, np.nan)).groupby(sub["call_id"].to_numpy()).transform("max").to_numpy()
+    basis[rows] = np.where(per_call >= COVER_SLACK, SPAN, np.where(per_call < COVER_SLACK, CHUNKED, UNVERIFIED))
+    return basis
+
+
 def kernel_time(df: pd.DataFrame) -> pd.DataFrame:
-    """Models learn and are scored on the call's kernel time, as SEER's were: where the harness
+    """Models learn and are scored on what the GPU did, as SEER's were: where the harness
     measured the GPU span of a call's kernels, `time_ms` becomes that span and the CUDA-event
     time moves to `event_time_ms` (events also hold the host's enqueue gaps, which dominate
-    calls of a few microseconds). Idempotent: a second pass changes nothing."""
+    calls of a few microseconds), unless cuDNN chunked the batch (time_basis). Calls whose
+    span is no call (chunked, unverified) keep their event time and are marked span_partial:
+    their kernel rows are not learned from. Idempotent: a second pass changes nothing."""
+    if "time_basis" in df:
+        return df
     span = df["gpu_span_ms"].to_numpy(dtype=float, na_value=np.nan)
+    if not np.isfinite(span).any():  # no kernel spans (NeuSight, untraced runs): event time is all there is
+        return df
     event = df["time_ms"].to_numpy(dtype=float)
-    partial = span_partial(event, span)
-    if partial.any():  # the kernel rows of such a call are wrong too: seer.fit treats it as unnamed
-        df = df.assign(span_partial=partial)
+    flagged = span_partial(event, span)
+    basis = time_basis(df, flagged)
+    partial = flagged & (basis != SPAN)
     use = np.isfinite(span) & (span > 0) & ~np.isclose(span, event) & ~partial
+    basis[use] = SPAN
+    df = df.assign(time_basis=basis)
+    if partial.any():  # the kernel rows of such a call are wrong too: seer.fit treats it as unnamed
+        df["span_partial"] = partial
     if use.any():
-        df = df.copy()
         df.loc[use, "event_time_ms"] = df.loc[use, "time_ms"]
         df.loc[use, "time_ms"] = span[use]
     return df
