@@ -46,6 +46,8 @@ examples:
   python -m cudnn_bench collect --out data                     # ~14 GPU-min timing + ~3 min counters
   python -m cudnn_bench collect --suite test_set_ii --budget 2m --counters none
   python -m cudnn_bench collect --suite seer_grid --math fma,tf32 --budget 500
+  python -m cudnn_bench plan --suite conv_grid --budget 9m       # what one GPU call of the new grid covers
+  python -m cudnn_bench.coverage                               # Test-set-II within trust distance of the grids
   python -m cudnn_bench collect --suite seer_grid --ray head:6379  # every GPU of a Ray cluster
   python -m cudnn_bench merge data/shards --out data           # stores into data/<gpu-slug>/
   python -m cudnn_bench counters --data data/h100-sxm --counters sample --counters-budget 5m

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call does a whole GPU session's work (cudnn_bench/oneshot.py): versions, Test-set-II
-# and the GEMM layers, PyTorch traces, the SEER grid in stratified order, an ncu sample, a report,
+# and the GEMM layers, PyTorch traces, the redo, then conv_grid and the rest of the SEER grid in
+# stratified order, an ncu sample, a report,
 # with data/ packed into $OUT every minute, all inside 9.5 minutes. From the repo root:
 #   bash cudnn_bench/gpu_oneshot.sh                 # the first call of a session
 #   bash cudnn_bench/gpu_oneshot.sh --shard 2/4     # a slice of the grid (another session or machine)

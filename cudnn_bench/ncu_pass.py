@@ -86,9 +86,16 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: CostModel | None = None) -> 
             main = named[named["role"] == "main"]["kernel"]
             variant = classify(str(main.iloc[0])).label if len(main) else ""
             est = 1.5
+            # ncu replays every launch: a row may stand for many (`launches`: cuDNN's loop over
+            # groups), so a depthwise FFT call of thousands of launches never fits a sample's budget
+            launches = pd.to_numeric(named["launches"], errors="coerce") if "launches" in named else None
+            kernels = int(launches.fillna(1).clip(lower=1).sum()) if launches is not None else len(named)
             if cost is not None:
                 try:
-                    est = cost.ncu_s(config_from_key(str(r["config_key"])), str(r["math"]), max(1, len(named)))
+                    cfg = config_from_key(str(r["config_key"]))
+                    if isinstance(cfg, ConvConfig) and cfg.groups > 1 and str(r["algo"]) in cost.GROUP_LOOP_S:
+                        kernels = max(kernels, 4 * cfg.groups)  # 4-7 launches a group, names or not
+                    est = cost.ncu_s(cfg, str(r["math"]), max(1, kernels))
                 except (BenchError, KeyError, ValueError):
                     pass
             compute = str(r.get("compute_type", "") or "")

@@ -10,10 +10,13 @@ DIR/data.tgz every minute: a killed call still returns what was measured. A seco
 the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
-sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: the
-SEER grid in stratified order (any prefix is a spread-out sample) until the reserve for 5, the
-ncu counters of a stratified sample; 6 `cudnn_bench report`. Steps 2 and 4 measure again, in
-their turn, the stored configurations an older harness got wrong (`--redo unsplit`). The backend is the pure-ctypes
+sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: first
+the stored configurations an older harness got wrong (`--redo unsplit`, the SEER grid's), then
+the convolution training grid `conv_grid` (its core first: real CNN layers and the first points
+of a space-filling design), then the rest of the SEER grid, each in stratified order (any prefix
+is a spread-out sample), until the reserve for 5, the ncu counters of a stratified sample; 6
+`cudnn_bench report`. Step 2 also measures again, first, what the older harness got wrong of
+Test-set-II and the GEMM layers. The backend is the pure-ctypes
 `driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
@@ -40,8 +43,9 @@ from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
 from .errors import BenchError
-from .plan import Budget, make_plan
+from .plan import Budget, Plan, make_plan, prefix
 from .runtime import BACKENDS
+from .suites import SUITES
 
 LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute of margin
 VERSIONS_S = 45.0  # nvidia-smi + `info` (loads every library once)
@@ -52,7 +56,9 @@ FINISH_S = 30.0  # report and final packing
 PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 CORE_SUITES = ("gemm_layers", "test_set_ii")
-GRID_SUITE = "seer_grid"
+# the grid step, in this order (after the redo): the redesigned grid, then the SEER grid's rest
+GRID_SUITES = ("conv_grid", "seer_grid")
+GRID_STEP = "grid: conv_grid, then seer_grid, stratified"
 MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
 
 
@@ -280,8 +286,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         shard = ["--shard", args.shard] if args.shard else []
         step(
             sess,
-            "grid: SEER grid, stratified",
-            collect_argv(py, data, (GRID_SUITE,), backend, grid_s - STOP_GRACE_S, extra + shard),
+            GRID_STEP,
+            collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard),
             grid_s,
         )
     if "counters" not in args.skip:
@@ -334,36 +340,54 @@ def summary(sess: Session, t0: float) -> str:
 
 # ====================================================================== what one call covers
 def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1) -> str:
-    """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model."""
+    """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model: the grid
+    step measures conv_grid in its plan order, then seer_grid, until its time is up."""
     spec = gpus.lookup(gpu)
     cost = CostModel.for_gpu(spec)
     core = make_plan(list(CORE_SUITES), ["fma"], Budget(), cost)
-    full = make_plan([GRID_SUITE], ["fma"], Budget(), cost)
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     grid_s = max(0.0, calls * (limit_s - fixed) - core.est_s)
-    grid = make_plan([GRID_SUITE], ["fma"], Budget(seconds=grid_s), cost)
-    whole = full.est_s / max(1.0, limit_s - fixed)
-    n_core = {s: sum(1 for i in core.items if i.suite == s) for s in CORE_SUITES}
-    return "\n".join(
-        [
-            f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
-            "by the planner's cost model (datasheet peaks; `report` shows how far off it was):",
-            f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
-            f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
-            f"  test_set_ii: all {n_core['test_set_ii']} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 "
-            f"x batch 1, 32, 128: all 12 sets), gemm_layers: all {n_core['gemm_layers']}, "
-            f"about {core.est_s / 60:.1f} GPU minutes (first call)",
-            f"  seer_grid: {len(grid.items)} of {len(full.items)} plannable configurations "
-            f"({100 * len(grid.items) / max(1, len(full.items)):.0f}%) in {grid_s / 60:.1f} minutes, a stratified "
-            f"spread (filter size x stride), of {full.total.get(GRID_SUITE, 0)} in the grid "
-            "(--max-call-ms leaves out the slowest)",
-            f"  the whole plannable grid is about {full.est_s / 60:.0f} GPU minutes: about {whole:.0f} such calls "
-            "(each later call resumes where the last stopped; --shard I/N splits it between machines)",
-            "  a call that resumes a data folder first measures again, in the core and grid steps, what "
-            "an older harness split wrongly (--redo unsplit, the default)",
-            "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
-        ]
-    )
+    lines = [
+        f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
+        "by the planner's cost model (datasheet peaks, calibrated on the first H100 run; `report` shows how "
+        "far off it was):",
+        f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
+        f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
+        f"  test_set_ii: all {sum(1 for i in core.items if i.suite == 'test_set_ii')} configurations (AlexNet, "
+        "VGG-16, ResNet-50, MobileNetV2 x batch 1, 32, 128: all 12 sets), gemm_layers: all "
+        f"{sum(1 for i in core.items if i.suite == 'gemm_layers')}, about {core.est_s / 60:.1f} GPU minutes "
+        "(first call)",
+        "  the grid step first measures again what an older harness split wrongly (--redo unsplit, the "
+        "default; `cudnn_bench report DATA` counts it), then in this order, with the time left "
+        f"(about {grid_s / 60:.1f} minutes without a redo):",
+    ]
+    left = grid_s
+    for suite in GRID_SUITES:
+        full = make_plan([suite], ["fma"], Budget(), cost)
+        got = prefix(full.items, left)
+        left -= sum(i.est_s for i in got)
+        n = len(full.items)
+        what = (
+            "its core first (every distinct layer of torchvision's CNN families at one batch size, and the "
+            f"first points of the space-filling design: {_core_count(suite, full)} configurations)"
+            if SUITES[suite].tier is not None
+            else "a stratified spread (filter size x stride)"
+        )
+        lines.append(
+            f"  {suite}: {len(got)} of {n} plannable configurations ({100 * len(got) / max(1, n):.0f}%) in "
+            f"{sum(i.est_s for i in got) / 60:.1f} minutes, {what}; the whole plannable suite is about "
+            f"{full.est_s / 60:.0f} GPU minutes, about {full.est_s / max(1.0, limit_s - fixed):.0f} such calls"
+        )
+    lines += [
+        "  each later call resumes where the last stopped; --shard I/N splits the grids between machines",
+        "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
+    ]
+    return "\n".join(lines)
+
+
+def _core_count(suite: str, plan: Plan) -> int:
+    tier = SUITES[suite].tier
+    return sum(1 for i in plan.items if tier is not None and tier(i.config) == 0)
 
 
 # ====================================================================== CLI
@@ -404,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=lambda t: str(shard(t)),
         default=None,
         metavar="I/N",
-        help="only this slice of the SEER grid (python -m cudnn_bench collect --help)",
+        help="only this slice of the grids, conv_grid and seer_grid (python -m cudnn_bench collect --help)",
     )
     p.add_argument(
         "--backend",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .configs import Config, ConvConfig
@@ -101,9 +102,15 @@ def stratum(cfg: Config) -> tuple:
     return (cfg.batch > 1, cfg.trans)
 
 
-def stratified_order(cfgs: list, salt: str = "") -> list:
+def stratified_order(cfgs: list, salt: str = "", tier: Callable[[Config], int] | None = None) -> list:
     """Round-robin over strata, each stratum in hash order: any prefix is a spread-out sample,
-    and the order never depends on anything but the configurations themselves."""
+    and the order never depends on anything but the configurations themselves. With `tier`,
+    each tier in turn (lowest first), each one so ordered."""
+    if tier is not None:
+        tiers: dict[int, list] = {}
+        for c in cfgs:
+            tiers.setdefault(tier(c), []).append(c)
+        return [c for t in sorted(tiers) for c in stratified_order(tiers[t], salt)]
     groups: dict[tuple, list] = {}
     for c in sorted(cfgs, key=lambda c: stable_hash(salt + c.key())):
         groups.setdefault(stratum(c), []).append(c)
@@ -163,6 +170,18 @@ def select(items: list[PlanItem], budget: Budget) -> tuple[list[PlanItem], int]:
     return out, len(items) - len(out)
 
 
+def prefix(items: list[PlanItem], seconds: float) -> list[PlanItem]:
+    """The items, in order, until their estimates add up to more than `seconds`: what a run
+    with `--budget none --stop-after` measures (the one-shot call's grid step)."""
+    out, spent = [], 0.0
+    for it in items:
+        spent += it.est_s
+        if spent > seconds:
+            break
+        out.append(it)
+    return out
+
+
 def make_plan(
     suites: list[str],
     maths: list[str],
@@ -184,7 +203,7 @@ def make_plan(
     per_suite: dict[str, list[PlanItem]] = {}
     total: dict[str, int] = {}
     for s in suites:
-        cfgs = stratified_order(SUITES[s].build(), salt=s)
+        cfgs = stratified_order(SUITES[s].build(), salt=s, tier=SUITES[s].tier)
         if shard is not None:
             cfgs = shard.select(cfgs, salt=s)
         total[s] = len(cfgs) * len(maths)

@@ -3,7 +3,16 @@
 Suites:
 - `seer_grid`: SEER's training grid (REFERENCE.md section 7): batch 128, C_in and C_out in
   {3, 16, 64, 128, 512, 1024}, W_in in {10, 40, 80, 160, 224, 320} (square inputs), K in
-  {1, 3, 5, 7, 9} (square filters), stride 1-4, padding 0.
+  {1, 3, 5, 7, 9} (square filters), stride 1-4, padding 0. Kept as it is, for continuity.
+- `conv_grid`: the convolution training grid real layers need (cudnn_bench.conv_grid): batch
+  1-256, sizes 4-320 and the detection and segmentation inputs, channels 3-2048, filters 1, 3,
+  5, 7 and 1xk/kx1, stride 1 and 2, padding 0 and "same", dilation 1, 2, 4 (and the dilated
+  segmentation heads'), groups 1, grouped and depthwise. The distinct convolutions of
+  torchvision's classification, detection and segmentation families (cudnn_bench.families) at
+  their batch sizes, and a space-filling Sobol design weighted towards their structures; a core
+  (each real layer at one batch size, the first 1,024 design points) is measured before the
+  tail. It never holds a Test-set-II configuration: exact matches of `test_set_ii` (the
+  held-out scoring set) are excluded, near neighbours kept.
 - `test_set_ii`: the distinct convolution layers of AlexNet, VGG-16, ResNet-50 and MobileNetV2
   (torchvision's definitions, 224x224 inputs) at batch 1, 32 and 128.
 - `gemm_layers`: GEMMs of transformer (BERT, GPT-2, Llama-style) and MLP (DLRM) layers.
@@ -15,11 +24,13 @@ takes of them within a budget is the plan's business (cudnn_bench.plan).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from .configs import ConvConfig, GemmConfig
+from .configs import Config, ConvConfig, GemmConfig
+from .conv_grid import Design, design
 from .errors import BenchError
 
 SEER_GRID = {
@@ -143,6 +154,21 @@ def test_set_ii(batches: Iterable[int] = TEST_SET_II_BATCHES) -> list[ConvConfig
     return [replace(c, uses=";".join(f"{n}:{k}" for n, k in uses[key].items())) for key, c in out.items()]
 
 
+@functools.lru_cache(maxsize=1)
+def conv_grid_design() -> Design:
+    """The conv_grid suite's design (cudnn_bench.conv_grid), Test-set-II's configurations excluded."""
+    return design(exclude={c.key() for c in test_set_ii()})
+
+
+def conv_grid() -> list[ConvConfig]:
+    return list(conv_grid_design().configs)
+
+
+def conv_grid_tier(cfg: Config) -> int:
+    """0 for the core of conv_grid (measured first), 1 for its tail."""
+    return conv_grid_design().tiers.get(cfg.key(), 1)
+
+
 # Transformer layers: (model, hidden, ffn, heads); tokens = batch x sequence.
 TRANSFORMERS = (
     ("bert_base", 768, 3072, 12),
@@ -213,10 +239,19 @@ class Suite:
     build: Callable[[], list]
     doc: str
     share: float  # share of a time budget when several suites run together
+    tier: Callable[[Config], int] | None = None  # lower tiers first in the plan order (each stratified)
 
 
 SUITES: dict[str, Suite] = {
-    "seer_grid": Suite("seer_grid", "conv_fwd", seer_grid, "SEER's training grid (batch 128)", 0.55),
+    "seer_grid": Suite("seer_grid", "conv_fwd", seer_grid, "SEER's training grid (batch 128)", 0.25),
+    "conv_grid": Suite(
+        "conv_grid",
+        "conv_fwd",
+        conv_grid,
+        "real CNN layers and a space-filling design: batch 1-256, padding, dilation, groups",
+        0.4,
+        conv_grid_tier,
+    ),
     "test_set_ii": Suite(
         "test_set_ii",
         "conv_fwd",
@@ -227,8 +262,8 @@ SUITES: dict[str, Suite] = {
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
 }
-# Order of execution: quick suites first, the long training grid last.
-RUN_ORDER = ("gemm_layers", "gemm_grid", "test_set_ii", "seer_grid")
+# Order of execution: quick suites first, the training grids last, the new one before SEER's.
+RUN_ORDER = ("gemm_layers", "gemm_grid", "test_set_ii", "conv_grid", "seer_grid")
 
 
 def parse_suites(text: str) -> list[str]:

@@ -257,7 +257,7 @@ def test_oneshot_packs_what_it_measured_and_a_second_call_resumes(tmp_path):
             "data/simulated-gpu/seer_grid.csv", "data/simulated-gpu/device.json"} <= set(names)
     assert not [n for n in names if n.endswith(".lock")]
     steps = {s["name"]: s["rc"] for s in json.loads((out / "steps.json").read_text())}
-    assert steps["core: Test-set-II and GEMM layers"] == 0 and steps["grid: SEER grid, stratified"] == 0
+    assert steps["core: Test-set-II and GEMM layers"] == 0 and steps[O.GRID_STEP] == 0
     before = (tmp_path / "data" / "simulated-gpu" / "test_set_ii.csv").read_bytes()
     second = _oneshot(tmp_path, "--skip", "grid,counters,traces")
     assert second.returncode == 0
@@ -294,9 +294,10 @@ def test_session_coverage_is_computed_from_the_plan():
                        CostModel.for_gpu(gpus.lookup("h100-sxm")))
     n = sum(1 for i in core.items if i.suite == "test_set_ii")
     assert f"all {n} configurations" in text and "all 12 sets" in text
-    one = int(text.split("seer_grid: ")[1].split(" of ")[0])
-    two = int(O.session_coverage("h100-sxm", calls=2).split("seer_grid: ")[1].split(" of ")[0])
-    assert 0 < one < two
+    one = int(text.split("conv_grid: ")[1].split(" of ")[0])
+    two = int(O.session_coverage("h100-sxm", calls=2).split("conv_grid: ")[1].split(" of ")[0])
+    assert 0 < one < two  # the grid step spends its time on conv_grid first, then seer_grid
+    assert text.index("conv_grid: ") < text.index("seer_grid: ")
 
 
 def test_the_shell_wrapper_parses():
@@ -312,7 +313,7 @@ def _scripted(tmp_path: Path, first_core_says: str):
 
     def step(sess, name, argv, timeout):
         calls.append(argv)
-        core = "collect" in argv and "seer_grid" not in argv
+        core = "collect" in argv and ",".join(O.GRID_SUITES) not in argv
         if core and len([c for c in calls if "collect" in c]) == 1:
             sess.last_output = [first_core_says]
             return 2
@@ -359,7 +360,7 @@ def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):
         sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
         args = argparse.Namespace(backend="driver", max_configs=None, skip=skip, shard=None, redo=[])
         O.run_session(args, sess, step=step)
-        return timeouts["grid: SEER grid, stratified"]
+        return timeouts[O.GRID_STEP]
 
     with_counters, without = grid_s({"traces"}), grid_s({"traces", "counters"})
     assert without - with_counters == pytest.approx(O.COUNTERS_S * 1.5, abs=2.0)
