@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.records import GEMM_OPS, OPS, conv_output_hw
+from seer.data.records import CONV_FIELDS, GEMM_OPS, OPS, conv_output_hw
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES, element_bytes
 
@@ -33,6 +33,11 @@ def check_configs(df: pd.DataFrame, op: str) -> None:
     named with the first rule it breaks, in one SeerError."""
     if op not in OPS:
         raise SeerError(f"unknown op {op!r}; seer knows {', '.join(OPS)}")
+    for c in OPS[op]:
+        if c != "fn" and c not in df:
+            raise SeerError(f"configs for op {op} need a column '{c}'")
+    if _valid(df, op):
+        return
     problems: list[tuple[np.ndarray, Callable[[int], str]]] = []
 
     def rule(bad: np.ndarray, what: str, *cols: str) -> None:
@@ -77,6 +82,44 @@ def check_configs(df: pd.DataFrame, op: str) -> None:
         raise SeerError(f"config row {df.index[i]}: {say(i)}")
 
 
+def _valid(df: pd.DataFrame, op: str) -> bool:
+    """Whether every row keeps every rule of `check_configs` (which then has nothing to name):
+    the same rules, tested for all rows at once without building the masks that name a row."""
+    v: dict[str, np.ndarray] = {}
+    for c in OPS[op]:
+        if c == "fn":
+            continue
+        s = df[c]
+        low = 0 if c.startswith("pad") else 1
+        if pd.api.types.is_integer_dtype(s.dtype) and isinstance(s.dtype, np.dtype):
+            x = s.to_numpy()  # whole numbers, finite
+            if len(x) and x.min() < low:
+                return False
+            if op == "conv_fwd":
+                v[c] = x.astype(np.float64)
+            continue
+        if not pd.api.types.is_float_dtype(s.dtype) or not isinstance(s.dtype, np.dtype):
+            return False  # booleans, objects, nullable numbers: the rules name the row, if any
+        x = s.to_numpy()
+        with np.errstate(invalid="ignore"):
+            if not (np.isfinite(x).all() and (x >= low).all() and (x == np.floor(x)).all()):
+                return False
+        v[c] = x
+    known = MODEL_DTYPES + ("",)
+    if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df and not df["dtype"].isin(known).all():
+        return False
+    if op == "conv_fwd":
+        g = v["groups"]
+        if not (g == 1).all():
+            with np.errstate(invalid="ignore"):
+                if (np.mod(v["c_in"], g) > 0).any() or (np.mod(v["c_out"], g) > 0).any():
+                    return False
+        P, Q = conv_output_hw(pd.DataFrame(v, copy=False))
+        if (P < 1).any() or (Q < 1).any():
+            return False
+    return True
+
+
 def _numbers(s: pd.Series) -> np.ndarray:
     """A column as float64, NaN where it holds no number (booleans, strings and None count as none)."""
     if pd.api.types.is_bool_dtype(s):
@@ -109,36 +152,93 @@ def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
     GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S and the
     GEMM sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles).
     """
+    return dict(_shapes(df, _Columns(df)))
+
+
+class _Columns:
+    """A frame's columns as float64 (`col`), each read once."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self.got: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str) -> np.ndarray:
+        if name not in self.got:
+            self.got[name] = col(self.df, name)
+        return self.got[name]
+
+
+def _uniques(a: np.ndarray) -> np.ndarray:
+    """The distinct values of an object array (one compare where every row holds the same)."""
+    if len(a) and np.asarray(a == a[0]).all():
+        return a[:1]
+    return pd.unique(a)
+
+
+def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
+    """`shapes(df)`, each size computed on first use (a variant's features read a few)."""
     n = len(df)
-    one = np.ones(n)
-    s = {"one": one, "batch": col(df, "batch")}
-    op = df["op"].to_numpy(dtype=object) if "op" in df else np.full(n, "", dtype=object)
-    if np.isin(op, GEMM_OPS).any():
-        s.update(m=col(df, "m"), n=col(df, "n"), k=col(df, "k"))
-    if (op == "conv_fwd").any():
-        P, Q = conv_output_hw(df)
-        N, C, K = col(df, "batch"), col(df, "c_in"), col(df, "c_out")
-        R, S = col(df, "kh"), col(df, "kw")
-        G = np.nan_to_num(col(df, "groups"), nan=1.0)
-        s.update(
-            N=N,
-            C=C,
-            K=K,
-            H=col(df, "h_in"),
-            W=col(df, "w_in"),
-            P=P,
-            Q=Q,
-            R=R,
-            S=S,
-            G=G,
-            NPQ=N * P * Q,
-            PQ=P * Q,
-            NK=N * K,
-            CRS=C * R * S / G,
-            T4=N * np.ceil(P / 4) * np.ceil(Q / 4),
-            T2=N * np.ceil(P / 2) * np.ceil(Q / 2),
+    rules: dict[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]] = {
+        "one": lambda s: np.ones(n),
+        "batch": lambda s: c("batch"),
+    }
+    ops = _uniques(df["op"].to_numpy(dtype=object)) if "op" in df else np.array([""], dtype=object)
+    if np.isin(ops, GEMM_OPS).any():
+        rules.update(m=lambda s: c("m"), n=lambda s: c("n"), k=lambda s: c("k"))
+    if (ops == "conv_fwd").any():
+        hw: list[np.ndarray] = []
+
+        def output(i: int) -> np.ndarray:
+            if not hw:
+                if all(f in df for f in CONV_FIELDS):  # the columns as read once, in a frame
+                    hw.extend(conv_output_hw(pd.DataFrame({f: c(f) for f in CONV_FIELDS}, copy=False)))
+                else:
+                    hw.extend(conv_output_hw(df))  # names the missing column
+            return hw[i]
+
+        rules.update(
+            N=lambda s: c("batch"),
+            C=lambda s: c("c_in"),
+            K=lambda s: c("c_out"),
+            H=lambda s: c("h_in"),
+            W=lambda s: c("w_in"),
+            P=lambda s: output(0),
+            Q=lambda s: output(1),
+            R=lambda s: c("kh"),
+            S=lambda s: c("kw"),
+            G=lambda s: np.nan_to_num(c("groups"), nan=1.0),
+            NPQ=lambda s: s["N"] * s["P"] * s["Q"],
+            PQ=lambda s: s["P"] * s["Q"],
+            NK=lambda s: s["N"] * s["K"],
+            CRS=lambda s: s["C"] * s["R"] * s["S"] / s["G"],
+            T4=lambda s: s["N"] * np.ceil(s["P"] / 4) * np.ceil(s["Q"] / 4),
+            T2=lambda s: s["N"] * np.ceil(s["P"] / 2) * np.ceil(s["Q"] / 2),
         )
-    return s
+    return _Lazy(rules)
+
+
+class _Lazy(Mapping):
+    """Named arrays, each computed on first use by its rule (given this mapping, for the
+    arrays it is computed from), in the order of the rules."""
+
+    def __init__(self, rules: Mapping[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]]):
+        self.rules = rules
+        self.done: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        got = self.done.get(key)
+        if got is None:
+            got = self.done[key] = self.rules[key](self)
+        return got
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.rules
+
+    def __iter__(self):
+        return iter(self.rules)
+
+    def __len__(self) -> int:
+        return len(self.rules)
 
 
 def gemm_view(
@@ -215,6 +315,28 @@ def _traffic(op: np.ndarray, el: np.ndarray, s: Mapping[str, np.ndarray]) -> dic
     return {"flops": flops, "read_bytes": read, "write_bytes": write}
 
 
+def _one_traffic(op: str, el: np.ndarray, s: Mapping[str, np.ndarray]) -> _Lazy:
+    """`_traffic` of rows that are all of one op, each quantity computed on first use."""
+    n = len(el)
+    if op in GEMM_OPS:
+        return _Lazy(
+            {
+                "flops": lambda t: 2 * s["batch"] * s["m"] * s["n"] * s["k"],
+                "read_bytes": lambda t: el * s["batch"] * (s["m"] * s["k"] + s["k"] * s["n"]),
+                "write_bytes": lambda t: el * s["batch"] * s["m"] * s["n"],
+            }
+        )
+    if op == "conv_fwd":
+        return _Lazy(
+            {
+                "flops": lambda t: 2 * s["NPQ"] * s["K"] * s["CRS"],
+                "read_bytes": lambda t: el * (s["N"] * s["C"] * s["H"] * s["W"] + s["K"] * s["CRS"]),
+                "write_bytes": lambda t: el * s["NPQ"] * s["K"],
+            }
+        )
+    return _Lazy({k: lambda t: np.full(n, np.nan) for k in ("flops", "read_bytes", "write_bytes")})
+
+
 def flops_bytes(df: pd.DataFrame, s: dict[str, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Useful FLOPs and compulsory DRAM bytes (read + written) of each row."""
     t = traffic(df, s)
@@ -260,7 +382,10 @@ def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.nda
         ]
     else:
         raise SeerError(f"op {op!r} has no fitted per-variant models (see seer.analytical)")
-    return np.log2(np.column_stack(cols))
+    out = np.empty((len(cols[0]), len(cols)))  # np.column_stack(cols), filled in place
+    for j, c in enumerate(cols):
+        out[:, j] = c
+    return np.log2(out, out=out)
 
 
 @dataclass
@@ -268,7 +393,9 @@ class ConfigBatch:
     """Configs of one op with everything derived from them computed once.
 
     Geometry rules, features and choosers all read the same sizes; ranking four algorithms
-    changes only the GEMM view, and a variant's rows are a slice, never a recomputation."""
+    changes only the GEMM view, and a variant's rows are a slice, never a recomputation.
+    Sizes are computed on first use and sliced on first use (a variant's features read a few
+    of the thirty)."""
 
     op: str
     shapes: Mapping[str, np.ndarray]
@@ -279,18 +406,22 @@ class ConfigBatch:
     _sizes: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     _logcfg: np.ndarray | None = field(default=None, repr=False)
     uniform_algo: str | None = None  # the algorithm of every row, where they share one
+    # per-row quantities of the configs alone (`memo`), shared by the batch's `with_algo` copies
+    _memo: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _parent: tuple[ConfigBatch, np.ndarray] | None = field(default=None, repr=False)  # taken from
 
     @classmethod
     def of(cls, df: pd.DataFrame, op: str | None = None) -> ConfigBatch:
         """The batch of config rows `df`, all of one op (`op`, else the first row's)."""
         op = str(df["op"].iloc[0]) if op is None else op
-        s = shapes(df)
-        el = element_bytes(df.get("dtype"), len(df))
-        extra = {c: col(df, c) for c in _LOG_EXTRA} if op == "conv_fwd" else {}
+        c = _Columns(df)
+        s = _shapes(df, c)
+        el = _element_bytes(df)
+        extra = {k: c(k) for k in _LOG_EXTRA} if op == "conv_fwd" else {}
         algo = _text(df, "algo")
-        algos = pd.unique(algo)
+        algos = _uniques(algo)
         uniform = str(algos[0]) if len(algos) == 1 else ("" if len(algos) == 0 else None)
-        return cls(op, s, _traffic(np.full(len(df), op, dtype=object), el, s), el, algo, extra, uniform_algo=uniform)
+        return cls(op, s, _one_traffic(op, el, s), el, algo, extra, uniform_algo=uniform)
 
     def __len__(self) -> int:
         return len(self.el)
@@ -300,36 +431,74 @@ class ConfigBatch:
         """Every named size (as `sizes(df)` gives them, in the same order): the vocabulary of
         geometry rules and features."""
         if self._sizes is None:
-            s = dict(self.shapes)
-            if self.uniform_algo is not None:
-                s.update(_one_view(self.op, self.uniform_algo, self.shapes))
-            else:
-                s.update(_gemm_view(np.full(len(self), self.op, dtype=object), self.algo, self.shapes))
-            s.update(self.traffic)
-            s["bytes"] = s["read_bytes"] + s["write_bytes"]
-            self._sizes = s
+            self._sizes = _Lazy(self._size_rules())
         return self._sizes
+
+    def _size_rules(self) -> dict[str, Callable[[Mapping[str, np.ndarray]], np.ndarray]]:
+        view: dict[str, np.ndarray] = {}
+
+        def gemm(key: str) -> np.ndarray:
+            if not view:
+                if self.uniform_algo is not None:
+                    view.update(_one_view(self.op, self.uniform_algo, self.shapes))
+                else:
+                    view.update(_gemm_view(np.full(len(self), self.op, dtype=object), self.algo, self.shapes))
+            return view[key]
+
+        rules = {k: _entry(self.shapes.__getitem__, k) for k in self.shapes}
+        rules.update({k: _entry(gemm, k) for k in ("gm", "gn", "gk", "gbatch")})
+        rules.update({k: _entry(self.traffic.__getitem__, k) for k in self.traffic})
+        rules["bytes"] = lambda s: s["read_bytes"] + s["write_bytes"]
+        return rules
 
     @property
     def logcfg(self) -> np.ndarray:
         if self._logcfg is None:
-            self._logcfg = _log_config(self.op, self.shapes, self.extra)
+            if self._parent is not None and self._parent[0]._has_logcfg():
+                parent, rows = self._parent
+                self._logcfg = parent.logcfg[rows]  # sliced where it was computed
+            else:
+                self._logcfg = _log_config(self.op, self.shapes, self.extra)
         return self._logcfg
+
+    def _has_logcfg(self) -> bool:
+        """Whether the log-configuration was computed for these rows or rows they were taken from."""
+        return self._logcfg is not None or (self._parent is not None and self._parent[0]._has_logcfg())
+
+    def memo(self, name: str, rule: Callable[[ConfigBatch], np.ndarray]) -> np.ndarray:
+        """A per-row quantity of the configs alone, never of the algorithm (`rule` of a batch):
+        computed once on the rows this batch was taken from and sliced, shared by every
+        algorithm's copy of the batch."""
+        got = self._memo.get(name)
+        if got is None:
+            if self._parent is None:
+                got = rule(self)
+            else:
+                parent, rows = self._parent
+                got = parent.memo(name, rule)[rows]
+            self._memo[name] = got
+        return got
 
     def take(self, rows: np.ndarray) -> ConfigBatch:
         """The batch of some rows (positions or a mask); what was computed is sliced, each size
         on first use (a variant's features read a few of the thirty)."""
-        sizes = None if self._sizes is None else _Rows(self._sizes, rows)
+        sizes = _Rows(self.sizes, rows)
+        el = self.el[rows]
+        if self.uniform_algo is not None and len(el) and len(self.algo):
+            algo = np.broadcast_to(self.algo[:1], (len(el),))  # one name, no copy per row
+        else:
+            algo = self.algo[rows]
         return ConfigBatch(
             self.op,
             _Rows(self.shapes, rows, sizes),
             _Rows(self.traffic, rows, sizes),
-            self.el[rows],
-            self.algo[rows],
+            el,
+            algo,
             _Rows(self.extra, rows),
             sizes,
-            None if self._logcfg is None else self._logcfg[rows],
+            None,  # sliced from this batch's on first use (`logcfg`)
             self.uniform_algo,
+            _parent=(self, rows),
         )
 
     def with_algo(self, algo: str) -> ConfigBatch:
@@ -346,7 +515,24 @@ class ConfigBatch:
             None,
             self.logcfg,
             algo,
+            _memo=self._memo,
+            _parent=self._parent,
         )
+
+
+def _entry(get: Callable[[str], np.ndarray], key: str) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+    """The rule of a size that is an entry of another mapping (`get` reads it)."""
+    return lambda s: get(key)
+
+
+def _element_bytes(df: pd.DataFrame) -> np.ndarray:
+    """`element_bytes` of the frame's dtype column (one lookup where every row has one dtype)."""
+    d = df.get("dtype")
+    if d is not None and len(d):
+        a = d.to_numpy(dtype=object)
+        if np.asarray(a == a[0]).all():
+            return np.full(len(a), element_bytes(a[:1], 1)[0])
+    return element_bytes(d, len(df))
 
 
 class _Rows(Mapping):
@@ -360,12 +546,17 @@ class _Rows(Mapping):
         self.done: dict[str, np.ndarray] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
-        if key not in self.done:
+        got = self.done.get(key)
+        if got is None:
             if self.shared is not None and key in self.shared:
-                self.done[key] = self.shared[key]
+                got = self.shared[key]
             else:
-                self.done[key] = self.full[key][self.rows]
-        return self.done[key]
+                got = self.full[key][self.rows]
+            self.done[key] = got
+        return got
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.full
 
     def __iter__(self):
         return iter(self.full)

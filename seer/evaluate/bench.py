@@ -2,7 +2,11 @@
 
 Prints: ranking every fitted convolution algorithm for n random configs, predicting n GEMMs,
 fitting every NeuSight GPU (bmm, linear, conv), and the analytical predictors' figures.
-Times are the best of a few runs on one process (numpy may use more than one core for BLAS).
+Times are the best of a few runs on one process, on the cores it may use (printed): the
+nearest-neighbour searches run one thread per usable core, and numpy may use more than one
+core for BLAS. For one core's figures pin the process and its BLAS:
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 taskset -c 0 python -m seer.evaluate.bench --skip-fit
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pandas as pd
 from seer import predict
 from seer.data import records
 from seer.errors import SeerError
+from seer.models.chooser import usable_cores
 
 
 def _best(fn, repeat: int) -> float:
@@ -73,7 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         f = predict.load(args.fits)
         conv = conv_configs(args.n)
         t = _best(lambda: f.rank_algorithms(conv), args.repeat)
-        print(f"rank {len(f.algorithms)} conv algorithms x {args.n} configs ({f.gpu.name}): {t:.3f} s")
+        cores = usable_cores()
+        print(
+            f"rank {len(f.algorithms)} conv algorithms x {args.n} configs ({f.gpu.name}, "
+            f"{cores} core{'s' * (cores > 1)}): {t:.3f} s"
+        )
         t = _best(lambda: f.best_algorithm(conv), args.repeat)
         print(f"best_algorithm for {args.n} configs: {t:.3f} s")
         for op in ("bmm", "linear"):

@@ -12,6 +12,7 @@ library: cuBLAS linear on the A100 4.1% -> 3.6% median APE, conv 10.5% -> 10.8% 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,9 +20,44 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer.data import configs
-from seer.models.knn import condense, decode, encode
+from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 
 CANDIDATES = {"conv_fwd": 1}  # nearest training configs whose variants compete (default 5)
+PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
+SCAN_POINTS = 8  # single-variant choosers this small are scanned, not searched (see `within`)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def query_workers(n: int) -> int:
+    """Threads for a k-d tree query of n points: one where the process has one core or the
+    query is small (a hand-off to threads costs more than it saves), else one per core."""
+    return max(1, min(usable_cores(), n // PARALLEL_ROWS))
+
+
+def sq_distances(q: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Squared distance of each row of q to the point p, summed as scipy's k-d tree sums them
+    (four running sums over the columns, added, then the leftover columns one by one), so a
+    distance found here equals the tree's to the last bit."""
+    d = q.shape[1]
+    acc = [(q[:, j] - p[j]) ** 2 for j in range(min(d, 4))]
+    j = 4
+    while j + 4 <= d:
+        for a in range(4):
+            acc[a] += (q[:, j + a] - p[j + a]) ** 2
+        j += 4
+    s = acc[0]
+    for a in acc[1:]:
+        s = s + a
+    for i in range(j, d):
+        s = s + (q[:, i] - p[i]) ** 2
+    return s
 
 
 @dataclass
@@ -50,19 +86,78 @@ class Chooser:
             self._tree = cKDTree(p[:, self._varying], leafsize=32, balanced_tree=False, compact_nodes=False)
         return self._tree
 
-    def nearest(self, logcfg: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """(log2 distance to the nearest training config, label indices of the k nearest)."""
+    @property
+    def sorts_queries(self) -> bool:
+        """Whether queries in knn.locality_order make this chooser's searches faster (they do
+        in trees of many points; in small ones sorting costs more than it saves)."""
+        return len(self.points) >= ORDER_MIN_POINTS
+
+    def nearest(self, logcfg: np.ndarray, k: int = 1, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(log2 distance to the nearest training config, label indices of the k nearest).
+
+        `order` (knn.locality_order of the rows) only makes the search faster: the rows are
+        looked up in that order, each on its own, and answered in theirs."""
         tree = self._index()
         assert self._varying is not None and self._fixed is not None
         k = min(k, len(self.points))
-        dist, idx = tree.query(logcfg[:, self._varying], k=k, workers=-1)
+        q = logcfg[:, self._varying] if order is None else logcfg[np.ix_(order, self._varying)]
+        dist, idx = tree.query(q, k=k, workers=query_workers(len(q)))
+        if order is not None:
+            dist, idx = _unsort(dist, order), _unsort(idx, order)
         nearest = dist if k == 1 else dist[:, 0]
         if len(self._fixed):  # the constant sizes' share of every distance
-            off = ((logcfg[:, self._fixed] - self.points[0, self._fixed]) ** 2).sum(axis=1)
-            nearest = np.sqrt(nearest**2 + off)
+            nearest = self._with_offset(nearest, logcfg)
         if k == 1:
             return nearest, self.label_idx[idx][:, None]
         return nearest, self.label_idx[idx]
+
+    def _with_offset(self, dist: np.ndarray, logcfg: np.ndarray) -> np.ndarray:
+        """sqrt(dist**2 + the squared distance in the sizes left out of the tree, which are
+        constant over the points), computed in place where `dist` is the tree's own array."""
+        assert self._fixed is not None
+        off = ((logcfg[:, self._fixed] - self.points[0, self._fixed]) ** 2).sum(axis=1)
+        out = dist if dist.base is None else np.empty_like(dist)
+        np.square(dist, out=out)
+        out += off
+        return np.sqrt(out, out=out)
+
+    def nearest_within(
+        self, logcfg: np.ndarray, radius: float, k: int = 1, order: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(label indices of the k nearest, whether the nearest lies within `radius`): what
+        `nearest` answers, compared with the radius. Where every point has one label only the
+        comparison is left to find (`within`)."""
+        if len(self.labels) > 1:
+            dist, lab = self.nearest(logcfg, k, order)
+            return lab, dist <= radius
+        k = min(k, len(self.points))
+        return np.zeros((len(logcfg), k), dtype=self.label_idx.dtype), self.within(logcfg, radius, order)
+
+    def within(self, logcfg: np.ndarray, radius: float, order: np.ndarray | None = None) -> np.ndarray:
+        """Whether the nearest training config lies within `radius`: `nearest(logcfg)[0] <=
+        radius`, without finding the nearest where none is that close. A few points are
+        scanned (a tree of at most its leaf size holds one leaf, which the tree scans the same
+        way: same sums, same minimum); else the tree is asked only about points inside the
+        radius (a hair more: the bound is a strict one)."""
+        tree = self._index()
+        assert self._varying is not None and self._fixed is not None
+        n = len(logcfg)
+        if len(self.points) <= min(SCAN_POINTS, tree.leafsize):
+            q = logcfg[:, self._varying]
+            pts = self.points[:, self._varying]
+            s = sq_distances(q, pts[0])
+            for p in pts[1:]:
+                np.minimum(s, sq_distances(q, p), out=s)
+            dist = np.sqrt(s)
+        else:
+            q = logcfg[:, self._varying] if order is None else logcfg[np.ix_(order, self._varying)]
+            bound = radius * (1 + 1e-9) + 1e-12
+            dist, _ = tree.query(q, k=1, distance_upper_bound=bound, workers=query_workers(n))
+            if order is not None:
+                dist = _unsort(dist, order)
+        if len(self._fixed):
+            dist = self._with_offset(dist, logcfg)
+        return dist <= radius
 
     def choose(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
         """The variant key for each config row."""
@@ -84,6 +179,13 @@ class Chooser:
     @classmethod
     def from_dict(cls, d: dict) -> Chooser:
         return cls(d["op"], d["algo"], list(d["labels"]), decode(d["points"]), np.asarray(d["label_idx"], dtype=int))
+
+
+def _unsort(a: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Rows answered in `order` put back in the order of the queries."""
+    out = np.empty_like(a)
+    out[order] = a
+    return out
 
 
 def fit_chooser(train: pd.DataFrame, op: str, algo: str, keys: pd.Series) -> Chooser:

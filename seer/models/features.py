@@ -11,6 +11,7 @@ Bytes are MB (1e6 bytes) of the configuration's dtype.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,7 +70,7 @@ class Inputs:
     read_mb: np.ndarray  # compulsory DRAM reads (operands), MB
     write_mb: np.ndarray  # compulsory DRAM writes (result), MB
     tile_mb: np.ndarray  # operand tiles the blocks load, MB
-    helpers: dict[str, np.ndarray]
+    helpers: Mapping[str, np.ndarray]  # a mapping may compute each on first use
     logcfg: np.ndarray | None  # log-configuration, for the kernel-type chooser where one is used
 
     @property
@@ -88,37 +89,83 @@ class Inputs:
         )
 
 
+# per-row quantities of a configuration alone (ConfigBatch.memo): MB per element, the
+# compulsory traffic in MB and the helper kernels' traffic of convolutions
+_MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
+    "el_MB": lambda b: b.el * MB,
+    "read_MB": lambda b: b.sizes["read_bytes"] * MB,
+    "write_MB": lambda b: b.sizes["write_bytes"] * MB,
+    "in_MB": lambda b: per_row(b, "el_MB") * b.shapes["N"] * b.shapes["C"] * b.shapes["H"] * b.shapes["W"],
+    "out_MB": lambda b: per_row(b, "el_MB") * b.shapes["NPQ"] * b.shapes["K"],
+    "xin_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["C"] * b.shapes["T4"],
+    "xout_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["K"] * b.shapes["T4"],
+    "xfilter_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["K"] * b.shapes["C"],
+    "im2col_MB": lambda b: per_row(b, "el_MB") * b.shapes["NPQ"] * b.shapes["CRS"],
+    "filter_MB": lambda b: per_row(b, "el_MB") * b.shapes["K"] * b.shapes["CRS"],
+}
+
+
+def per_row(batch: ConfigBatch, name: str) -> np.ndarray:
+    """One of the per-row quantities above, computed once for the batch's configs."""
+    return batch.memo(name, _MB_RULES[name])
+
+
+class _Helpers(Mapping):
+    """A convolution's helper terms, each read from the batch on first use (feature sets
+    without helper terms read none)."""
+
+    def __init__(self, batch: ConfigBatch, names: list[str]):
+        self.batch, self.names = batch, names
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self.names:
+            raise KeyError(key)
+        return per_row(self.batch, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
 def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) -> Inputs:
     """The inputs of one variant's features for a batch of configs run with `algo`."""
     batch = batch.with_algo(algo)
     s = batch.sizes
     grid = geom.grid(batch)
-    blocks = np.prod(list(grid.values()), axis=0)
+    blocks = product(list(grid.values()))
     kb = s["gk"]
-    el = batch.el * MB  # MB per element
+    el = per_row(batch, "el_MB")  # MB per element
+    helpers: Mapping[str, np.ndarray]
     if geom.op in GEMM_OPS:
         split = np.maximum(np.round(grid.get("grid_z", s["gbatch"]) / s["gbatch"]), 1.0)
         kb = kb / split
         extra = np.where(split > 1, 1.0, 0.0)
-        h = [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]
+        helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
-        h = [el * s["N"] * s["C"] * s["H"] * s["W"], el * s["NPQ"] * s["K"]]
-        if algo == "WINOGRAD_NONFUSED":
-            h += [36 * el * s["C"] * s["T4"], 36 * el * s["K"] * s["T4"], 36 * el * s["K"] * s["C"]]
-        elif algo == "GEMM":
-            h += [el * s["NPQ"] * s["CRS"]]
-        else:
-            h += [el * s["K"] * s["CRS"]]
+        helpers = _Helpers(batch, helper_names(geom.op, algo))
     tm, tn = geom.tiles()
+    tile_mb = el * blocks  # el * blocks * kb * (tm + tn), in place
+    tile_mb *= kb
+    tile_mb *= tm + tn
     return Inputs(
         blocks,
         kb,
-        s["read_bytes"] * MB,
-        s["write_bytes"] * MB,
-        el * blocks * kb * (tm + tn),
-        dict(zip(helper_names(geom.op, algo), h)),
+        per_row(batch, "read_MB"),
+        per_row(batch, "write_MB"),
+        tile_mb,
+        helpers,
         batch.logcfg if logcfg else None,
     )
+
+
+def product(arrays: list[np.ndarray]) -> np.ndarray:
+    """np.prod(arrays, axis=0) without stacking them: the same products in the same order."""
+    out = arrays[0] * 1.0 if len(arrays) == 1 else arrays[0] * arrays[1]
+    for a in arrays[2:]:
+        out *= a
+    return out
 
 
 @dataclass
@@ -156,27 +203,43 @@ class Design:
 
 def design(x: Inputs, bps: int, sms: int, fs: FeatureSet) -> Design:
     """The design of one variant for `bps` resident blocks per SM on `sms` SMs."""
-    W = np.ceil(x.blocks / (bps * sms))
-    S = np.ceil(x.blocks / sms)
-    one = np.ones(len(W))
+    n = len(x.blocks)
+    W = np.divide(x.blocks, bps * sms)
+    np.ceil(W, out=W)
     kb = x.kb
     under = None
     if fs.seer_terms:
-        comp, mem = [W * kb, W, one], [x.mb, one]
+        comp = _columns(n, [lambda o: np.multiply(W, kb, out=o), W, 1.0])
+        mem = _columns(n, [lambda o: np.add(x.read_mb, x.write_mb, out=o), 1.0])
         names = {"compute": ["W*Kb", "W", "1"], "memory": ["MB", "1"]}
         if fs.typed:  # SEER: t = a B r + d B w + b W B_max f + c
-            under = np.column_stack([x.read_mb, x.write_mb, W * kb, one])
+            under = _columns(n, [x.read_mb, x.write_mb, lambda o: np.multiply(W, kb, out=o), 1.0])
             names["under"] = ["read_MB", "write_MB", "W*Kb", "1"]
     else:
-        comp, mem = [W * kb, W, S * kb, S, one], [x.mb, x.tile_mb, W, one]
+        S = np.divide(x.blocks, sms)
+        np.ceil(S, out=S)
+        comp = _columns(n, [lambda o: np.multiply(W, kb, out=o), W, lambda o: np.multiply(S, kb, out=o), S, 1.0])
+        mem = _columns(n, [lambda o: np.add(x.read_mb, x.write_mb, out=o), x.tile_mb, W, 1.0])
         names = {"compute": ["W*Kb", "W", "S*Kb", "S", "1"], "memory": ["MB", "tile_MB", "W", "1"]}
     helpers = x.helpers if fs.helpers else {}
     names["helpers"] = list(helpers)
     return Design(
-        np.column_stack(comp),
-        np.column_stack(mem),
-        np.column_stack(list(helpers.values())) if helpers else np.zeros((len(W), 0)),
+        comp,
+        mem,
+        _columns(n, [helpers[k] for k in names["helpers"]]) if helpers else np.zeros((n, 0)),
         names,
         under,
         x.logcfg,
     )
+
+
+def _columns(n: int, cols: list) -> np.ndarray:
+    """np.column_stack of n-row columns, written into one array: a column is an array, a
+    number (every row) or a function that writes the column into the slot it is given."""
+    out = np.empty((n, len(cols)))
+    for j, c in enumerate(cols):
+        if callable(c):
+            c(out[:, j])
+        else:
+            out[:, j] = c
+    return out

@@ -33,6 +33,7 @@ class AxisRule:
     match: float
 
     def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        """The axis of each config, as a new array (`Geometry.grid` clamps it in place)."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -74,7 +75,8 @@ class Ceil(AxisRule):
     kind: ClassVar[str] = "ceil"
 
     def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
-        return np.ceil(s[self.expr] / self.div)
+        x = s[self.expr] / self.div
+        return np.ceil(x, out=x)
 
     def describe(self) -> str:
         return f"ceil({self.expr}/{self.div})" if self.div > 1 else self.expr
@@ -98,7 +100,9 @@ class MulCeil(AxisRule):
     kind: ClassVar[str] = "mulceil"
 
     def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
-        return s[self.expr] * np.ceil(s[self.expr2] / self.div)
+        x = s[self.expr2] / self.div
+        np.ceil(x, out=x)
+        return np.multiply(s[self.expr], x, out=x)
 
     def describe(self) -> str:
         return f"{self.expr}*ceil({self.expr2}/{self.div})"
@@ -163,7 +167,7 @@ class Geometry:
             batch = configs.ConfigBatch.of(batch, self.op)
         s = batch.sizes
         logcfg = batch.logcfg if any(isinstance(r, Nearest) for r in self.axes.values()) else None
-        return {a: np.maximum(r(s, logcfg), 1.0) for a, r in self.axes.items()}
+        return {a: np.maximum(g, 1.0, out=g) for a, r in self.axes.items() for g in [r(s, logcfg)]}
 
     def blocks(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
         return np.prod(list(self.grid(batch).values()), axis=0)

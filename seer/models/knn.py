@@ -34,3 +34,45 @@ def encode(a: np.ndarray) -> dict:
 
 def decode(d: dict) -> np.ndarray:
     return np.frombuffer(base64.b64decode(d["f4"]), dtype="<f4").astype(np.float64).reshape(d["shape"])
+
+
+ORDER_MIN_ROWS = 4096  # queries worth sorting (locality_order)
+ORDER_MIN_POINTS = 640  # trees worth it: in smaller ones a query visits few nodes, in any order
+_SPREAD: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _spread(dims: int, bits: int) -> np.ndarray:
+    """Each `bits`-bit number with its bits moved `dims` apart (bit b to bit b * dims)."""
+    key = (dims, bits)
+    if key not in _SPREAD:
+        v = np.arange(1 << bits, dtype=np.int64)
+        t = np.zeros(1 << bits, dtype=np.int64)
+        for b in range(bits):
+            t |= ((v >> b) & 1) << (b * dims)
+        _SPREAD[key] = t
+    return _SPREAD[key]
+
+
+def locality_order(points: np.ndarray) -> np.ndarray | None:
+    """An order of the rows of `points` that keeps nearby points together (Z-order over the
+    columns that vary), or None for too few rows to be worth it.
+
+    A k-d tree answers each query on its own, so the order changes no answer; queries close
+    to each other visit the same nodes, and in this order they run about a quarter faster."""
+    n = len(points)
+    if n < ORDER_MIN_ROWS or points.ndim != 2:
+        return None
+    sample = points[:: max(1, n // 4096)]  # the ranges only scale the cells: a sample's will do
+    lo, hi = sample.min(axis=0), sample.max(axis=0)
+    cols = np.flatnonzero((hi > lo) & np.isfinite(lo) & np.isfinite(hi))
+    if len(cols) == 0:
+        return None
+    bits = min(10, 62 // len(cols))
+    top = (1 << bits) - 1
+    table = _spread(len(cols), bits)
+    code = np.zeros(n, dtype=np.int64)
+    for i, j in enumerate(cols):
+        cell = (points[:, j] - lo[j]) * (top / (hi[j] - lo[j]))
+        np.nan_to_num(cell, copy=False, nan=0.0)
+        code |= table[np.clip(cell, 0, top).astype(np.int64)] << i
+    return np.argsort(code)

@@ -22,6 +22,7 @@ from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
 from seer.models.chooser import CANDIDATES, Chooser
 from seer.models.drift import Drift
+from seer.models.knn import locality_order
 from seer.predict.protocol import AlgorithmTimes
 
 
@@ -59,7 +60,7 @@ class VariantPredictor:
         batch = ConfigBatch.of(df, op)
         out = np.empty(len(df))
         for ch, rows in self._choosers(batch):
-            out[rows] = self._launch(batch.take(rows), ch)[1]
+            out[rows] = self._launch(batch.take(rows), ch, with_inside=False)[1]
         return out
 
     def predict_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
@@ -77,7 +78,7 @@ class VariantPredictor:
         batch = ConfigBatch.of(df, op)
         keys = np.empty(len(df), dtype=object)
         for ch, rows in self._choosers(batch):
-            keys[rows] = self._launch(batch.take(rows), ch)[0]
+            keys[rows] = self._launch(batch.take(rows), ch, with_inside=False)[0]
         return keys
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
@@ -90,9 +91,14 @@ class VariantPredictor:
         inside = np.empty((n, len(algos)), dtype=bool)
         keys = np.empty((n, len(algos)), dtype=object)
         batch = ConfigBatch.of(df, op)
+        order: np.ndarray | None = None  # one order of the rows for every search that sorts them
         for j, a in enumerate(algos):
-            keys[:, j], times[:, j], dist = self._launch(batch.with_algo(a), self.choosers[family_key(op, a)])
-            inside[:, j] = dist <= self.options.trust_distance
+            ch = self.choosers[family_key(op, a)]
+            if order is None and ch.sorts_queries:
+                order = locality_order(batch.logcfg)
+            keys[:, j], times[:, j], inside[:, j] = self._launch(
+                batch.with_algo(a), ch, order=order if ch.sorts_queries else None
+            )
         return AlgorithmTimes(algos, times, inside, keys)
 
     def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
@@ -118,18 +124,45 @@ class VariantPredictor:
             out.append((ch, np.flatnonzero(batch.algo == algo)))
         return out
 
-    def _launch(self, batch: ConfigBatch, ch: Chooser) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(variant key, time, log2 distance to the nearest fitted config) of each row: among the
-        variants the library launched for the nearest training configs, the fastest predicted."""
-        dist, cand = ch.nearest(batch.logcfg, CANDIDATES.get(ch.op, 5))
-        best_t = np.full(len(batch), np.inf)
-        best = np.zeros(len(batch), dtype=int)
-        for lab in np.unique(cand):
-            rows = np.flatnonzero((cand == lab).any(axis=1))
+    def _launch(
+        self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(variant key, time, whether the nearest fitted config lies within trust_distance) of
+        each row: among the variants the library launched for the nearest training configs, the
+        fastest predicted. `order`: knn.locality_order of the rows (a faster search)."""
+        k = CANDIDATES.get(ch.op, 5)
+        if with_inside:
+            cand, inside = ch.nearest_within(batch.logcfg, self.options.trust_distance, k, order)
+        else:
+            cand = ch.nearest(batch.logcfg, k, order)[1]
+            inside = np.zeros(len(batch), dtype=bool)
+        n = len(batch)
+        best_t = np.full(n, np.inf)
+        best = np.zeros(n, dtype=int)
+        for lab, rows in _rows_of_labels(cand, len(ch.labels)):
             t = self.variants[ch.labels[lab]].predict(batch.take(rows))
+            if cand.shape[1] == 1 and (t < np.inf).all():  # each row's only candidate: better than none
+                best_t[rows], best[rows] = t, lab
+                continue
             better = t < best_t[rows]
             best_t[rows[better]], best[rows[better]] = t[better], lab
-        return np.asarray(ch.labels, dtype=object)[best], best_t, dist
+        return np.asarray(ch.labels, dtype=object)[best], best_t, inside
 
     def replace(self, **changes) -> VariantPredictor:
         return dataclasses.replace(self, **changes)
+
+
+def _rows_of_labels(cand: np.ndarray, labels: int) -> list[tuple[int, np.ndarray]]:
+    """Each label among the candidates (in order, as np.unique(cand)) with the rows that have it
+    among their candidates (ascending positions, as np.flatnonzero). One candidate per row
+    partitions the rows: one stable sort by label gives every label's rows at once."""
+    count = np.bincount(cand.ravel(), minlength=labels)
+    present = np.flatnonzero(count)
+    if cand.shape[1] != 1:
+        return [(int(lab), np.flatnonzero((cand == lab).any(axis=1))) for lab in present]
+    if len(present) == 1:
+        return [(int(present[0]), np.arange(len(cand)))]
+    small = cand[:, 0].astype(np.int16 if labels < 2**15 else np.int64)  # a radix sort for small labels
+    by = np.argsort(small, kind="stable")
+    ends = np.cumsum(count)
+    return [(int(lab), by[ends[lab] - count[lab] : ends[lab]]) for lab in present]
