@@ -17,12 +17,13 @@ import pandas as pd
 
 from seer import __version__
 from seer.data import records
+from seer.data.configs import log_config
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
-from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, family_column, family_key
+from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
 from seer.models.chooser import fit_chooser
 from seer.models.drift import Drift, fit_drift, order_is_random, position
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
@@ -89,7 +90,11 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
         g = g[g["key"].isin(list(models))]
         if len(g):
-            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"]).to_dict()
+            ch = fit_chooser(g, op, algo, g["key"]).to_dict()
+            k = _candidates(g, models, target[g.index], op)
+            if k is not None:
+                ch["candidates"] = k
+            choosers[family_key(op, algo)] = ch
     few = sorted(set(train["key"]) - set(models))
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
@@ -100,6 +105,21 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
+
+
+def _candidates(g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str) -> int | None:
+    """How many nearest training configurations' variants compete in a convolution family
+    (seer.models.candidates). GEMM families keep the fastest of 5 (cuBLAS's heuristic aims at the
+    fastest kernel for each shape; leave-one-out picked fewer and NeuSight's held-out linear rows
+    came out worse on four of five GPUs)."""
+    if op != "conv_fwd" or g["key"].nunique() < 2:
+        return None  # one variant: nothing to choose
+    keys = g["key"].to_numpy()
+    rows = g.reset_index(drop=True)
+    scores = candidates.loo_rmspe(
+        log_config(rows, op), keys, target, lambda lab, idx: models[lab].predict(rows.iloc[idx])
+    )
+    return candidates.choose(scores)
 
 
 def conv_timing(rec: pd.DataFrame) -> str | None:

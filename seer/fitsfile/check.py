@@ -370,6 +370,8 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
     op = c.text(c.get(ch, "op", w, "an op"), _at(w, "op"), VARIANT_OPS)
     algo = c.text(c.get(ch, "algo", w, "a string"), _at(w, "algo"), nonempty=False)
     _, dims = _sample(op)
+    if "candidates" in ch:  # nearest configurations whose variants compete (seer.models.candidates)
+        c.nums([ch["candidates"]], _at(w, "candidates"), 1, 1, 64, whole=True)
     for i, lab in enumerate(_knn_labels(c, ch, w, dims)):
         lw = _at(_at(w, "labels"), i)
         if not isinstance(lab, str) or lab not in variants:

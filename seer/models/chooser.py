@@ -67,6 +67,7 @@ class Chooser:
     labels: list[str]  # variant keys
     points: np.ndarray  # log-configurations of training rows
     label_idx: np.ndarray  # index into labels per point
+    candidates: int | None = None  # nearest training configs whose variants compete (None: CANDIDATES)
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _varying: np.ndarray | None = field(default=None, repr=False, compare=False)  # sizes in the tree
     _fixed: np.ndarray | None = field(default=None, repr=False, compare=False)  # constant over the points
@@ -174,11 +175,19 @@ class Chooser:
             "labels": self.labels,
             "points": encode(self.points),
             "label_idx": self.label_idx.tolist(),
+            **({"candidates": self.candidates} if self.candidates is not None else {}),
         }
+
+    @property
+    def k(self) -> int:
+        """How many nearest training configs' variants compete: fitted per family
+        (seer.models.candidates), else the op's default (files fitted before that)."""
+        return self.candidates if self.candidates is not None else CANDIDATES.get(self.op, 5)
 
     @classmethod
     def from_dict(cls, d: dict) -> Chooser:
-        return cls(d["op"], d["algo"], list(d["labels"]), decode(d["points"]), np.asarray(d["label_idx"], dtype=int))
+        points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
+        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"))
 
 
 def _unsort(a: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
-from seer.models.chooser import CANDIDATES, Chooser
+from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.knn import locality_order
 from seer.predict.protocol import AlgorithmTimes
@@ -130,7 +130,7 @@ class VariantPredictor:
         """(variant key, time, whether the nearest fitted config lies within trust_distance) of
         each row: among the variants the library launched for the nearest training configs, the
         fastest predicted. `order`: knn.locality_order of the rows (a faster search)."""
-        k = CANDIDATES.get(ch.op, 5)
+        k = ch.k
         if with_inside:
             cand, inside = ch.nearest_within(batch.logcfg, self.options.trust_distance, k, order)
         else:
