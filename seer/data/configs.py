@@ -359,7 +359,9 @@ def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None
     return _log_config(op, s, {c: col(df, c) for c in _LOG_EXTRA} if op == "conv_fwd" else {})
 
 
-_LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w")  # conv fields of the log-config beyond the shapes
+# conv fields of the log-config beyond the shapes: every axis of the configuration space counts
+_LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
+GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 
 
 def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -379,6 +381,8 @@ def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.nda
             extra["stride_w"],
             extra["pad_h"] + 1,
             extra["pad_w"] + 1,
+            extra["dil_h"],
+            extra["dil_w"],
         ]
     else:
         raise SeerError(f"op {op!r} has no fitted per-variant models (see seer.analytical)")

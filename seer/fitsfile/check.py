@@ -334,7 +334,7 @@ def _points(c: _Doc, d: Any, w: str, dims: int) -> int:
         c.fail(
             _at(w, "shape"),
             f"[n, {dims}] (the log-configuration of the op; fits written before convolutions gained "
-            "the groups axis have one column fewer: refit them with python -m seer.fit)",
+            "the groups and dilation axes have fewer columns: refit them with python -m seer.fit)",
             got=json.dumps(d["shape"]),
         )
     c.text(c.get(d, "f4", w, "base64 float32 data"), _at(w, "f4"))

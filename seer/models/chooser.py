@@ -60,6 +60,55 @@ def sq_distances(q: np.ndarray, p: np.ndarray) -> np.ndarray:
     return s
 
 
+@dataclass(frozen=True)
+class Space:
+    """The coordinates a chooser's k-d tree searches, for the full log-configuration space.
+
+    `groups`: the sizes that vary over the training points, sizes always equal to each other
+    in one group (one coordinate: their sum / sqrt(m), which is sqrt(m) x the size on the
+    points); `fixed`: the sizes constant over them, at `const`. The squared distance of a config
+    to a point is the tree's squared distance plus `offset` (the fixed sizes' distance, and
+    the config's spread around its mean within each group: zero on the points)."""
+
+    groups: tuple[np.ndarray, ...]
+    fixed: np.ndarray
+    const: np.ndarray
+
+    @classmethod
+    def of(cls, points: np.ndarray) -> Space:
+        d = points.shape[1]
+        const = [j for j in range(d) if np.all(points[:, j] == points[0, j])]
+        if len(const) == d:
+            const = const[1:]  # a tree needs a dimension
+        groups: list[list[int]] = []
+        for j in (j for j in range(d) if j not in const):
+            home = next((g for g in groups if np.array_equal(points[:, g[0]], points[:, j])), None)
+            if home is None:
+                groups.append([j])
+            else:
+                home.append(j)
+        return cls(tuple(np.asarray(g) for g in groups), np.asarray(const, dtype=int), points[0, const])
+
+    @property
+    def offsets(self) -> bool:
+        """Whether distances have a share outside the tree."""
+        return bool(len(self.fixed)) or any(len(g) > 1 for g in self.groups)
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        out = np.empty((len(x), len(self.groups)))
+        for i, g in enumerate(self.groups):
+            out[:, i] = x[:, g[0]] if len(g) == 1 else x[:, g].sum(axis=1) / np.sqrt(len(g))
+        return out
+
+    def offset(self, x: np.ndarray) -> np.ndarray:
+        off = ((x[:, self.fixed] - self.const) ** 2).sum(axis=1)
+        for g in self.groups:
+            if len(g) > 1:
+                v = x[:, g]
+                off += ((v - v.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+        return off
+
+
 @dataclass
 class Chooser:
     op: str
@@ -69,22 +118,20 @@ class Chooser:
     label_idx: np.ndarray  # index into labels per point
     candidates: int | None = None  # nearest training configs whose variants compete (None: CANDIDATES)
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
-    _varying: np.ndarray | None = field(default=None, repr=False, compare=False)  # sizes in the tree
-    _fixed: np.ndarray | None = field(default=None, repr=False, compare=False)  # constant over the points
+    _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
+    _kinds: dict = field(default_factory=dict, repr=False, compare=False)  # of_kind's choosers
 
     def _index(self) -> cKDTree:
-        """The k-d tree over the sizes that tell training points apart. A size that always
-        equals another adds nothing to distances and is dropped; one that is constant over the
-        training points adds the same amount to every distance from a config, so it is left out
-        of the tree and added to the distance afterwards (the same neighbours, a smaller tree)."""
+        """The k-d tree in the full configuration space, kept small (Space): sizes constant over
+        the training points leave the tree and add their share to every distance afterwards;
+        sizes that always equal each other (height and width of square layers) enter as one
+        coordinate, their mean scaled, and a config's spread across them adds to its distance.
+        The distances are the full space's: no size is ignored."""
         if self._tree is None:
-            p = self.points
-            dims = [j for j in range(p.shape[1]) if not any(np.array_equal(p[:, j], p[:, i]) for i in range(j))]
-            const = np.array([np.all(p[:, j] == p[0, j]) for j in dims], dtype=bool)
-            if const.all():
-                const[0] = False  # a tree needs a dimension
-            self._varying, self._fixed = np.asarray(dims)[~const], np.asarray(dims)[const]
-            self._tree = cKDTree(p[:, self._varying], leafsize=32, balanced_tree=False, compact_nodes=False)
+            self._space = Space.of(self.points)
+            self._tree = cKDTree(
+                self._space.project(self.points), leafsize=32, balanced_tree=False, compact_nodes=False
+            )
         return self._tree
 
     @property
@@ -99,24 +146,24 @@ class Chooser:
         `order` (knn.locality_order of the rows) only makes the search faster: the rows are
         looked up in that order, each on its own, and answered in theirs."""
         tree = self._index()
-        assert self._varying is not None and self._fixed is not None
+        assert self._space is not None
         k = min(k, len(self.points))
-        q = logcfg[:, self._varying] if order is None else logcfg[np.ix_(order, self._varying)]
+        q = self._space.project(logcfg if order is None else logcfg[order])
         dist, idx = tree.query(q, k=k, workers=query_workers(len(q)))
         if order is not None:
             dist, idx = _unsort(dist, order), _unsort(idx, order)
         nearest = dist if k == 1 else dist[:, 0]
-        if len(self._fixed):  # the constant sizes' share of every distance
+        if self._space.offsets:  # the share of the sizes outside the tree
             nearest = self._with_offset(nearest, logcfg)
         if k == 1:
             return nearest, self.label_idx[idx][:, None]
         return nearest, self.label_idx[idx]
 
     def _with_offset(self, dist: np.ndarray, logcfg: np.ndarray) -> np.ndarray:
-        """sqrt(dist**2 + the squared distance in the sizes left out of the tree, which are
-        constant over the points), computed in place where `dist` is the tree's own array."""
-        assert self._fixed is not None
-        off = ((logcfg[:, self._fixed] - self.points[0, self._fixed]) ** 2).sum(axis=1)
+        """sqrt(dist**2 + the squared distance in the sizes left out of the tree (Space.offset)),
+        computed in place where `dist` is the tree's own array."""
+        assert self._space is not None
+        off = self._space.offset(logcfg)
         out = dist if dist.base is None else np.empty_like(dist)
         np.square(dist, out=out)
         out += off
@@ -141,24 +188,43 @@ class Chooser:
         way: same sums, same minimum); else the tree is asked only about points inside the
         radius (a hair more: the bound is a strict one)."""
         tree = self._index()
-        assert self._varying is not None and self._fixed is not None
+        assert self._space is not None
         n = len(logcfg)
         if len(self.points) <= min(SCAN_POINTS, tree.leafsize):
-            q = logcfg[:, self._varying]
-            pts = self.points[:, self._varying]
+            q = self._space.project(logcfg)
+            pts = tree.data
             s = sq_distances(q, pts[0])
             for p in pts[1:]:
                 np.minimum(s, sq_distances(q, p), out=s)
             dist = np.sqrt(s)
         else:
-            q = logcfg[:, self._varying] if order is None else logcfg[np.ix_(order, self._varying)]
+            q = self._space.project(logcfg if order is None else logcfg[order])
             bound = radius * (1 + 1e-9) + 1e-12
             dist, _ = tree.query(q, k=1, distance_upper_bound=bound, workers=query_workers(n))
             if order is not None:
                 dist = _unsort(dist, order)
-        if len(self._fixed):
+        if self._space.offsets:
             dist = self._with_offset(dist, logcfg)
         return dist <= radius
+
+    @property
+    def kinds(self) -> tuple[bool, bool]:
+        """Whether it learnt from (ungrouped, grouped) convolutions: a grouped kernel is no model
+        of an ungrouped call, nor the reverse, so each kind of row is served by its own kind."""
+        if self.op != "conv_fwd":
+            return (True, True)
+        learnt = self.points[:, configs.GROUPS_COLUMN] > 0
+        return (bool((~learnt).any()), bool(learnt.any()))
+
+    def of_kind(self, grouped: bool) -> Chooser:
+        """The chooser over the training points of one kind (grouped or not), for the rows of that kind."""
+        key = "grouped" if grouped else "ungrouped"
+        if key not in self._kinds:
+            keep = (self.points[:, configs.GROUPS_COLUMN] > 0) == grouped
+            self._kinds[key] = Chooser(
+                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates
+            )
+        return self._kinds[key]
 
     def choose(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
         """The variant key for each config row."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import ConfigBatch
+from seer.data.configs import GROUPS_COLUMN, ConfigBatch
 from seer.data.records import VARIANT_OPS
 from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError
@@ -61,7 +61,18 @@ class VariantPredictor:
         out = np.empty(len(df))
         for ch, rows in self._choosers(batch):
             out[rows] = self._launch(batch.take(rows), ch, with_inside=False)[1]
+        if np.isnan(out).any():
+            raise SeerError(self._no_kind(batch, out))
         return out
+
+    def _no_kind(self, batch: ConfigBatch, out: np.ndarray) -> str:
+        i = int(np.flatnonzero(np.isnan(out))[0])
+        kind = "grouped" if batch.logcfg[i, GROUPS_COLUMN] > 0 else "ungrouped"
+        other = "ungrouped" if kind == "grouped" else "grouped"
+        return (
+            f"row {i}: the {batch.algo[i]} models of {self.gpu.name} learnt from {other} convolutions only, "
+            f"no model of a {kind} one (rank_algorithms leaves such algorithms out)"
+        )
 
     def predict_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
         """Each row's time from the model of its variant key: one matrix product per variant."""
@@ -78,7 +89,9 @@ class VariantPredictor:
         batch = ConfigBatch.of(df, op)
         keys = np.empty(len(df), dtype=object)
         for ch, rows in self._choosers(batch):
-            keys[rows] = self._launch(batch.take(rows), ch, with_inside=False)[0]
+            keys[rows], t, _ = self._launch(batch.take(rows), ch, with_inside=False)
+            if np.isnan(t).any():
+                raise SeerError(self._no_kind(batch.take(rows), t))
         return keys
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
@@ -125,6 +138,27 @@ class VariantPredictor:
         return out
 
     def _launch(
+        self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """As _launch_near, each convolution from the training configs of its kind, grouped or
+        not (Chooser.kinds): where the chooser learnt no config of a row's kind, no variant ("",
+        NaN, outside the fitted range)."""
+        if ch.op != "conv_fwd":
+            return self._launch_near(batch, ch, order, with_inside)
+        grouped = batch.logcfg[:, GROUPS_COLUMN] > 0
+        learnt = ch.kinds
+        if (not learnt[1] and not grouped.any()) or (not learnt[0] and grouped.all()):
+            return self._launch_near(batch, ch, order, with_inside)  # one kind, the rows' own: as it is
+        n = len(batch)
+        keys, times, inside = np.full(n, "", dtype=object), np.full(n, np.nan), np.zeros(n, dtype=bool)
+        for kind in (False, True):
+            rows = np.flatnonzero(grouped == kind)
+            if len(rows) and learnt[kind]:
+                sub = ch.of_kind(kind) if all(learnt) else ch
+                keys[rows], times[rows], inside[rows] = self._launch_near(batch.take(rows), sub, None, with_inside)
+        return keys, times, inside
+
+    def _launch_near(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(variant key, time, whether the nearest fitted config lies within trust_distance) of

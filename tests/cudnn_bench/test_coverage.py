@@ -15,7 +15,7 @@ def test_distances_are_seers_log2_space():
     b = ConvConfig(64, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1)  # twice the batch: one octave
     c = ConvConfig(32, 64, 28, 28, 64, 3, 3, 1, 1, 1, 1)  # half the height and the width
     assert np.allclose(C.nearest([a], [a, b, c]), [0.0, 1.0, np.sqrt(2)])
-    assert C.log_points([a]).shape == (1, 12)
+    assert C.log_points([a]).shape == (1, 14)  # every axis: sizes, groups, stride, padding, dilation
 
 
 def test_the_table_counts_what_the_grids_cover(tmp_path):

@@ -85,3 +85,24 @@ def test_an_op_claimed_twice_is_refused():
     mem = f.predictors["softmax"]
     with pytest.raises(ValueError, match="two predictors"):
         by_op([mem, mem])
+
+
+def test_a_grouped_convolution_gets_no_ungrouped_kernel():
+    """The H100 fits learnt from ungrouped convolutions only: a depthwise layer has no model of
+    any algorithm there (ranking leaves them out, predict says why), an ungrouped one keeps its."""
+    f = seer.load("h100-sxm")
+    depthwise = dict(CONV, c_in=64, c_out=64, groups=64)
+    r = f.rank_algorithms(depthwise)
+    assert r["time_ms"].isna().all() and not r["fitted_range"].any() and (r["variant"] == "").all()
+    with pytest.raises(seer.SeerError, match="no model of a grouped one"):
+        f.predict(**depthwise, algo="IMPLICIT_GEMM")
+    assert np.isfinite(f.rank_algorithms(CONV)["time_ms"]).all()
+
+
+def test_dilation_is_an_axis_of_the_trust_distance():
+    f = seer.load("h100-sxm")
+    grid = dict(CONV, batch=128, h_in=28, w_in=28, pad_h=0, pad_w=0)  # the H100 grid's kind of layer
+    plain = f.rank_algorithms(grid, extrapolate=True)
+    dilated = f.rank_algorithms(dict(grid, dil_h=2, dil_w=2), extrapolate=True)
+    padded = f.rank_algorithms(dict(grid, pad_h=1, pad_w=1), extrapolate=True)
+    assert plain["fitted_range"].any() and not dilated["fitted_range"].any() and not padded["fitted_range"].any()
