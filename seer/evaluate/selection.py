@@ -155,7 +155,8 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
             j = ALGOS.index(a)
             mine = ranked["algo"] == a
             pred[idx, j] = ranked.loc[mine, "time_ms"].to_numpy()
-            order[idx, j] = ranked.loc[mine, "rank"].to_numpy()
+            # no time: no model of this kind of layer (a grouped one from ungrouped kernels)
+            order[idx, j] = np.where(np.isnan(pred[idx, j]), np.inf, ranked.loc[mine, "rank"].to_numpy())
     cand = np.where(avail, order, np.inf)
     model = np.argmin(cand, axis=1)
     none = ~np.isfinite(cand.min(axis=1))  # nothing the model covers is available: fall back
