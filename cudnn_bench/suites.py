@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from .configs import Config, ConvConfig, GemmConfig
 from .conv_grid import Design, design
 from .errors import BenchError
+from .families import MOBILENET_V2 as MOBILENET_V2_SETTINGS
 
 SEER_GRID = {
     "batch": (128,),
@@ -103,22 +104,10 @@ def _resnet50() -> tuple:
     return tuple(layers)
 
 
-# MobileNetV2 inverted residual settings (t, c, n, s) as in torchvision
-MOBILENET_V2_SETTINGS = (
-    (1, 16, 1, 1),
-    (6, 24, 2, 2),
-    (6, 32, 3, 2),
-    (6, 64, 4, 2),
-    (6, 96, 3, 1),
-    (6, 160, 3, 2),
-    (6, 320, 1, 1),
-)
-
-
 def _mobilenet_v2() -> tuple:
     layers = [("mobilenet_v2.features.0", 3, 224, 32, 3, 2, 1, 1)]
     c, hw, idx = 32, 112, 1
-    for t, co, n, s in MOBILENET_V2_SETTINGS:
+    for t, co, n, s in MOBILENET_V2_SETTINGS:  # (t, c, n, s) of each stage, as in torchvision
         for i in range(n):
             stride = s if i == 0 else 1
             hidden = c * t
