@@ -77,16 +77,6 @@ def rerun_table(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def floor_line(path: Path) -> str:
-    """One sentence with Test-set-I's noise floor beside its figures ('' where no repeat run exists)."""
-    t = rerun_table(path)
-    t = t[t["op"] == "conv_fwd"] if "op" in t and (t["op"] == "conv_fwd").any() else t
-    if t.empty:
-        return ""
-    per = ", ".join(f"{r['algo']} {100 * r['p90_dev']:.1f}%" for _, r in t.iterrows())
-    return f"noise floor (run to run, p90 of |t2/t1 - 1| per algorithm; python -m seer.evaluate --set noise): {per}"
-
-
 def run_noise(args) -> int:
     path, rec = evaluation_records(args, "the noise floor compares repeated launches of those kernels")
     t = noise_table(rec)

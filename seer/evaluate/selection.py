@@ -128,9 +128,9 @@ def selection_floor(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def floor_line(path: Path) -> str:
-    """One sentence with Test-set-II's noise floor beside its figures ('' where no repeat run exists)."""
-    f = selection_floor(path)
+def floor_line(f: pd.DataFrame) -> str:
+    """One sentence with Test-set-II's noise floor (selection_floor) beside its figures ('' where
+    no repeat run exists)."""
     if f.empty:
         return ""
     r = f.iloc[0]
@@ -383,10 +383,9 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
             f"{table.attrs['unverified_layers']} more layers not scored: a call's event time exceeds its kernels' "
             "span and their launch geometry cannot say whether cuDNN chunked the batch (time_basis unverified)."
         )
-    where = Path(args.data) if args.data is not None else paths.OWN_DATA
-    floor = floor_line(where)
-    if floor:
-        print(floor)
+    floor = selection_floor(Path(args.data) if args.data is not None else paths.OWN_DATA)
+    if not floor.empty:
+        print(floor_line(floor))
     print()
     for name in ("overall", "by_gpu", "by_batch", "by_network"):
         if name in tables:
@@ -404,10 +403,8 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
         )
     if args.out:
         payload: dict[str, Any] = {"set": "II", "unverified_layers": int(table.attrs.get("unverified_layers", 0))}
-        if floor:
-            payload["noise_floor"] = selection_floor(
-                Path(args.data) if args.data is not None else paths.OWN_DATA
-            ).to_dict(orient="records")
+        if not floor.empty:
+            payload["noise_floor"] = floor.to_dict(orient="records")
         for name, t in tables.items():
             if name == "network_time":
                 payload[name] = t.to_dict(orient="records")

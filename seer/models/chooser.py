@@ -119,7 +119,8 @@ class Chooser:
     candidates: int | None = None  # nearest training configs whose variants compete (None: CANDIDATES)
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
-    _kinds: dict = field(default_factory=dict, repr=False, compare=False)  # of_kind's choosers
+    # of_kind's choosers: not carried by dataclasses.replace, so a copy with other candidates builds its own
+    _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def _index(self) -> cKDTree:
         """The k-d tree in the full configuration space, kept small (Space): sizes constant over

@@ -93,7 +93,7 @@ def efficiency(fits: Fits) -> dict[str, float]:
         # above the datasheet peak is a model outside its data (no kernel beats the peak)
         out[family_key(ch.op, ch.algo)] = float(min(np.median(rate) / fits.gpu.fp32_flops, 1.0))
     bw = _memory(fits).fit
-    fraction = bw.bandwidth_fraction(fits.gpu) if bw is not None and fits.gpu.slug in bw.gpus else None
+    fraction = bw.bandwidth_fraction(fits.gpu) if bw is not None else None
     if fraction is not None:
         out["memory"] = fraction
     return out

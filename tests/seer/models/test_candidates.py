@@ -45,3 +45,14 @@ def test_bundled_conv_choosers_carry_their_count_and_a_bad_one_is_refused(tmp_pa
     doc["choosers"][key]["candidates"] = 0
     with pytest.raises(SeerError, match="candidates"):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_a_copy_with_other_candidates_keeps_them_in_its_per_kind_choosers():
+    import dataclasses
+
+    import seer
+
+    ch = seer.load("t4").choosers["conv_fwd:IMPLICIT_PRECOMP_GEMM"]
+    assert ch.of_kind(False).candidates == ch.candidates
+    one = dataclasses.replace(ch, candidates=1)  # what a transfer does (transfer.nearest_variant)
+    assert one.of_kind(False).candidates == 1 and ch.of_kind(False).candidates == ch.candidates
