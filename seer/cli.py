@@ -52,7 +52,8 @@ def writable_file(path: str | Path, what: str, suffixes: Iterable[str]) -> Path:
 
 
 def run(main: Callable[[], int], prog: str) -> int:
-    """Run a command's main: a SeerError is one line and exit code 2, Ctrl-C one line and 130."""
+    """Run a command's main: a SeerError or an OS error (disk full, permission) is one line and
+    exit code 2, Ctrl-C one line and 130."""
     try:
         return main()
     except SeerError as exc:
@@ -61,3 +62,7 @@ def run(main: Callable[[], int], prog: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted; nothing half-written is left behind", file=sys.stderr)
         return INTERRUPTED
+    except OSError as exc:  # disk full, permission, a vanished folder: one line, not a traceback
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{prog}: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2

@@ -14,7 +14,7 @@ into one tidy DataFrame with the columns of `FIELDS`. Loaders validate as they g
 """
 
 from seer.data.records.blocks import BLOCK_KEY, Blocks, is_block_file, read_raw, scan_blocks
-from seer.data.records.files import atomic_write, data_path, read_bytes, warn
+from seer.data.records.files import atomic_write, data_path, read_bytes, read_json, read_text, warn
 from seer.data.records.harness import kernel_time, read_csv, write_csv
 from seer.data.records.load import load
 from seer.data.records.neusight import NEUSIGHT_OPS, neusight_dir, read_neusight, read_neusight_csv
@@ -68,6 +68,8 @@ __all__ = [
     "neusight_dir",
     "numeric",
     "read_bytes",
+    "read_json",
+    "read_text",
     "read_csv",
     "read_neusight",
     "read_neusight_csv",

@@ -4,6 +4,7 @@ one warning format for data that was skipped."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import stat
 import sys
@@ -55,9 +56,10 @@ def data_path(path: str | Path | None, what: str = "an existing file or folder")
     return path
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """A file's content, gunzipped if it ends in .gz; a missing, special, empty or corrupt file
-    is a DataError naming it."""
+def read_bytes(path: str | Path, what: str = "a CSV file with a header row") -> bytes:
+    """A file's content, gunzipped if it ends in .gz; a missing, special (FIFO, device),
+    unreadable, empty or corrupt file is a DataError naming it: every input file of seer is
+    opened here, so none can block a reader or end in a traceback."""
     path = data_path(path, "an existing file")
     if path.is_dir():
         raise DataError(str(path), None, None, "a file, not a folder")
@@ -66,7 +68,28 @@ def read_bytes(path: str | Path) -> bytes:
         if path.suffix == ".gz":
             data = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
-        raise DataError(str(path), None, None, f"a readable file ({exc})".replace("\n", " ")) from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DataError(str(path), None, None, f"a readable file ({reason})".replace("\n", " ")) from None
     if not data.strip():
-        raise DataError(str(path), None, None, "a CSV file with a header row, got an empty file")
+        raise DataError(str(path), None, None, f"{what}, got an empty file")
     return data
+
+
+def read_text(path: str | Path, what: str = "a text file") -> str:
+    """A file's text (UTF-8, gunzipped if .gz), through read_bytes' checks; bytes that are not
+    UTF-8 are a DataError naming the offset."""
+    data = read_bytes(path, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(str(path), None, None, f"{what} (byte {exc.start} is not UTF-8)") from None
+
+
+def read_json(path: str | Path, what: str = "a JSON file") -> object:
+    """A JSON file's content, through read_text's checks; a truncated or corrupt file is a
+    DataError naming the line where parsing stopped."""
+    text = read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), None, None, f"{what} (not valid JSON at line {exc.lineno}: {exc.msg})") from None
