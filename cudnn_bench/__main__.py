@@ -23,11 +23,23 @@ from seer import cluster
 from seer.errors import SeerError
 
 from . import collect, libs, ncu_pass, runtime
-from .argtypes import algos, budget, maths, positive_ms, redo_reasons, resources, shard, size_bytes, suites, whole
+from .argtypes import (
+    algos,
+    budget,
+    folder,
+    maths,
+    positive_ms,
+    redo_reasons,
+    resources,
+    shard,
+    size_bytes,
+    suites,
+    whole,
+)
 from .cli import Parser
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
-from .errors import BenchError
+from .errors import BenchError, os_error_line
 from .export import export_seer_excel, report
 from .maths import MATHS
 from .merge import merge
@@ -150,7 +162,7 @@ def build_parser() -> Parser:
         "calls under Nsight Compute and merge the counters into the records.",
     )
     _plan_args(c)
-    c.add_argument("--out", type=Path, default=Path("data"), help="output folder (default: data)")
+    c.add_argument("--out", type=folder, default=Path("data"), help="output folder (default: data)")
     r = c.add_argument_group("GPU")
     r.add_argument(
         "--backend",
@@ -237,7 +249,7 @@ def build_parser() -> Parser:
     )
     ry.add_argument(
         "--shard-store",
-        type=Path,
+        type=folder,
         default=None,
         metavar="DIR",
         help="the shards' stores, on storage every node sees (default: OUT/shards)",
@@ -296,7 +308,7 @@ def build_parser() -> Parser:
         "never mixed within one GPU slug; a store being written is refused.",
     )
     mg.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders holding stores")
-    mg.add_argument("--out", type=Path, default=Path("data"), help="target folder of <gpu-slug>/ (default: data)")
+    mg.add_argument("--out", type=folder, default=Path("data"), help="target folder of <gpu-slug>/ (default: data)")
 
     sub.add_parser("info", help="the GPU, libraries and tools that would be used")
 
@@ -469,6 +481,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("cudnn_bench: interrupted; finished configurations are saved, rerun to resume\n")
         return 130
+    except OSError as exc:  # a file the harness cannot read or write: one line, not a traceback
+        sys.stderr.write(f"cudnn_bench: {os_error_line(exc)}\n")
+        return 2
     return 2
 
 

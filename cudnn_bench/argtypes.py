@@ -8,12 +8,14 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from seer.errors import SeerError
 
 from .maths import MATHS
 from .plan import Budget, Shard
 from .redo import REASONS
+from .store import out_folder
 from .suites import SUITES, parse_suites
 
 
@@ -54,6 +56,17 @@ def whole(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def folder(text: str) -> Path:
+    """argparse type of an output folder (--out): refused before any work when it is a file, or
+    lies under one (collect would fail after opening the GPU, merge after reading every store)."""
+    if not str(text).strip():
+        raise argparse.ArgumentTypeError("expected a folder, got ''")
+    try:
+        return out_folder(Path(text))
+    except SeerError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def positive_ms(text: str) -> float:

@@ -21,7 +21,7 @@ from seer.hardware import gpus
 from . import libs, ncu_pass
 from .cost import CostModel
 from .env import Env, open_env
-from .errors import BenchError
+from .errors import BenchError, DiskFull, is_disk_full
 from .measure import measure
 from .options import Options
 from .plan import Plan, make_plan
@@ -193,22 +193,8 @@ def open_stores(folder: Path, suites: Iterable[str]) -> dict[str, Store]:
     return stores
 
 
-def unnamed(rows: list[dict]) -> bool:
-    """A configuration whose successful calls all came back without a kernel name."""
-    ok = [r for r in rows if r.get("status") == "ok"]
-    return bool(ok) and not any(str(r.get("kernel") or "").strip() for r in ok)
-
-
-def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
-    """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv;
-    `watch` (if given) hears a Tick at the start and after every stored configuration."""
-    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
-    spec = device_spec(env.device)
-    plan = plan_for(opts, spec=spec)
-    folder = Path(opts.out) / gpus.slug_for(env.device.name)
-    folder.mkdir(parents=True, exist_ok=True)
-    stores = open_stores(folder, dict.fromkeys(i.suite for i in plan.items))  # locks first: a
-    # second run into the folder is refused before it writes anything, device.json included
+def write_device(folder: Path, env: Env, plan: Plan, opts: Options) -> None:
+    """device.json of the store: the GPU, libraries and plan its rows were measured with."""
     write_json(
         folder / "device.json",
         {
@@ -223,6 +209,46 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
             "written_at": utc_now(),
         },
     )
+
+
+def disk_full(folder: Path, measured: int, rows: int) -> str:
+    """One sentence for a collect the disk stopped: what is safely stored, and that a rerun resumes."""
+    return (
+        f"the disk is full: {measured} configurations ({rows} rows) measured by this run are safely in "
+        f"{folder}, beside those stored before (every stored configuration is fsynced; a torn last one "
+        "is set aside on the next start); free space and rerun the same command to resume"
+    )
+
+
+def unnamed(rows: list[dict]) -> bool:
+    """A configuration whose successful calls all came back without a kernel name."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    return bool(ok) and not any(str(r.get("kernel") or "").strip() for r in ok)
+
+
+def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
+    """Measure the plan on an open environment, appending to data/<gpu-slug>/<suite>.csv;
+    `watch` (if given) hears a Tick at the start and after every stored configuration."""
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    spec = device_spec(env.device)
+    plan = plan_for(opts, spec=spec)
+    folder = Path(opts.out) / gpus.slug_for(env.device.name)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        stores = open_stores(folder, dict.fromkeys(i.suite for i in plan.items))  # locks first: a
+        # second run into the folder is refused before it writes anything, device.json included
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(disk_full(folder, 0, 0)) from None
+        raise
+    try:
+        write_device(folder, env, plan, opts)
+    except OSError as exc:
+        for st in stores.values():
+            st.close()
+        if is_disk_full(exc):
+            raise DiskFull(disk_full(folder, 0, 0)) from None
+        raise
     for note in env.notes:
         log(f"note: {note}")
     for st in stores.values():
@@ -247,6 +273,7 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     est_todo = sum(i.est_s for i in todo)
     prog = Progress(len(todo), est_todo, deadline, enabled=opts.progress)
     measured, interrupted, rows_stored, est_done = 0, False, 0, 0.0
+    full = False  # the disk filled: what was stored before is safe (each block is fsynced)
     tell = watch or (lambda tick: None)
     tell(Tick(0, len(todo), skipped, 0, 0.0, est_todo))
     try:
@@ -270,10 +297,21 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
                 )
     except KeyboardInterrupt:
         interrupted = True
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        full = True
     finally:
         prog.close()
         for st in stores.values():
-            st.close()
+            try:
+                st.close()
+            except OSError as exc:
+                if not is_disk_full(exc):
+                    raise
+                full = True
+    if full:
+        raise DiskFull(disk_full(folder, measured, rows_stored))
     left = len(todo) - measured
     dropped = getattr(env.tracer, "dropped", 0)
     if dropped:
@@ -304,5 +342,14 @@ def collect(opts: Options, log: Callable[[str], None] | None = None, watch: Watc
         (log or print)("the counter pass waits until the timing pass is complete (run the same command again)")
         return result
     if opts.counters != "none":
-        ncu_pass.counters_pass(result.folder, opts, log=log)
+        try:
+            ncu_pass.counters_pass(result.folder, opts, log=log)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            raise DiskFull(
+                f"the disk is full in the counter pass: the {result.measured + result.skipped} configurations of "
+                f"the timing pass are safely in {result.folder} (the counters are merged by atomic rewrites, none "
+                "half-written); free space and rerun the same command to add the counters"
+            ) from None
     return result

@@ -8,6 +8,8 @@ errors carry the library's own status name and message (cuDNN's `cudnnGetErrorSt
 
 from __future__ import annotations
 
+import errno
+
 from seer.errors import SeerError
 
 
@@ -29,6 +31,22 @@ class BackendError(BenchError):
 
 class FatalGPUError(BenchError):
     """A sticky CUDA error: the context is unusable and the run must stop (a rerun resumes)."""
+
+
+class DiskFull(BenchError):
+    """The disk filled while records were written; the message says what is safely on disk."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """An OSError of a full disk or an exhausted quota: what was fsynced or replaced atomically
+    before it is safe, and the same command resumes once there is space."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError the harness did not expect, in one line (the file and what the system said)."""
+    why = exc.strerror or str(exc) or type(exc).__name__
+    return f"{exc.filename}: {why}" if exc.filename else why
 
 
 class DeviceOutOfMemory(BenchError):

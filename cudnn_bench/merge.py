@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,11 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from seer.data.records import atomic_write, is_block_file, scan_blocks, warn
+from seer.data.records import atomic_write, data_path, is_block_file, read_json, scan_blocks, warn
+from seer.errors import SeerError
 from seer.hardware import gpus
 
-from .errors import BenchError
-from .store import HEADER, _header, format_rows, held, lock, store_files, utc_now, write_json
+from .errors import BenchError, is_disk_full
+from .store import HEADER, _header, format_rows, held, lock, out_folder, store_files, utc_now, write_json
 
 # Row columns that must agree within one GPU slug, and what a message calls them.
 IDENTITY: dict[str, str] = {
@@ -84,11 +84,13 @@ def _natural(path: Path) -> list:
 
 
 def read_device(folder: Path) -> dict:
+    """A store's device.json, through seer's safe reader: a FIFO or device is refused before it
+    is opened (it would block the merge forever), an unreadable or corrupt file is one sentence."""
     path = folder / "device.json"
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"merge: {path} is not readable JSON ({exc})") from None
+        doc = read_json(path, "the device.json collect writes")
+    except SeerError as exc:
+        raise BenchError(f"merge: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("device"), dict) or not doc["device"].get("name"):
         raise BenchError(f"merge: {path} names no device (expected the device.json collect writes)")
     return doc
@@ -159,9 +161,36 @@ def check_identity(slug: str, found: dict[Path, dict[str, set[str]]]) -> None:
 
 
 def _read_locked(path: Path) -> list[Block]:
-    """A source's blocks, read under its lock (a source is never written: no quarantine)."""
+    """A source's blocks, read under its lock (a source is never written: no quarantine). A FIFO
+    or device is refused before it is opened (reading it would block forever), an unreadable
+    file is one sentence."""
+    try:
+        data_path(path, "an existing store file")
+    except SeerError as exc:
+        raise BenchError(f"merge: {exc}") from None
+    if path.is_dir():
+        raise BenchError(f"merge: {path} is a folder, not a store file")
     with lock(path):
-        return read_blocks(path, path.read_bytes())
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise BenchError(f"merge: {path} cannot be read ({exc.strerror or exc})") from None
+        return read_blocks(path, data)
+
+
+def check_gpu(store: StoreFolder, files: dict[str, list[Block]]) -> None:
+    """Refuse, in one sentence, a store file holding rows of another GPU than its device.json
+    names: the merge files rows under the slug of device.json, where they would pass for that
+    GPU's."""
+    claimed = str(store.device["device"]["name"])
+    for name, blocks in files.items():
+        other = sorted(g for g in identity(blocks)["gpu"] if gpus.slug_for(g) != store.slug)
+        if other:
+            raise BenchError(
+                f"merge: {store.path / name} holds rows of {other[0]} ({gpus.slug_for(other[0])}) but its "
+                f"device.json names {claimed} ({store.slug}): refusing to file them under {store.slug}; "
+                "nothing was merged"
+            )
 
 
 def merge_file(path: Path, sources: list[tuple[str, list[Block]]], result: MergeResult) -> None:
@@ -171,35 +200,60 @@ def merge_file(path: Path, sources: list[tuple[str, list[Block]]], result: Merge
         have = read_blocks(path, data) if data else []
         seen = {k for k, _ in have}
         added: list[bytes] = []
+        repeated, rows = 0, 0
+        per_store: dict[str, int] = {}
         for origin, blocks in sources:
             for key, chunk in blocks:
                 if key in seen:
-                    result.repeated += 1
+                    repeated += 1
                     continue
                 seen.add(key)
                 added.append(chunk)
-                result.rows += chunk.count(b"\n")
-                result.per_store[origin] = result.per_store.get(origin, 0) + 1
-        result.added += len(added)
-        result.held += len(seen)
+                rows += chunk.count(b"\n")
+                per_store[origin] = per_store.get(origin, 0) + 1
         if added or not path.exists():
             text = (",".join(HEADER) + "\n").encode() + b"".join(c for _, c in have) + b"".join(added)
             atomic_write(path, lambda p: p.write_bytes(text))
+    # counted once written: a failed write (a full disk) leaves the result at what is on disk
+    result.added += len(added)
+    result.rows += rows
+    result.repeated += repeated
+    result.held += len(seen)
+    for origin, n in per_store.items():
+        result.per_store[origin] = result.per_store.get(origin, 0) + n
 
 
-def merge_gpu(slug: str, stores: list[StoreFolder], target: Path) -> MergeResult:
-    """Merge one GPU's stores into its target folder, suite file by suite file, after checking
-    that they and the target agree on GPU, driver and libraries; device.json records the merge."""
-    result = MergeResult(slug, target, len(stores))
+Files = dict[Path, dict[str, list[Block]]]  # store folder -> its file names -> their blocks
+
+
+def read_stores(stores: list[StoreFolder]) -> Files:
+    """Every store's blocks, each file checked against its device.json's GPU (check_gpu)."""
     files = {s.path: {f.name: _read_locked(f) for f in s.files()} for s in stores}
+    for s in stores:
+        check_gpu(s, files[s.path])
+    return files
+
+
+def check_gpu_group(slug: str, stores: list[StoreFolder], target: Path, files: Files) -> dict[str, list[Block]]:
+    """Check that one GPU's stores and its target agree on GPU, driver and libraries; the
+    target's own blocks (empty for a new target)."""
     mine: dict[str, list[Block]] = {}
     if (target / "device.json").is_file():
         mine = {f.name: _read_locked(f) for f in store_files(target)}
     idents = {target: identity([b for blocks in mine.values() for b in blocks])} if mine else {}
-    idents |= {p: identity([b for blocks in by_name.values() for b in blocks]) for p, by_name in files.items()}
+    idents |= {s.path: identity([b for blocks in files[s.path].values() for b in blocks]) for s in stores}
     check_identity(slug, idents)
+    return mine
+
+
+def write_gpu(
+    stores: list[StoreFolder], mine: dict[str, list[Block]], files: Files, result: MergeResult
+) -> MergeResult:
+    """Append one GPU's stores to its target folder, suite file by suite file (each written
+    atomically; `result` counts what is on disk); device.json records the merge."""
+    target = result.folder
     target.mkdir(parents=True, exist_ok=True)
-    for name in sorted(set(mine) | {n for by_name in files.values() for n in by_name}):
+    for name in sorted(set(mine) | {n for s in stores for n in files[s.path]}):
         merge_file(target / name, [(str(s.path), files[s.path].get(name, [])) for s in stores], result)
     doc = read_device(target) if (target / "device.json").is_file() else dict(stores[0].device)
     doc.setdefault("merged", [])
@@ -208,17 +262,44 @@ def merge_gpu(slug: str, stores: list[StoreFolder], target: Path) -> MergeResult
     return result
 
 
+def merge_gpu(slug: str, stores: list[StoreFolder], target: Path) -> MergeResult:
+    """Merge one GPU's stores into its target folder, after checking that every row is of the
+    GPU its device.json names and that they and the target agree on GPU, driver and libraries."""
+    files = read_stores(stores)
+    mine = check_gpu_group(slug, stores, target, files)
+    return write_gpu(stores, mine, files, MergeResult(slug, target, len(stores)))
+
+
 def merge(sources: Sequence[Path], out: Path, log: Callable[[str], None] | None = None) -> list[MergeResult]:
-    """`python -m cudnn_bench merge`: every store under the sources into OUT/<gpu-slug>/."""
-    out = Path(out)
+    """`python -m cudnn_bench merge`: every store under the sources into OUT/<gpu-slug>/. Every
+    store and target is read and checked before anything is written, so a refusal writes nothing;
+    a write that fails (a full disk) is one sentence saying what is safely merged."""
+    out = out_folder(Path(out), "merge --out")
     stores = find_stores(sources, exclude=[p.parent for p in out.glob("*/device.json")])
     by_slug: dict[str, list[StoreFolder]] = {}
     for s in stores:
         by_slug.setdefault(s.slug, []).append(s)
-    results = []
+    files = read_stores(stores)
+    mine = {slug: check_gpu_group(slug, group, out / slug, files) for slug, group in by_slug.items()}
+    results: list[MergeResult] = []
     for slug, group in sorted(by_slug.items()):
-        res = merge_gpu(slug, group, out / slug)
+        results.append(MergeResult(slug, out / slug, len(group)))
+        try:
+            write_gpu(group, mine[slug], files, results[-1])
+        except OSError as exc:
+            raise BenchError(write_failed(exc, results)) from None
         if log:
-            log(res.summary())
-        results.append(res)
+            log(results[-1].summary())
     return results
+
+
+def write_failed(exc: OSError, results: list[MergeResult]) -> str:
+    """One sentence for a merge whose write failed: what is safely on disk, and that a rerun
+    adds the rest (every file is replaced atomically, so none is half-written)."""
+    why = "the disk is full" if is_disk_full(exc) else (exc.strerror or str(exc))
+    added, rows = sum(r.added for r in results), sum(r.rows for r in results)
+    fix = "free space" if is_disk_full(exc) else "fix that"
+    return (
+        f"merge: {why} writing into {results[-1].folder}: {added} configurations ({rows} rows) are merged "
+        f"and safely on disk, no file is half-written; {fix} and rerun the same merge to add the rest"
+    )

@@ -115,10 +115,28 @@ def lock_path(path: str | Path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
+def out_folder(path: Path, option: str = "") -> Path:
+    """An output folder, refused in one sentence before any work when it, or the nearest of its
+    parents that exists, is not a folder (the first file written into it would fail late)."""
+    path = Path(path)
+    for p in (path, *path.parents):
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                what = "is" if p == path else f"cannot be made: {p} is"
+                named = f"{option} {path}" if option else str(path)
+                raise BenchError(f"{named} {what} a file, not a folder; give a folder")
+            break
+    return path
+
+
 def lock(path: str | Path) -> IO:
     """Take the store file's lock (non-blocking) and return its handle; closing it releases it.
-    Refused in one sentence while another process (or Store) writes the file."""
-    fh = open(lock_path(path), "a")  # noqa: SIM115 - the open handle is the lock: closing it releases it
+    Refused in one sentence while another process (or Store) writes the file, or when the lock
+    file cannot be made."""
+    try:
+        fh = open(lock_path(path), "a")  # noqa: SIM115 - the open handle is the lock: closing it releases it
+    except OSError as exc:
+        raise BenchError(f"cannot lock {path}: {lock_path(path)} cannot be opened ({exc.strerror or exc})") from None
     if fcntl is not None:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -179,6 +197,7 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.done: set[tuple[str, ...]] = set()
         self.recovered_bytes = 0  # bytes moved to the quarantine file on opening
+        self._failed = False  # an append failed (a full disk): its block may be torn
         self._lock = lock(self.path)
         try:
             self._open()
@@ -230,14 +249,25 @@ class Store:
         keys = {tuple(_cell(r.get(c)) for c in KEY) for r in rows}
         if len(keys) != 1:
             raise ValueError("a block must hold one configuration (suite, config_key, math)")
-        self._fh.write(format_rows(rows, self.header))
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(format_rows(rows, self.header))
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError:  # a full disk: the block is torn at most, quarantined on the next opening
+            self._failed = True
+            raise
         self.done |= keys
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
+        try:
+            if not self._fh.closed:
+                self._fh.close()
+        except OSError:
+            if not self._failed:
+                self._lock.close()
+                raise
+            # after a failed append, closing flushes the block's rest and fails again: the
+            # error is the append's, already raised; the file is closed all the same
         try:
             if self.again & self.done:  # measured again: set the old blocks aside, under the lock
                 set_aside(self.path, scan_blocks(self.path.read_bytes()))

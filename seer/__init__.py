@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING
 
-from seer.errors import DataError, SeerError, UnknownGPUError
+from seer.errors import DataError, SeerError, SeerWarning, UnknownGPUError
 
 if TYPE_CHECKING:
     from seer.predict import Fits, available
@@ -75,6 +75,7 @@ __all__ = [
     "DataError",
     "Fits",
     "SeerError",
+    "SeerWarning",
     "UnknownGPUError",
     "__version__",
     "available",

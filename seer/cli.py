@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -51,11 +52,18 @@ def writable_file(path: str | Path, what: str, suffixes: Iterable[str]) -> Path:
     return path
 
 
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the command line tools print theirs: one line, without the source line."""
+    print(f"warning: {message}", file=sys.stderr if file is None else file, flush=True)
+
+
 def run(main: Callable[[], int], prog: str) -> int:
     """Run a command's main: a SeerError or an OS error (disk full, permission) is one line and
     exit code 2, Ctrl-C one line and 130."""
     try:
-        return main()
+        with warnings.catch_warnings():
+            warnings.showwarning = _warning_line
+            return main()
     except SeerError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2

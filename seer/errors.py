@@ -35,3 +35,9 @@ class UnknownGPUError(SeerError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class SeerWarning(UserWarning):
+    """An answer given with a caveat: outside the fitted range, or raised to what the hardware
+    allows. Python's warnings show it once per call site; `warnings.simplefilter("error",
+    SeerWarning)` turns it into an error."""

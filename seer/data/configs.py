@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data.records import CONV_FIELDS, GEMM_OPS, OPS, conv_output_hw
+from seer.data.records.schema import MAX_INT
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES, element_bytes
 
@@ -53,6 +54,7 @@ def check_configs(df: pd.DataFrame, op: str) -> None:
         v[c] = x = _numbers(df[c])
         rule(~(np.isfinite(x) & (x >= low)), f"'{c}' must be a number >= {low} for op {op}", c)
         rule(np.isfinite(x) & (x != np.floor(x)), f"'{c}' must be a whole number for op {op}", c)
+        rule(np.isfinite(x) & (x >= MAX_INT), f"'{c}' must be below 2**63 for op {op}, as in a record", c)
     if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df:
         rule(
             ~df["dtype"].isin(MODEL_DTYPES + ("",)).to_numpy(),
@@ -102,7 +104,7 @@ def _valid(df: pd.DataFrame, op: str) -> bool:
             return False  # booleans, objects, nullable numbers: the rules name the row, if any
         x = s.to_numpy()
         with np.errstate(invalid="ignore"):
-            if not (np.isfinite(x).all() and (x >= low).all() and (x == np.floor(x)).all()):
+            if not (np.isfinite(x).all() and (x >= low).all() and (x == np.floor(x)).all() and (x < MAX_INT).all()):
                 return False
         v[c] = x
     known = MODEL_DTYPES + ("",)

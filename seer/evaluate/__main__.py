@@ -22,7 +22,9 @@ Metrics are those of DESIGN.md (seer.evaluate.metrics); --out writes them as JSO
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from seer import fitsfile
@@ -32,6 +34,33 @@ from seer.evaluate.report import fits_for, pyplot
 from seer.evaluate.selection import run_set_two
 from seer.evaluate.set_one import run_set_one
 from seer.hardware import gpus
+from seer.predict import Fits
+
+
+def workspace_bytes(text: str) -> float:
+    """argparse type of --workspace-limit: a byte count >= 0 (a negative or NaN limit would
+    exclude every algorithm and score nothing, printed as nan%)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"expected a number of bytes >= 0, got {text!r}")
+    return value
+
+
+def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
+    """GPU name -> its fits (fits_for, paired with the data by GPU), each GPU looked up once so
+    that a cross-GPU note (--gpu) is said once, not once per graph."""
+    cache: dict[str, Fits] = {}
+
+    def of(name: str) -> Fits:
+        slug = gpus.lookup(name).slug
+        if slug not in cache:
+            cache[slug] = fits_for(slug, fits, gpu)
+        return cache[slug]
+
+    return of
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plots", help="write PNG plots into this folder")
     ap.add_argument(
         "--workspace-limit",
-        type=float,
+        type=workspace_bytes,
         default=None,
-        help="set II: exclude algorithms needing more workspace than this many bytes",
+        help="set II: exclude algorithms needing more workspace than this many bytes (>= 0)",
     )
     args = ap.parse_args(argv)
     return run(lambda: _main(args), "seer.evaluate")
@@ -81,7 +110,7 @@ def _main(args: argparse.Namespace) -> int:
     if args.set == "models":
         from seer.evaluate.models import run_set_models
 
-        return run_set_models(args, lambda gpu: fits_for(gpus.lookup(gpu).slug, Path(args.fits)))
+        return run_set_models(args, fits_by_gpu(Path(args.fits), args.gpu))
     if args.set == "transfer":
         from seer.evaluate.transfer import run_set_transfer
 

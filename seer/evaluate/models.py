@@ -13,16 +13,17 @@ of the same GPU (a graph never informs its own prediction).
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from seer.data import paths, records
-from seer.errors import SeerError
+from seer.errors import DataError, SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.report import pyplot, write_out
+from seer.hardware import gpus
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.graph import Graph, graph_files, read_graph
 from seer.workload.ops import KERNEL_KINDS
@@ -58,13 +59,34 @@ def dispatch_by_graph(graphs: list[Graph]) -> dict[Path, float]:
 
 
 def _neusight(source: Path) -> tuple[pd.Series | None, float | None]:
-    """NeuSight's per-node (by Name) and whole-model predictions of a graph, where they lie beside it."""
+    """NeuSight's per-node (by Name) and whole-model predictions of a graph, where they lie beside it
+    (read through seer's one opener and checked: a bad file is a DataError, not a wrong comparison)."""
     base = source.parent.parent.parent / "neusight-predictions" / source.parent.name / source.name
     if not base.exists():
         return None, None
-    nodes = pd.read_csv(base).set_index("Name")["fw_latency"]
+    file = str(base)
+    try:
+        raw = pd.read_csv(io.BytesIO(records.read_bytes(base, "NeuSight's per-node predictions (CSV)")))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise DataError(file, None, None, f"a readable CSV file ({exc})".replace("\n", " ")) from None
+    for col in ("Name", "fw_latency"):
+        if col not in raw:
+            raise DataError(file, None, col, f"a column named '{col}' (NeuSight's predictions)")
+    lines = np.arange(len(raw)) + 2
+    times = raw["fw_latency"].astype(object)  # a bad value quoted as written, not as numpy spells it
+    times = records.numeric(times, file, "fw_latency", lines, minimum=0, expected="a predicted time in ms")
+    names = raw["Name"].astype(str)
+    if (dup := np.flatnonzero(names.duplicated().to_numpy())).size:
+        raise DataError(file, int(lines[dup[0]]), "Name", "each node once", names.iat[dup[0]], where="line")
+    nodes = pd.Series(times.to_numpy(float), index=names.to_numpy(), name="fw_latency")
     meta = base.with_suffix(".json")
-    whole = json.loads(meta.read_text()).get("e2e_latency") if meta.exists() else None
+    whole = None
+    if meta.exists():
+        doc = records.read_json(meta, "NeuSight's whole-model prediction (JSON with e2e_latency)")
+        whole = doc.get("e2e_latency") if isinstance(doc, dict) else None
+        ok = isinstance(whole, (int, float)) and not isinstance(whole, bool) and np.isfinite(whole) and whole > 0
+        if whole is not None and not ok:
+            raise DataError(str(meta), None, "e2e_latency", "a predicted whole-model time in ms > 0", whole)
     return nodes, whole
 
 
@@ -181,11 +203,14 @@ def run_set_models(args, fits_for_gpu) -> int:
     """The CLI of --set models (args: data, out, plots, gpu)."""
     folder = args.data if args.data is not None else default_graphs()
     files = graph_files(folder)
-    if args.gpu:
-        files = [f for f in files if args.gpu.lower() in f.parent.name.replace("_", " ").lower()]
+    if args.gpu:  # the folder names the GPU (NeuSight's layout): by slug as records are, or a part of the name
+        want = gpus.slug_for(args.gpu)
+        names = {f.parent.name.replace("_", " ") for f in files}
+        keep = {n for n in names if gpus.slug_for(n) == want or args.gpu.lower() in n.lower()}
+        files = [f for f in files if f.parent.name.replace("_", " ") in keep]
         if not files:
             raise SeerError(f"no graphs of GPU {args.gpu!r} under {folder}")
-    print(f"Whole models under {folder}: {len(files)} graphs, each timed by its GPU's fits.\n")
+    print(f"Whole models under {folder}: {len(files)} graphs, each timed by the fits --fits gives for its GPU.\n")
     models, nodes = evaluate_graphs(files, fits_for_gpu)
     overall = accuracy(models["predicted_ms"], models["measured_ms"])
     shown = models.assign(gpu=models["gpu"].str.replace("NVIDIA ", "").str.replace("Tesla ", ""))

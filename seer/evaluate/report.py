@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -14,12 +15,32 @@ from seer.hardware import gpus
 from seer.predict import Fits, load
 
 
-def fits_for(slug: str, fits_dir: Path) -> Fits:
-    """The fits of one GPU from a folder of fits files (or the one file given)."""
+def fits_for(slug: str, fits_dir: Path, gpu: str | None = None, log: Callable[[str], None] = print) -> Fits:
+    """The fits of the data GPU `slug` from a folder of fits files (or the one file given),
+    paired with the data by check_pairing (`gpu`: the --gpu the user gave, if any)."""
     path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
     if not path.exists():
         raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
-    return load(path)  # read once per file version, however many evaluations ask
+    fits = load(path)  # read once per file version, however many evaluations ask
+    check_pairing(slug, fits, path, gpu, log)
+    return fits
+
+
+def check_pairing(slug: str, fits: Fits, path: Path, gpu: str | None, log: Callable[[str], None] = print) -> None:
+    """Fits score the data of their own GPU: another GPU's fits would pass for this one's and
+    their errors for the model's. Refused in one sentence unless --gpu named the data's GPU (the
+    user chose the data on purpose); then the output says which fits score which data."""
+    own = fits.gpu.slug
+    if own == slug:
+        return
+    data_name = gpus.lookup(slug).name
+    if gpu is None:
+        raise SeerError(
+            f"{path} holds the fits of {fits.gpu.name} ({own}) but the data is {data_name}'s ({slug}): "
+            f"give --fits a folder or the {slug} fits file, or pass --gpu {slug} to score the {slug} data "
+            f"with the {own} fits on purpose"
+        )
+    log(f"note: {data_name} data ({slug}, --gpu {gpu}) is scored with the fits of {fits.gpu.name} ({own}, {path})")
 
 
 def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:

@@ -278,14 +278,14 @@ def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
 
 
 # ---------------------------------------------------------------- the NeuSight check
-def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path) -> pd.DataFrame:
+def autotuner_agreement(rec: pd.DataFrame, fits_dir: Path, gpu: str | None = None) -> pd.DataFrame:
     """CPU-side check on NeuSight's conv data, where only the autotuner's pick was timed:
     how often the model's fastest algorithm is the autotuner's pick on held-out configs."""
     prep = prepare(rec[rec["op"] == "conv_fwd"])
     test = prep[prep["split"] == "test"]
     rows = []
     for name, g in test.groupby("gpu", sort=True):
-        f = fits_for(gpus.lookup(name).slug, fits_dir)
+        f = fits_for(gpus.lookup(name).slug, fits_dir, gpu)
         covered = g["algo"].isin(f.algorithms)
         best = f.best_algorithm(g.assign(op="conv_fwd")) if len(g) else np.array([])
         agree = best == g["algo"].to_numpy()
@@ -338,7 +338,7 @@ def run_set_two(args) -> int:
         "seer has no Test-set-II measurements of every algorithm yet (collecting them needs a GPU: "
         "make collect); showing the CPU-side check on NeuSight's conv data instead.\n"
     )
-    t = autotuner_agreement(rec, Path(args.fits))
+    t = autotuner_agreement(rec, Path(args.fits), args.gpu)
     print(
         "How often the model's fastest algorithm is the one cuDNN's autotuner (cudnnFind, "
         "PyTorch benchmark mode) picked, on the held-out configs of each GPU. Only the pick was "
@@ -371,7 +371,7 @@ def run_set_two(args) -> int:
 
 def _run_measured(rec: pd.DataFrame, args) -> int:
     table = measured_table(rec, args.workspace_limit)
-    fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits)) for g in pd.unique(table["gpu"])}
+    fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits), args.gpu) for g in pd.unique(table["gpu"])}
     pk, pred = picks(table, fits_by_gpu)
     tables = selection_tables(table, pk, pred)
     print(

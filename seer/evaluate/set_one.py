@@ -18,9 +18,10 @@ from seer.models.drift import position
 LEVELS = {"op": ["gpu", "op"], "algo": ["gpu", "op", "algo"], "variant": ["gpu", "op", "algo", "variant"]}
 
 
-def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
+def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None = None) -> pd.DataFrame:
     """The Test-set-I rows with three predictions and the drift-corrected measurement:
-    pred_config (variant chosen from the config), pred_variant (variant known)."""
+    pred_config (variant chosen from the config), pred_variant (variant known). Each GPU's rows
+    are scored by that GPU's fits only, unless `gpu` (--gpu) chose the data (report.check_pairing)."""
     rec = rec.assign(position=position(rec)) if "call_id" in rec else rec
     prep = prepare(rec[rec["op"].isin(VARIANT_OPS)])
     test = prep[prep["split"] == "test"].copy()
@@ -29,7 +30,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print) -> pd.DataFrame:
     parts = []
     for name, g in test.groupby("gpu", sort=True):
         slug = gpus.lookup(name).slug
-        f = fits_for(slug, fits_dir)
+        f = fits_for(slug, fits_dir, gpu, log)
         full = rec[rec["gpu"] == name]
         if f.meta.get("dataset", {}).get("content_sha256") != content_hash(full):
             log(
@@ -134,7 +135,7 @@ def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
 
 def run_set_one(args) -> int:
     path, rec = evaluation_records(args, "Test-set-I scores the per-variant models of those kernels")
-    test = test_set_one(rec, Path(args.fits))
+    test = test_set_one(rec, Path(args.fits), gpu=args.gpu)
     tables = set_one_tables(test)
     print(
         f"Test-set-I on {path}: the held-out 30% of every variant (SEER's split), {len(test)} rows.\n"

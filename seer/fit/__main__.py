@@ -1,11 +1,20 @@
-"""python -m seer.fit: fit every kernel variant of a data set and write fits/<gpu>.json."""
+"""python -m seer.fit: fit every kernel variant of a data set and write fits/<gpu>.json.
+
+A fits file is only ever replaced by a fit of the data it was fitted from (its dataset.path):
+that is how `python -m seer.fit` refreshes the bundled fits/. A fit of other data would drop
+models the user had, so without --out it goes to build/fits/<data>/ (said in one line), and an
+--out whose files came from other data is refused unless --replace says to overwrite them.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
+from collections.abc import Iterable
+from pathlib import Path
 
 import pandas as pd
 
@@ -13,10 +22,17 @@ from seer import cluster
 from seer.cli import data_path, run, writable_dir
 from seer.data import paths, records
 from seer.data.prepare import default_data, training_records
+from seer.data.records import read_json
 from seer.errors import SeerError
 from seer.fit import fit_all
 from seer.fitsfile import DEFAULT_OUT, write
 from seer.hardware import gpus
+from seer.models.memory import MIN_ROWS as MEMORY_MIN_ROWS
+
+# Where the fits of other data than the bundled files' go when --out is not given: beside the
+# bundled fits/, never over them (build/ is the project's scratch folder, ignored by git).
+TRIAL_OUT = DEFAULT_OUT.parent / "build" / "fits"
+_DATA_SUFFIXES = {".csv", ".gz", ".xz", ".bz2", ".zip", ".xlsx", ".xls", ".json", ".jsonl"}
 
 
 def variant_table(doc: dict) -> pd.DataFrame:
@@ -44,13 +60,23 @@ def main(argv: list[str] | None = None) -> int:
         description="Fit SEER-style per-variant time models (statsmodels WLS on relative error) "
         "and write one fits file per GPU.",
         epilog="Default data: the project's data/ once it holds measurements, else NeuSight's "
-        "../shared/datasets/neusight. Example: python -m seer.fit --data ../shared/datasets/neusight/bmm",
+        "../shared/datasets/neusight. A fits file is replaced only by a fit of the data it was fitted "
+        "from (--replace overrides). Example: python -m seer.fit --data ../shared/datasets/neusight/bmm",
     )
     ap.add_argument(
         "--data", type=data_path, help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder"
     )
     ap.add_argument("--gpu", help="only this GPU (also names the GPU of SEER workbooks, which carry none)")
-    ap.add_argument("--out", default=str(DEFAULT_OUT), help="folder for <gpu>.json (default: %(default)s)")
+    ap.add_argument(
+        "--out",
+        help=f"folder for <gpu>.json (default: {DEFAULT_OUT} for the data its files were fitted from, "
+        f"else {TRIAL_OUT}/<data>)",
+    )
+    ap.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite fits files fitted from other data (default: refuse, or without --out write elsewhere)",
+    )
     ap.add_argument(
         "--drift",
         choices=["auto", "off"],
@@ -72,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise SeerError(f"--jobs must be at least 1, got {args.jobs}")
-    out_dir = writable_dir(args.out, "--out")  # before the fit, not after it
+    if args.out is not None:
+        writable_dir(args.out, "--out")  # before loading and fitting, not after them
     path = args.data if args.data is not None else default_data()
     if args.data is None:
         print(f"seer.fit: data from {path}")
@@ -83,10 +110,23 @@ def _main(args: argparse.Namespace) -> int:
         rec = gpus.rows_of(rec, args.gpu)
         if rec.empty:
             raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
+    data = paths.shown(path)
+    folder, note = _out_dir(args.out, data, _slugs(rec), args.replace)
+    out_dir = writable_dir(folder, "--out")  # before the fit, not after it
     t0 = time.perf_counter()
-    docs = fit_all(rec, data_path=paths.shown(path), drift=args.drift == "auto", jobs=args.jobs, ray=args.ray)
+    docs = fit_all(rec, data_path=data, drift=args.drift == "auto", jobs=args.jobs, ray=args.ray)
+    _refuse_empty(docs)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    written: list[Path] = []
     for slug, doc in docs.items():
-        out = write(doc, out_dir / f"{slug}.json")
+        out = out_dir / f"{slug}.json"
+        try:
+            write(doc, out)
+        except OSError as exc:  # disk full, permission: atomic_write left no temporary file
+            done = f"; written before it: {', '.join(p.name for p in written)}" if written else ""
+            raise SeerError(f"{out} cannot be written ({exc.strerror or exc}), so it is unchanged{done}") from None
+        written.append(out)
         if not args.quiet:
             print(f"\n{doc['gpu']['name']}: {out}")
             print(variant_table(doc).to_string(index=False))
@@ -105,6 +145,118 @@ def _main(args: argparse.Namespace) -> int:
             )
     print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _slugs(rec: pd.DataFrame) -> list[str]:
+    """The fits files' names the records will make (a GPU seer does not know is refused by the
+    fit itself, with its reason)."""
+    out = []
+    for name in sorted(pd.unique(rec["gpu"])):
+        try:
+            out.append(gpus.lookup(name).slug)
+        except SeerError:
+            continue
+    return out
+
+
+def _existing(path: Path) -> tuple[str | None, str]:
+    """What an existing fits file holds: the data it was fitted from (None where it does not say)
+    and its models, for the message that keeps them."""
+    try:
+        doc = read_json(path, "a fits file")
+    except SeerError:  # unreadable, special, not UTF-8, not JSON: not a fits file of this data
+        return None, "not a fits file seer can read"
+    if not isinstance(doc, dict):
+        return None, "not a fits file"
+    ds = doc.get("dataset")
+    src = ds.get("path") if isinstance(ds, dict) and isinstance(ds.get("path"), str) else None
+    variants = doc.get("variants")
+    ops = sorted({str(k).split(":")[0] for k in variants}) if isinstance(variants, dict) else []
+    if _memory_kernels(doc):
+        ops.append("memory-bound")
+    return src, f"models of {', '.join(ops) or 'nothing'}"
+
+
+def _taken(folder: Path, slugs: Iterable[str], data: str) -> list[str]:
+    """The files of `folder` a fit of `data` would replace that hold fits of other data, each
+    described in a few words."""
+    out = []
+    for slug in slugs:
+        path = folder / f"{slug}.json"
+        if path.is_file():
+            src, what = _existing(path)
+            if src != data:
+                out.append(f"{path} ({what}, fitted from {src or 'unknown data'})")
+    return out
+
+
+def _out_dir(out: str | None, data: str, slugs: list[str], replace: bool) -> tuple[Path, str | None]:
+    """The folder the fits of `data` go to, and the note that says why where it is not the one
+    asked for: a fits file fitted from other data is never replaced silently (a fit of one op
+    would drop the others' models). Without --out that means the bundled folder for the data
+    its files were fitted from, else TRIAL_OUT/<data>."""
+    folder = Path(out) if out is not None else DEFAULT_OUT
+    taken = [] if replace else _taken(folder, slugs, data)
+    if not taken:
+        return folder, None
+    if out is not None:
+        raise SeerError(
+            f"not replacing {', '.join(taken)} with fits of {data}: give another --out, "
+            "or --replace to overwrite (its models are then lost)"
+        )
+    trial = TRIAL_OUT / _data_name(data)
+    if _taken(trial, slugs, data):
+        raise SeerError(
+            f"{', '.join(taken)} and {trial} hold fits of other data than {data}: "
+            "give --out for these fits, or --replace to overwrite"
+        )
+    return trial, (
+        f"{', '.join(taken)} kept; the fits of {data} go to {trial} "
+        f"(--out to choose the folder, --replace to overwrite {folder})"
+    )
+
+
+def _data_name(data: str) -> str:
+    """A folder name for the fits of `data`: its last two path parts without file suffixes
+    (../shared/datasets/neusight/bmm/Tesla_T4.csv -> bmm-Tesla_T4)."""
+    parts = [p for p in Path(data).parts if p not in ("..", ".", Path(data).anchor)]
+    if parts:
+        while Path(parts[-1]).suffix.lower() in _DATA_SUFFIXES:
+            parts[-1] = Path(parts[-1]).stem
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(parts[-2:])).strip("._-")
+    return name or "data"
+
+
+def _memory_kernels(doc: dict) -> int:
+    """How many memory-bound kernels a fits document has fitted laws for (0: datasheet only)."""
+    mb = doc.get("memory_bound")
+    per_gpu = mb.get("gpus") if isinstance(mb, dict) else None
+    if not isinstance(per_gpu, dict):
+        return 0
+    return sum(len(g.get("kernels") or {}) for g in per_gpu.values() if isinstance(g, dict))
+
+
+def _refuse_empty(docs: dict[str, dict]) -> None:
+    """Refuse a fit that gave a GPU no model at all: its file would hold nothing to predict with
+    (and, written over an older one, lose that one's models)."""
+    why = []
+    for doc in docs.values():
+        if doc["variants"] or _memory_kernels(doc):
+            continue
+        name, rows, few = doc["gpu"]["name"], doc["dataset"]["rows"], doc["too_few_rows"]
+        if few:
+            reason = (
+                f"{name}'s {rows} rows hold at most {max(few.values())} training rows per kernel variant "
+                f"({len(few)} variant(s)) and a variant needs {doc['options']['min_rows']}"
+            )
+        else:
+            reason = f"{name}'s {rows} rows hold no successful conv or GEMM training rows with kernel names"
+        if doc.get("memory_bound"):
+            reason += f", nor {MEMORY_MIN_ROWS} memory-bound rows of one kernel"
+        why.append(reason)
+    if why:
+        others = " (--gpu fits the other GPUs alone)" if len(why) < len(docs) else ""
+        raise SeerError(f"no model fitted, so nothing was written: {'; '.join(why)}{others}")
 
 
 if __name__ == "__main__":

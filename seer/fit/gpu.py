@@ -23,6 +23,7 @@ from seer.data.records import MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
+from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
 from seer.models.chooser import fit_chooser
 from seer.models.drift import Drift, fit_drift, order_is_random, position
@@ -100,6 +101,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
         "conv_timing": conv_timing(rec),
+        "dtypes": trained_dtypes(rec),
         "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
         "options": options.to_dict(),
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
@@ -120,6 +122,14 @@ def _candidates(g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarr
         log_config(rows, op), keys, target, lambda lab, idx: models[lab].predict(rows.iloc[idx])
     )
     return candidates.choose(scores)
+
+
+def trained_dtypes(rec: pd.DataFrame) -> list[str]:
+    """The dtypes of the rows the models learn from (a missing one is float32): prediction
+    refuses others, whose kernels take other times."""
+    if "dtype" not in rec:
+        return [DEFAULT_DTYPE]
+    return sorted(set(rec["dtype"].fillna("").replace("", DEFAULT_DTYPE).astype(str)))
 
 
 def conv_timing(rec: pd.DataFrame) -> str | None:

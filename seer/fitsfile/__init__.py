@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from seer.data import paths
-from seer.data.records import atomic_write
+from seer.data.records import atomic_write, read_text
 from seer.errors import SeerError
 
 SCHEMA = "seer.fits/1"
@@ -46,19 +46,17 @@ def write(doc: dict, path: str | Path) -> Path:
 
 
 def read(path: str | Path) -> dict:
-    """Load and check a fits file; every problem is one SeerError sentence."""
+    """Load and check a fits file; every problem is one SeerError sentence. Opened through the
+    shared reader (seer.data.records.read_text): a FIFO or device is refused before opening (it
+    would block forever), an unreadable, empty or non-UTF-8 file is one DataError line."""
     path = Path(path)
     try:
-        text = path.read_text()
+        path.stat()
     except FileNotFoundError:
         raise SeerError(f"fits file {path} does not exist") from None
-    except OSError as exc:
-        raise SeerError(f"fits file {path} cannot be read ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise SeerError(
-            f"fits file {path} is not a text file (byte {exc.start} is not UTF-8); "
-            "give a JSON fits file written by python -m seer.fit"
-        ) from None
+    except OSError:
+        pass  # read_text says why in one line
+    text = read_text(path, "a JSON fits file written by python -m seer.fit")
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

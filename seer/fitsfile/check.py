@@ -26,6 +26,7 @@ from seer import models
 from seer.data import configs
 from seer.data.records import OPS, VARIANT_OPS
 from seer.errors import SeerError
+from seer.hardware.dtypes import MODEL_DTYPES
 from seer.models import knn
 from seer.models.drift import KNOTS
 from seer.models.geometry import AXES, RULE_KINDS
@@ -192,6 +193,9 @@ def check(doc: dict, path: str | Path) -> None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
         c.text(doc["conv_timing"], "conv_timing", CONV_TIMINGS)
+    if doc.get("dtypes") is not None:
+        for i, d in enumerate(c.seq(doc["dtypes"], "dtypes")):
+            c.text(d, f"dtypes[{i}]", MODEL_DTYPES)
     if doc.get("options") is not None:
         _options(c, c.obj(doc["options"], "options"))
     _finite(c, doc, "")

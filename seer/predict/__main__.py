@@ -15,6 +15,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -72,8 +73,18 @@ def _main(args: argparse.Namespace) -> int:
     ):
         if key in t:
             print(f"{label:36s} {t[key]:10.3f} ms")
-    if t.get("measured_ms"):
-        print(f"{'error':36s} {100 * (t['predicted_ms'] / t['measured_ms'] - 1):+9.1f} %")
+    measured, predicted = t.get("measured_ms", math.nan), t.get("predicted_ms", math.nan)
+    if measured > 0 and math.isfinite(measured) and math.isfinite(predicted):  # never an error against no time
+        print(f"{'error':36s} {100 * (predicted / measured - 1):+9.1f} %")
+    far = ops[ops["extrapolated"].to_numpy(dtype=bool)]
+    if len(far):
+        share = far["total_ms"].sum() / max(ops["total_ms"].sum(), 1e-300)
+        print(
+            f"\nwarning: {len(far)} op{'s lie' if len(far) != 1 else ' lies'} ({share:.0%} of the predicted time) "
+            "outside the fitted range of "
+            f"the models that timed them (extrapolated; column 'extrapolated' of --out), e.g. {far['name'].iloc[0]}",
+            file=sys.stderr,
+        )
     unm = mt.ops[mt.ops["kind"] == "unmodelled"]
     if len(unm):
         print(f"\n{len(unm)} unmodelled ops, e.g. {unm['name'].iloc[0]}: {unm['why'].iloc[0]}")

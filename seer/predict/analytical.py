@@ -26,6 +26,16 @@ class _NoAlgorithms:
     def algorithms(self, op: str) -> list[str]:
         return []
 
+    def dtypes(self, op: str) -> tuple[str, ...] | None:
+        return None  # bytes follow the element size
+
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        raise NotImplementedError
+
+    def predict_in_range(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """Closed forms have no fitted range to leave."""
+        return self.predict(df), np.ones(len(df), dtype=bool)
+
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
         raise SeerError(f"{op} has no algorithms to rank on {self.gpu.name}")
 

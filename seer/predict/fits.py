@@ -7,6 +7,8 @@ algorithm are written once, over `algorithm_times`, for every kind of predictor.
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +17,14 @@ import numpy as np
 import pandas as pd
 
 from seer.data import configs as _configs
-from seer.data.records import VARIANT_OPS
-from seer.errors import SeerError
+from seer.errors import SeerError, SeerWarning
+from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.predict.inputs import Configs, algorithm_list, frame
+from seer.predict.physics import floor_ms
 from seer.predict.protocol import AlgorithmTimes, Predictor
 from seer.predict.variants import VariantPredictor
 
@@ -124,33 +127,105 @@ class Fits:
             raise SeerError(f"the fits for {self.gpu.name}{name} cover ops {', '.join(self.ops)}; not {op!r}")
         return p
 
+    def _checked(self, df: pd.DataFrame, op: str) -> Predictor:
+        """The predictor of `op`, after the checks every predictor's input goes through (own,
+        transferred or closed form alike): the configuration's rules, and a dtype its models
+        learnt."""
+        p = self._predictor(op)
+        _configs.check_configs(df, op)
+        covered = p.dtypes(op)
+        if covered is not None and "dtype" in df:
+            asked = df["dtype"].replace("", DEFAULT_DTYPE)
+            other = asked[~asked.isin(covered)]
+            if len(other):
+                raise SeerError(
+                    f"config row {other.index[0]}: the {op} models of {self.gpu.name} learnt "
+                    f"{', '.join(covered)} only, not {other.iat[0]} (a kernel's time in one dtype is "
+                    f"not its time in another); ask for {covered[0]} or fit {other.iat[0]} data"
+                )
+        return p
+
+    def _times(
+        self, df: pd.DataFrame, keys: np.ndarray | None, in_range: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(time in ms, within the fitted range, the hardware's least time) of each row of a
+        checked frame; a time below the least is raised to it with a SeerWarning."""
+        out = np.full(len(df), np.nan)
+        inside = np.ones(len(df), dtype=bool)
+        least = np.zeros(len(df))
+        for op, idx in df.groupby("op", sort=False).indices.items():
+            sub = df.iloc[idx]
+            p = self._checked(sub, op)
+            sub = folded(sub, op)
+            if keys is not None:
+                if not isinstance(p, VariantPredictor):
+                    raise SeerError(
+                        f"variant keys name a fitted GPU's kernels; the {op} predictor of {self.gpu.name} has none"
+                    )
+                out[idx] = p.predict_variant(sub, keys[idx])
+            elif in_range:
+                out[idx], inside[idx] = p.predict_in_range(sub)
+            else:
+                out[idx] = p.predict(sub)
+            least[idx] = floor_ms(sub, op, self.gpu)
+        low = np.flatnonzero(out < least)
+        if len(low):
+            i = low[0]
+            warnings.warn(
+                SeerWarning(
+                    f"{len(low)} of {len(df)} predictions were faster than {self.gpu.name} allows "
+                    f"({self.gpu.fp32_tflops:g} FP32 TFLOP/s, {self.gpu.dram_gbs:g} GB/s beyond the L2) and "
+                    f"were raised to that bound (row {i}: {out[i]:.4g} -> {least[i]:.4g} ms): a model "
+                    "outside its data"
+                ),
+                stacklevel=3,
+            )
+            out[low] = least[low]
+        return out, inside, least
+
     def predict(
         self, configs: Configs = None, *, variant: str | Iterable | None = None, **config
     ) -> np.ndarray | float:
         """Time in ms of each config: one config as keywords, or a DataFrame with an `op` column
         (conv_fwd rows also need `algo`). `variant` forces the variant key(s) instead of the
-        learned choice (what Test-set-I per variant measures; fitted GPUs only)."""
+        learned choice (what Test-set-I per variant measures; fitted GPUs only).
+
+        A time below what the GPU's datasheet allows is raised to that bound, with a
+        SeerWarning; one config outside the fitted range warns too (predict_frame flags each
+        row of a frame)."""
         df, single = frame(configs, config)
-        out = np.full(len(df), np.nan)
-        keys = None
-        if variant is not None:
-            keys = np.asarray([variant] * len(df) if isinstance(variant, str) else list(variant), dtype=object)
-            if len(keys) != len(df):
-                raise SeerError("variant must be one key or one per config row")
-        for op, idx in df.groupby("op", sort=False).indices.items():
-            p = self._predictor(op)
-            sub = df.iloc[idx]
-            if op in VARIANT_OPS:
-                _configs.check_configs(sub, op)
-            if keys is None:
-                out[idx] = p.predict(sub)
-            elif isinstance(p, VariantPredictor):
-                out[idx] = p.predict_variant(sub, keys[idx])
-            else:
-                raise SeerError(
-                    f"variant keys name a fitted GPU's kernels; the {op} predictor of {self.gpu.name} has none"
-                )
+        out, inside, _ = self._times(df, self._variant_keys(variant, len(df)), in_range=single)
+        if single and not inside[0]:
+            warnings.warn(
+                SeerWarning(
+                    f"this {df['op'].iat[0]} config lies outside the fitted range of {self.gpu.name}'s models "
+                    "(no configuration they learnt from is within the trust distance): an extrapolation"
+                ),
+                stacklevel=2,
+            )
         return float(out[0]) if single else out
+
+    def predict_frame(self, configs: Configs = None, **config) -> pd.DataFrame:
+        """predict, with what qualifies each answer: one row per config (the input's index)
+        with time_ms, extrapolated (outside the fitted range of a per-variant model), floor_ms
+        (the least time the datasheet allows) and raised (the model predicted less: time_ms is
+        the floor)."""
+        df, _ = frame(configs, config)
+        out, inside, least = self._times(df, None, in_range=True)
+        index = configs.index if isinstance(configs, pd.DataFrame) else pd.RangeIndex(len(df))
+        return pd.DataFrame(
+            {"time_ms": out, "extrapolated": ~inside, "floor_ms": least, "raised": (out == least) & (least > 0)},
+            index=index,
+        )
+
+    @staticmethod
+    def _variant_keys(variant: str | Iterable | None, n: int) -> np.ndarray | None:
+        if variant is None:
+            return None
+        keys = np.asarray([variant] * n if isinstance(variant, str) else list(variant), dtype=object)
+        if len(keys) != n:
+            raise SeerError("variant must be one key or one per config row")
+        return keys
 
     def choose(self, df: pd.DataFrame, op: str) -> np.ndarray:
         """The variant key the library would launch for each row (fitted GPUs)."""
@@ -165,7 +240,9 @@ class Fits:
         """Every fitted algorithm of `op` (conv_fwd or gemm) for each config: predicted times,
         whether each config lies within trust distance of the algorithm's data, the variant."""
         df, _ = frame(configs.assign(op=op), {})
-        return self._predictor(op).algorithm_times(df, op, algorithms)
+        p = self._checked(df, op)
+        df = folded(df, op)
+        return _floored(p.algorithm_times(df, op, algorithms), df, op, self.gpu)
 
     def _ranked(
         self, configs: Configs, config: Mapping, algorithms, extrapolate: bool | None
@@ -176,9 +253,8 @@ class Fits:
         df, single = frame(configs, {**config, "op": "conv_fwd"})
         if (df["op"] != "conv_fwd").any():
             raise SeerError("rank_algorithms ranks convolution algorithms: every row needs op conv_fwd")
-        _configs.check_configs(df, "conv_fwd")
-        p = self._predictor("conv_fwd")
-        at = p.algorithm_times(df, "conv_fwd", algorithm_list(algorithms))
+        p = self._checked(df, "conv_fwd")
+        at = _floored(p.algorithm_times(df, "conv_fwd", algorithm_list(algorithms)), df, "conv_fwd", self.gpu)
         if extrapolate is None:
             extrapolate = p.extrapolates
         score = at.times if extrapolate else np.where(at.inside, at.times, at.times + UNTRUSTED)
@@ -219,6 +295,22 @@ class Fits:
         at, rank, single = self._ranked(configs, config, algorithms, extrapolate)
         best = np.asarray(at.algos, dtype=object)[np.argmin(rank, axis=1)]  # rank 0 of each config
         return str(best[0]) if single else best
+
+
+def folded(df: pd.DataFrame, op: str) -> pd.DataFrame:
+    """A linear layer's leading batch folded into its rows: PyTorch runs a linear on a
+    [batch, m, k] input as one GEMM of batch * m rows (addmm on the flattened view), which is
+    how the models learnt it (every linear row of the data has batch 1)."""
+    if op != "linear" or "batch" not in df or (df["batch"] == 1).all():
+        return df
+    return df.assign(m=df["m"] * df["batch"], batch=1)
+
+
+def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> AlgorithmTimes:
+    """Each algorithm's times raised to the least the hardware allows it (seer.predict.physics):
+    ranking never prefers a model's physically impossible answer."""
+    least = np.column_stack([floor_ms(df.assign(algo=a), op, gpu) for a in at.algos]) if at.algos else at.times
+    return dataclasses.replace(at, times=np.maximum(at.times, least) if at.algos else at.times)
 
 
 def ranking_frame(at: AlgorithmTimes, rank: np.ndarray) -> pd.DataFrame:

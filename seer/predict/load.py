@@ -9,6 +9,7 @@ from pathlib import Path
 from seer import fitsfile
 from seer.errors import SeerError
 from seer.hardware import gpus
+from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
@@ -33,7 +34,13 @@ def from_doc(doc: dict, path: Path) -> Fits:
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     vp = VariantPredictor(
-        spec, variants, choosers, drift, doc.get("conv_timing"), FitOptions.from_dict(doc.get("options"))
+        spec,
+        variants,
+        choosers,
+        drift,
+        doc.get("conv_timing"),
+        FitOptions.from_dict(doc.get("options")),
+        tuple(doc.get("dtypes") or (DEFAULT_DTYPE,)),  # files before dtypes were recorded: float32 data only
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
     predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])

@@ -48,8 +48,19 @@ class Predictor(Protocol):
         """The algorithms it has models of for `op` (empty for ops without algorithms)."""
         ...
 
+    def dtypes(self, op: str) -> tuple[str, ...] | None:
+        """The dtypes its models of `op` learnt (a kernel's time in float16 is not its float32
+        time); None where any dtype is timed (closed forms scale with the element size)."""
+        ...
+
     def predict(self, df: pd.DataFrame) -> np.ndarray:
         """Time in ms of each row of a checked frame (one op, rows with their algorithm)."""
+        ...
+
+    def predict_in_range(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(time in ms, whether the config lies within the fitted range) of each row: a
+        per-variant model is in range within trust distance of a configuration it learnt from;
+        a closed form (memory-bound, embedding) always is."""
         ...
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:

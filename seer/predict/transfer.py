@@ -13,7 +13,8 @@ chooser, and recomputes what depends on the target:
   (a power-capped card) has its per-wave time scaled down accordingly;
 - per-wave overheads (W, S) by the clock; megabytes by the DRAM bandwidth;
 - the launch floor and constant terms stay (they are the host's and the driver's);
-- the sustained-clock law of a power-capped source is dropped (it describes that card).
+- the sustained-clock law of a source is kept for a target of its architecture (same chip
+  family, same power behaviour under load) and dropped for others (it describes that card).
 
 Memory-bound ops take the effective fraction of datasheet bandwidth and the launch floors of
 the sources. Every source that covers an op predicts it; the target's time is the median over
@@ -36,7 +37,7 @@ from seer import fitsfile
 from seer.data.configs import flops_bytes
 from seer.data.records import CONV_DEFAULTS, OPS
 from seer.data.variants import CONV_ALGO_ID
-from seer.errors import SeerError
+from seer.errors import SeerError, SeerWarning
 from seer.hardware import gpus, occupancy
 from seer.models import family_key
 from seer.models.features import SCALES, Scale
@@ -86,7 +87,9 @@ def efficiency(fits: Fits) -> dict[str, float]:
             continue
         ref = _reference(ch.op, ch.algo)
         try:
-            t = np.asarray(fits.predict(ref), dtype=float)
+            with warnings.catch_warnings():  # a model raised to the datasheet bound reads as efficiency 1
+                warnings.simplefilter("ignore", SeerWarning)
+                t = np.asarray(fits.predict(ref), dtype=float)
         except SeerError:
             continue
         rate = flops_bytes(ref)[0] / (t * 1e-3)
@@ -134,7 +137,7 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
                 memory=_regime(v.law.memory, ratio),
                 helpers=_regime(v.law.helpers, ratio) or v.law.helpers,
                 under=_regime(v.law.under, ratio),
-                clock=None,
+                clock=v.law.clock if target.cc == src.cc else None,
             )
             variants[key] = dataclasses.replace(
                 v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)
@@ -169,22 +172,40 @@ class MedianPredictor:
         found = {a for _, p in self.sources for a in p.algorithms(op)}
         return sorted(found, key=lambda a: (CONV_ALGO_ID.get(a, 99), a))
 
+    def dtypes(self, op: str) -> tuple[str, ...] | None:
+        """The dtypes some source learnt (None: a closed form, any dtype)."""
+        per = [p.dtypes(op) for _, p in self.sources]
+        if any(d is None for d in per):
+            return None
+        return tuple(dict.fromkeys(d for ds in per if ds is not None for d in ds))
+
     def predict(self, df: pd.DataFrame) -> np.ndarray:
         """The median over the sources that cover each row's algorithm."""
+        return self.predict_in_range(df)[0]
+
+    def predict_in_range(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """The median over the sources that cover each row's algorithm; in range where any
+        source's data are."""
         out = np.full(len(df), np.nan)
+        inside = np.zeros(len(df), dtype=bool)
         for _, idx in df.groupby("algo", sort=False).indices.items():
             sub = df.iloc[idx]
             outs = []
+            first: SeerError | None = None
             for _, p in self.sources:
                 try:
-                    outs.append(np.atleast_1d(np.asarray(p.predict(sub), dtype=float)))
-                except SeerError:
+                    t, ok = p.predict_in_range(sub)
+                except SeerError as exc:
+                    first = first or exc
                     continue
+                outs.append(np.atleast_1d(np.asarray(t, dtype=float)))
+                inside[idx] |= ok
             if not outs:
                 names = ", ".join(s for s, _ in self.sources)
-                raise SeerError(f"no source GPU's fits ({names}) cover this for {self.gpu.name}")
+                why = f" (the first says: {first})" if first is not None else ""
+                raise SeerError(f"no source GPU's fits ({names}) cover this for {self.gpu.name}{why}")
             out[idx] = np.nanmedian(np.vstack(outs), axis=0)
-        return out
+        return out, inside
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
         """Each algorithm's time the median over the sources that fit it (of the logs), inside
@@ -227,10 +248,23 @@ def nearest_variant(fits: Fits) -> Fits:
     return dataclasses.replace(fits, predictors={op: moved if p is vp else p for op, p in fits.predictors.items()})
 
 
+def default_sources(target: gpus.GPUSpec, other_chips: bool = True) -> list[Fits]:
+    """The bundled GPUs a transfer to `target` moves: those of the target's architecture
+    (compute capability) where there are some, else all; never the target itself, and with
+    `other_chips` none of its chip (what a transfer's evaluation needs: an A100-80GB is not
+    "unseen" when the A100-40GB's fits move to it). A GPU of the same architecture differs in
+    SMs, clocks and bandwidth, which the move scales; other architectures differ in their
+    kernels (an H200 from the H100's fits, not from a median that Pascal cards pull)."""
+    every = [
+        load(n) for n in fitsfile.bundled() if n != target.slug and not (other_chips and chip(n) == chip(target.slug))
+    ]
+    same = [f for f in every if f.gpu.cc == target.cc]
+    return same or every
+
+
 def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list[Fits]:
     if sources is None:
-        names = [n for n in fitsfile.bundled() if chip(n) != chip(target.slug)]
-        return [load(n) for n in names]
+        return default_sources(target)
     out = [s if isinstance(s, Fits) else load(s) for s in sources]
     if any(f.gpu.slug == target.slug for f in out):
         raise SeerError(f"the sources include {target.name} itself: a transfer predicts a GPU from other GPUs")
@@ -243,7 +277,8 @@ def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list
 
 def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | Fits] | None = None) -> Fits:
     """Fits for `target` (a name or spec of seer.hardware.gpus) from `sources` (fits names,
-    paths or Fits; default: every bundled GPU of another chip): one MedianPredictor per op the
+    paths or Fits; default: the bundled GPUs of another chip and the target's architecture
+    where there are some, else every bundled GPU of another chip): one MedianPredictor per op the
     sources cover, the embedding model on the target's datasheet."""
     spec = target if isinstance(target, gpus.GPUSpec) else gpus.lookup(target)
     src = [nearest_variant(f) for f in _sources(spec, sources)]
@@ -280,4 +315,4 @@ def load_or_transfer(name: str | gpus.GPUSpec) -> Fits:
             spec = gpus.lookup(str(name))
         except SeerError:
             raise exc from None
-        return transfer(spec)
+        return transfer(spec, default_sources(spec, other_chips=False))  # it has no fits: its chip's are the best

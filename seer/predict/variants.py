@@ -8,6 +8,7 @@ group is one matrix product.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -18,11 +19,13 @@ from seer.data.configs import GROUPS_COLUMN, ConfigBatch
 from seer.data.records import VARIANT_OPS
 from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError
+from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.knn import locality_order
+from seer.models.support import Support
 from seer.predict.protocol import AlgorithmTimes
 
 
@@ -36,6 +39,7 @@ class VariantPredictor:
     drift: dict[str, Drift] = field(default_factory=dict)
     conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see FitOptions.trust_distance)
     options: FitOptions = DEFAULT  # what the fits were made with
+    trained_dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)  # the dtypes of the rows the models learnt
 
     def __repr__(self) -> str:
         return f"VariantPredictor({self.gpu.slug}: {len(self.variants)} variants of {', '.join(self.ops)})"
@@ -50,23 +54,45 @@ class VariantPredictor:
         algos = {c.algo for c in self.choosers.values() if c.op == op and c.algo}
         return sorted(algos, key=lambda a: (CONV_ALGO_ID.get(a, 99), a))
 
+    def dtypes(self, op: str) -> tuple[str, ...] | None:
+        return self.trained_dtypes
+
     @property
     def extrapolates(self) -> bool:
         return self.conv_timing != "pick_only"
 
     # ------------------------------------------------------------ prediction
     def predict(self, df: pd.DataFrame) -> np.ndarray:
+        return self._predict(df, with_inside=False)[0]
+
+    def predict_in_range(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        return self._predict(df, with_inside=True)
+
+    def _predict(self, df: pd.DataFrame, with_inside: bool) -> tuple[np.ndarray, np.ndarray]:
         op = str(df["op"].iat[0])
         batch = ConfigBatch.of(df, op)
         out = np.empty(len(df))
+        inside = np.zeros(len(df), dtype=bool)
         for ch, rows in self._choosers(batch):
-            out[rows] = self._launch(batch.take(rows), ch, with_inside=False)[1]
+            _, out[rows], inside[rows] = self._launch(batch.take(rows), ch, with_inside=with_inside)
         if np.isnan(out).any():
             raise SeerError(self._no_kind(batch, out))
-        return out
+        return out, inside
+
+    @functools.cached_property
+    def support(self) -> Support | None:
+        """The filter shapes each convolution algorithm ran on (data timed with every algorithm
+        only: an autotuner's picks say nothing of what else runs)."""
+        if self.conv_timing != "every_algorithm":
+            return None
+        points = {c.algo: c.points for c in self.choosers.values() if c.op == "conv_fwd" and c.algo}
+        return Support.of(points) if points else None
 
     def _no_kind(self, batch: ConfigBatch, out: np.ndarray) -> str:
         i = int(np.flatnonzero(np.isnan(out))[0])
+        algo = str(batch.algo[i])
+        if self.support is not None and self.support.never_runs(algo, batch.logcfg[i : i + 1])[0]:
+            return f"row {i}: " + self.support.explain(algo, batch.logcfg[i], self.gpu.name)
         kind = "grouped" if batch.logcfg[i, GROUPS_COLUMN] > 0 else "ungrouped"
         other = "ungrouped" if kind == "grouped" else "grouped"
         return (
@@ -141,10 +167,22 @@ class VariantPredictor:
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """As _launch_near, each convolution from the training configs of its kind, grouped or
-        not (Chooser.kinds): where the chooser learnt no config of a row's kind, no variant ("",
-        NaN, outside the fitted range)."""
+        not (Chooser.kinds): where the chooser learnt no config of a row's kind, or the algorithm
+        never runs the row's filter shape (Support), no variant ("", NaN, outside the fitted
+        range)."""
         if ch.op != "conv_fwd":
             return self._launch_near(batch, ch, order, with_inside)
+        keys, times, inside = self._launch_kind(batch, ch, order, with_inside)
+        if self.support is not None:
+            never = self.support.never_runs(ch.algo, batch.logcfg)
+            if never.any():
+                keys[never], times[never], inside[never] = "", np.nan, False
+        return keys, times, inside
+
+    def _launch_kind(
+        self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """_launch_near on the training configs of each row's kind (grouped or not)."""
         grouped = batch.logcfg[:, GROUPS_COLUMN] > 0
         learnt = ch.kinds
         if (not learnt[1] and not grouped.any()) or (not learnt[0] and grouped.all()):

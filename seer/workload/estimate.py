@@ -18,8 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import flops_bytes
-from seer.data.records import GEMM_OPS, MEMORY_OPS
 from seer.errors import SeerError
 from seer.predict import Fits
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
@@ -39,12 +37,12 @@ class WholeModel:
     dispatch_ms: float  # host time per op used
 
 
-def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> np.ndarray:
-    """Times of configs of one seer op."""
+def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(time, outside the fitted range) of configs of one seer op; Fits raises a time below what
+    the datasheet allows to that bound."""
     if op == "conv_fwd":
         df = df.assign(algo=fits.best_algorithm(df))
-        return np.asarray(fits.predict(df), dtype=float)
-    if op == "gemm" and not df.get("algo", pd.Series([""])).astype(bool).any():
+    elif op == "gemm" and not df.get("algo", pd.Series([""])).astype(bool).any():
         at = fits.algorithm_times(df, "gemm")
         algos, times, inside = at.algos, at.times, at.inside
         if not algos:
@@ -52,12 +50,9 @@ def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> np.ndarray:
         # the fastest algorithm fitted near the shape (a model far from its data can extrapolate
         # to impossible speeds); the fastest of all where none was fitted near it
         near = np.where(inside, times, np.inf).min(axis=1)
-        t = np.where(np.isfinite(near), near, times.min(axis=1))
-    else:
-        t = np.asarray(fits.predict(df), dtype=float)
-    if op in GEMM_OPS:  # no GEMM beats the datasheet's FP32 peak
-        t = np.maximum(t, flops_bytes(df)[0] / (fits.gpu.fp32_tflops * 1e9))
-    return t
+        return np.where(np.isfinite(near), near, times.min(axis=1)), ~np.isfinite(near)
+    table = fits.predict_frame(df)
+    return table["time_ms"].to_numpy(dtype=float), table["extrapolated"].to_numpy(dtype=bool)
 
 
 def _seer_op(kind: str, op: str, covered: set[str]) -> str | None:
@@ -68,11 +63,13 @@ def _seer_op(kind: str, op: str, covered: set[str]) -> str | None:
 
 def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
     """The op table with `predicted_ms` (GPU time of the op's kernels; the host dispatch time for
-    ops that launch none), `predictor` (the seer op that timed it) and, for ops seer could not
+    ops that launch none), `predictor` (the seer op that timed it), `extrapolated` (its config
+    lies outside the fitted range of the model that timed it) and, for ops seer could not
     time, `kind` = unmodelled with the reason in `why`."""
     out = ops.copy()
     pred = np.full(len(out), np.nan)
     predictor = np.full(len(out), "", dtype=object)
+    outside = np.zeros(len(out), dtype=bool)
     kind = out["kind"].to_numpy(dtype=object).copy()
     why = out["why"].to_numpy(dtype=object).copy() if "why" in out else np.full(len(out), "", dtype=object)
     covered = set(fits.ops)  # memory-bound ops: the datasheet where not fitted
@@ -87,20 +84,19 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
         groups.setdefault((op, str(cfg.get("dtype", ""))), []).append(int(i))
     for (op, _), idx in groups.items():
         df = pd.DataFrame([out["config"].iat[i] for i in idx]).assign(op=op)
-        if op not in MEMORY_OPS:
-            df = df.drop(columns=[c for c in ("dtype",) if c in df])
         try:
-            pred[idx] = _predict_group(fits, op, df)
+            pred[idx], outside[idx] = _predict_group(fits, op, df)
             predictor[idx] = op
         except SeerError:  # one config the model refuses: time the others one by one
             for j, row in enumerate(idx):
                 try:
-                    pred[row] = _predict_group(fits, op, df.iloc[[j]])[0]
+                    t, far = _predict_group(fits, op, df.iloc[[j]])
+                    pred[row], outside[row] = t[0], far[0]
                     predictor[row] = op
                 except SeerError as exc:
                     kind[row], why[row] = "unmodelled", str(exc)
     pred[kind == "dispatch"] = dispatch_ms
-    return out.assign(kind=kind, why=why, predicted_ms=pred, predictor=predictor)
+    return out.assign(kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside)
 
 
 def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:

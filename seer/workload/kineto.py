@@ -7,6 +7,12 @@ it in time on the same thread; iterations are split at ``ProfilerStep#N`` (or, w
 such marker, at a user annotation that repeats once per iteration). Shapes come from
 ``args["Input Dims"]``, or from a PyTorch execution trace of the same run joined by op order.
 
+Every input is validated as it is read (through seer.data.records' opener, which refuses FIFOs and
+devices before opening them): an event whose ``ts`` or ``dur`` is not a finite number >= 0, an id
+(``tid``, ``stream``, ``correlation``) that is not one, a trace without GPU kernels, or an execution
+trace of another run (fewer than MIN_ET_MATCH of the trace's ops find their node in it, or the shapes
+both record disagree) is one `DataError` naming the file and the event (its index in ``traceEvents``).
+
 A small json/gzip + pandas reader on purpose: HolisticTraceAnalysis parses these traces too, but it
 hard-requires jupyterlab, plotly and pytest (about 500 MB), which a kernel-time predictor should not.
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 import difflib
 import gzip
 import json
+import math
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
@@ -25,12 +32,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seer.errors import SeerError
+from seer.data.records import read_bytes
+from seer.errors import DataError
 
 OP_CATS = {"cpu_op", "operator"}
 LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 STEP_PREFIX = "ProfilerStep#"
+# an execution trace is of the trace's run when at least this share of the trace's ops find their node in
+# it (aligned by op name, step by step) and, where both record shapes, at least this share agree; the
+# right execution trace matches 98-100% of the ops of the shared and bundled traces, another model's or
+# another batch size's 10-45% of the names or 1-18% of the shapes
+MIN_ET_MATCH = 0.9
 
 # the profiler's spelling of a tensor's scalar type -> seer's dtype name
 _DTYPES = {
@@ -78,22 +91,91 @@ def _device(doc: Any) -> str:
     return ""
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path, what: str) -> Any:
+    """A JSON file (gzipped where it ends in .gz or starts like gzip) through seer's one opener:
+    missing, special (FIFO, device), unreadable, truncated or corrupt files are one DataError."""
+    raw = read_bytes(path, what)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
+        if raw[:2] == b"\x1f\x8b":  # gzip content under a .json name
             raw = gzip.decompress(raw)
         return json.loads(raw)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as e:
-        raise SeerError(f"{path}: not a readable JSON trace ({type(e).__name__}: {e})") from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DataError(str(path), None, None, f"{what} (a readable gzip file: {exc})") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(str(path), None, None, f"{what} (not valid JSON at line {exc.lineno}: {exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(str(path), None, None, f"{what} (byte {exc.start} is not UTF-8)") from None
+
+
+def _time(e: dict, key: str, i: int, path: Path) -> float:
+    """An event's ts or dur in us: a finite number >= 0 (ts required; dur 0 where absent)."""
+    v = e.get(key)
+    if v is None and key == "dur":
+        return 0.0
+    if type(v) is int or type(v) is float:  # bool is no time
+        x = float(v)
+    elif isinstance(v, str):
+        try:
+            x = float(v)
+        except ValueError:
+            x = math.nan
+    else:
+        x = math.nan
+    if not (0.0 <= x < math.inf):
+        what = "a start time" if key == "ts" else "a duration"
+        event = f"{e['cat']} event" if e.get("cat") else "event"
+        name = str(e.get("name", ""))[:60]
+        expected = f"{what} in us, a finite number >= 0 ({event} {name!r})"
+        raise DataError(str(path), i, key, expected, v, where="event")
+    return x
+
+
+def _id(e: dict, key: str, value: Any, i: int, path: Path) -> Any:
+    """A thread, stream or device id (a number or a name): anything else cannot group events."""
+    if value is None or (isinstance(value, (int, str)) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    name = str(e.get("name", ""))[:60]
+    raise DataError(str(path), i, key, f"an id, a whole number or a name (event {name!r})", value, where="event")
+
+
+def _external_id(e: dict, i: int, path: Path) -> Any:
+    return _id(e, "args.External id", _arg(e, "External id", "external id", default=-1), i, path)
+
+
+def _correlation(e: dict, i: int, path: Path) -> int:
+    """The id linking a launch and its kernels: a whole number (-1 where absent)."""
+    v = _arg(e, "correlation", default=-1)
+    if type(v) is int:
+        return v
+    if v is None:
+        return -1
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+        return int(v)
+    name = str(e.get("name", ""))[:60]
+    raise DataError(str(path), i, "args.correlation", f"a whole number (event {name!r})", v, where="event")
 
 
 def _events(doc: Any, path: Path) -> list[dict]:
+    """The complete ("X") events, their ts and dur checked and made floats; a DataError names the
+    first bad event by its index in traceEvents."""
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
-        raise SeerError(f"{path}: no traceEvents list, not a Chrome trace")
-    return [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and "ts" in e]
+        raise DataError(str(path), None, None, "a PyTorch profiler trace (a Chrome trace with a traceEvents list)")
+    out = []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        e["ts"], e["dur"] = _time(e, "ts", i, path), _time(e, "dur", i, path)
+        args = e.get("args")
+        if args is not None and not isinstance(args, dict):
+            raise DataError(str(path), i, "args", "an object of arguments", str(args)[:60], where="event")
+        e["_i"] = i
+        out.append(e)
+    return out
 
 
 def _arg(e: dict, *keys: str, default: Any = None) -> Any:
@@ -162,13 +244,13 @@ def _steps(events: list[dict]) -> tuple[pd.DataFrame, str]:
     marks = [e for e in cpu if str(e.get("name", "")).startswith(STEP_PREFIX)]
     marker = STEP_PREFIX
     if marks:
-        rows = [{"name": e["name"], "ts": float(e["ts"]), "dur": float(e.get("dur", 0))} for e in marks]
+        rows = [{"name": str(e["name"]), "ts": float(e["ts"]), "dur": float(e.get("dur", 0))} for e in marks]
         df = pd.DataFrame(rows).drop_duplicates("name").sort_values("ts").reset_index(drop=True)
         return df, marker
     ann = [e for e in cpu if str(e.get("cat", "")).lower() == "user_annotation"]
     counts: dict[str, list[dict]] = defaultdict(list)
     for e in ann:
-        counts[e["name"]].append(e)
+        counts[str(e.get("name", ""))].append(e)
     repeated = {n: v for n, v in counts.items() if len(v) >= 2}
     if not repeated:
         return pd.DataFrame(columns=["name", "ts", "dur"]), ""
@@ -199,66 +281,124 @@ def _shape(x: Any) -> list[int]:
     return []
 
 
+def _et_order(value: Any, i: int, path: Path) -> int:
+    """A node's rf_id (or id): a whole number >= 0, 0 where absent."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or value < 0:
+        raise DataError(str(path), i, "rf_id", "a whole number >= 0 (the op's start order)", value, where="node")
+    return value
+
+
 def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
-    """(name, input shapes, input types) of an execution trace's ops in start order (schema 1.0 and 1.1)."""
-    doc = _load_json(path)
+    """(name, input shapes, input types) of an execution trace's ops in start order (schema 1.0 and 1.1);
+    a node that is not an object, or whose order, shapes or types are malformed, is a DataError naming it
+    by its index in ``nodes``."""
+    doc = _load_json(path, "a PyTorch execution trace (JSON with a nodes list)")
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     if not isinstance(nodes, list):
-        raise SeerError(f"{path}: no nodes list, not a PyTorch execution trace")
+        raise DataError(str(path), None, None, "a PyTorch execution trace (JSON with a nodes list)")
     rows = []
-    for n in nodes:
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict):
+            raise DataError(str(path), i, None, "an object (an execution trace node)", str(n)[:60], where="node")
         name = str(n.get("name", ""))
         if not name or name.startswith("["):
             continue
         inputs = n.get("inputs")
         if isinstance(inputs, dict):  # schema 1.1: {"values", "shapes", "types"}, rf_id among attrs
             shapes, types = inputs.get("shapes", []), inputs.get("types", [])
-            attrs = {a.get("name"): a.get("value") for a in n.get("attrs", []) if isinstance(a, dict)}
-            order = int(attrs.get("rf_id", n.get("id", 0)) or 0)
+            listed = n.get("attrs")
+            attrs = (
+                {a.get("name"): a.get("value") for a in listed if isinstance(a, dict)}
+                if isinstance(listed, list)
+                else {}
+            )
+            order = _et_order(attrs.get("rf_id", n.get("id")), i, path)
         else:
             shapes, types = n.get("input_shapes", []), n.get("input_types", [])
-            order = int(n.get("rf_id", n.get("id", 0)) or 0)
+            order = _et_order(n.get("rf_id", n.get("id")), i, path)
+        for key, v in (("shapes", shapes), ("types", types)):
+            if not isinstance(v, list):
+                raise DataError(str(path), i, f"input {key}", "a list, one entry per input", str(v)[:60], where="node")
         types = [t[7:-1] if isinstance(t, str) and t.startswith("Tensor(") else "" for t in types]
         rows.append((order, name, shapes, types))
     rows.sort(key=lambda r: r[0])
     return [(name, shapes, types) for _, name, shapes, types in rows]
 
 
-def _join_et(ops: pd.DataFrame, path: Path) -> None:
+def _tensor_shapes(dims: Any) -> list[list[int]]:
+    """The shapes of an op's tensor arguments (scalars and lists left out), to compare two records of it."""
+    return [s for s in map(_shape, dims) if s] if isinstance(dims, list) else []
+
+
+def _join_et(ops: pd.DataFrame, path: Path, trace_path: Path) -> None:
     """Fill missing input_dims/input_types from an execution trace (one iteration) by aligning op-name sequences.
 
     Each step's ops, in start order over all threads, are matched against the execution trace's ops in start
-    (rf_id) order with difflib; matched ops that lack shapes take the execution trace's.
+    (rf_id) order with difflib; matched ops that lack shapes take the execution trace's. An execution trace of
+    another run is refused (DataError): fewer than MIN_ET_MATCH of the trace's ops found their node (of each step's
+    ops, or of the execution trace's nodes where a step has more: a trace without step markers holds every
+    iteration in one), or, of the matched ops whose shapes both record, fewer than MIN_ET_MATCH agree.
     """
     et = _et_nodes(path)
+    if not et:
+        raise DataError(str(path), None, None, "a PyTorch execution trace with op nodes, found none")
+    n_et = len(et)
     et = et + et  # the trace's iteration may start elsewhere in the loop than the execution trace's: a rotation
     et_names = [n for n, _, _ in et]
     missing = ops["input_dims"].isna().to_numpy()
     dims, types = ops["input_dims"].to_numpy(object).copy(), ops["input_types"].to_numpy(object).copy()
     groups = ops.groupby("step", sort=False).indices if (ops["step"] >= 0).any() else {0: np.arange(len(ops))}
+    n_ops = n_found = n_both = n_same = 0
     for step, idx in groups.items():
         if step < 0 and len(groups) > 1:
             continue
         idx = np.sort(idx)  # ops are in start order
         names = ops["name"].to_numpy(object)[idx].tolist()
         sm = difflib.SequenceMatcher(None, et_names, names, autojunk=False)
-        for a, b, size in sm.get_matching_blocks():
+        blocks = sm.get_matching_blocks()
+        can = min(len(idx), n_et)  # how many could match
+        n_ops += can
+        n_found += min(can, sum(size for _, _, size in blocks))
+        for a, b, size in blocks:
             for k in range(size):
                 i = idx[b + k]
                 if missing[i]:
                     dims[i], types[i] = et[a + k][1], et[a + k][2]
+                else:
+                    own, theirs = _tensor_shapes(dims[i]), _tensor_shapes(et[a + k][1])
+                    if own and theirs:
+                        n_both += 1
+                        n_same += own == theirs
+    run = f"the execution trace of the run profiled in {trace_path.name}"
+    if n_ops and n_found < MIN_ET_MATCH * n_ops:
+        raise DataError(
+            str(path), None, None,
+            f"{run}: at least {MIN_ET_MATCH:.0%} of each step's ops (at most as many as it has nodes) should find "
+            f"their node in it by op name, only {n_found / n_ops:.0%} of {n_ops} do; is it another model's?",
+        )  # fmt: skip
+    if n_both and n_same < MIN_ET_MATCH * n_both:
+        raise DataError(
+            str(path), None, None,
+            f"{run}: the tensor shapes it records should agree with the trace's on at least {MIN_ET_MATCH:.0%} of "
+            f"the {n_both} ops both record, they agree on {n_same / n_both:.0%}; is it another batch size's or "
+            "model's?",
+        )  # fmt: skip
     ops["input_dims"], ops["input_types"] = dims, types
 
 
 def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> Trace:
     """Read a Kineto trace (.json or .json.gz) into tables; shapes from ``execution_trace`` where it lacks them."""
     path = Path(path)
-    doc = _load_json(path)
+    doc = _load_json(path, "a PyTorch profiler trace (Chrome trace JSON)")
     events = _events(doc, path)
     op_rows, launch_rows, gpu_rows = [], [], []
     for e in events:
         cat = str(e.get("cat", "")).lower()
-        ts, dur = float(e["ts"]), float(e.get("dur", 0) or 0)
+        ts, dur, i = e["ts"], e["dur"], e["_i"]
         if cat in OP_CATS:
             name = str(e.get("name", ""))
             if name.startswith(STEP_PREFIX):
@@ -269,11 +409,11 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
                     "name": name,
                     "ts": ts,
                     "dur": dur,
-                    "tid": e.get("tid"),
+                    "tid": _id(e, "tid", e.get("tid"), i, path),
                     "input_dims": dims,
                     "input_types": _arg(e, "Input type", "Input types"),
                     "concrete": _arg(e, "Concrete Inputs"),
-                    "external_id": _arg(e, "External id", "external id", default=-1),
+                    "external_id": _external_id(e, i, path),
                 }
             )
         elif cat in LAUNCH_CATS:
@@ -282,9 +422,9 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
                     "name": str(e.get("name", "")),
                     "ts": ts,
                     "dur": dur,
-                    "correlation": _arg(e, "correlation", default=-1),
-                    "tid": e.get("tid"),
-                    "external_id": _arg(e, "External id", "external id", default=-1),
+                    "correlation": _correlation(e, i, path),
+                    "tid": _id(e, "tid", e.get("tid"), i, path),
+                    "external_id": _external_id(e, i, path),
                 }
             )
         elif cat in GPU_CATS:
@@ -294,14 +434,20 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
                     "cat": cat.removeprefix("gpu_"),
                     "ts": ts,
                     "dur": dur,
-                    "correlation": _arg(e, "correlation", default=-1),
-                    "stream": _arg(e, "stream", default=e.get("tid")),
+                    "correlation": _correlation(e, i, path),
+                    "stream": _id(e, "args.stream", _arg(e, "stream", default=e.get("tid")), i, path),
                     "device": _arg(e, "device", default=e.get("pid")),
                     "pid": e.get("pid"),
                 }
             )
     if not op_rows and not gpu_rows:
-        raise SeerError(f"{path}: no cpu ops or GPU kernels, not a PyTorch profiler trace")
+        raise DataError(str(path), None, None, "a PyTorch profiler trace (cpu_op and kernel events), found neither")
+    if not gpu_rows:
+        raise DataError(
+            str(path), None, None,
+            f"GPU kernel events (cat kernel, gpu_memcpy or gpu_memset): its {len(op_rows)} cpu ops launched nothing "
+            "that was recorded (profile with ProfilerActivity.CUDA)",
+        )  # fmt: skip
     ops = _frame(op_rows, ["name", "ts", "dur", "tid", "input_dims", "input_types", "concrete", "external_id"])
     launches = _frame(launch_rows, ["name", "ts", "dur", "correlation", "tid", "external_id"])
     kernels = _frame(gpu_rows, ["name", "cat", "ts", "dur", "correlation", "stream", "device", "pid"])
@@ -313,7 +459,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
     launches["op"] = _enclosing(ops, launches)
     launches["step"] = _step_of(launches["ts"].to_numpy(float), steps)
     for df in (launches, kernels):
-        df["correlation"] = pd.to_numeric(df["correlation"], errors="coerce").fillna(-1).astype(np.int64)
+        df["correlation"] = df["correlation"].astype(np.int64)
     # a kernel's launch: the launch with its correlation id (the first, should a runtime reuse one)
     first = launches.reset_index().drop_duplicates("correlation").set_index("correlation")["index"]
     first = first[first.index >= 0]
@@ -329,7 +475,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
         ["name", "ts", "dur", "tid", "depth", "parent", "input_dims", "input_types", "concrete", "step", "external_id"]
     ]
     if execution_trace is not None:
-        _join_et(ops, Path(execution_trace))
+        _join_et(ops, Path(execution_trace), path)
     return Trace(str(path), ops, launches, kernels, steps, marker, _device(doc))
 
 

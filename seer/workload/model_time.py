@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.errors import SeerError
+from seer.data.records import data_path
+from seer.errors import DataError, SeerError
 from seer.hardware import gpus
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
@@ -33,7 +34,7 @@ class ModelTime:
     source: Path
     gpu: str  # the GPU the prediction is for (its fits' name)
     measured_on: str  # the GPU the input was measured on ('' where unknown)
-    ops: pd.DataFrame  # name, kind, count, measured_ms, predicted_ms, why
+    ops: pd.DataFrame  # name, kind, count, measured_ms, predicted_ms, extrapolated, why
     totals: dict[str, float] = field(default_factory=dict)
 
     def by_kind(self) -> pd.DataFrame:
@@ -71,13 +72,15 @@ def model_time(
 ) -> ModelTime:
     """Predict a graph (.csv) or a profiler trace (.json, .json.gz) on `gpu` (default: the GPU it
     was measured on, where seer has fits for it)."""
-    path = Path(path)
-    if not path.exists():
-        raise SeerError(f"{path} does not exist")
+    path = data_path(path, "an existing graph (.csv) or profiler trace (.json, .json.gz)")
+    if execution_trace is not None:  # checked before the long read of the trace
+        data_path(execution_trace, "an existing execution trace file (.json, .json.gz)")
     if is_trace(path):
         return _trace_time(path, gpu, fits, execution_trace)
     if path.suffix != ".csv":
         raise SeerError(f"{path}: expected a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
+    if execution_trace is not None:
+        raise SeerError(f"{path}: an execution trace gives the shapes of a profiler trace's ops, not a graph's")
     g = read_graph(path)
     fits = fits or load(gpu or g.gpu)
     ops = predict_ops(g.ops, fits, dispatch_ms)
@@ -85,7 +88,7 @@ def model_time(
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
     if g.measured_ms is not None and _same_gpu(fits, g.gpu):
         totals["measured_ms"] = g.measured_ms
-    cols = ["name", "kind", "part", "count", "measured_ms", "predicted_ms", "why"]
+    cols = ["name", "kind", "part", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
 
 
@@ -100,6 +103,12 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
             raise SeerError(f"{path}: the trace does not name its GPU; give one (--gpu)")
         fits = load(gpu or device)
     kops = kernel_ops(trace)
+    if not len(kops):
+        raise DataError(
+            str(path), None, None,
+            f"GPU kernels launched by cpu ops: none of its {len(trace.kernels)} GPU events is linked to an op "
+            "(through its launch's correlation id and an enclosing cpu_op), so there is nothing to predict",
+        )  # fmt: skip
     mapped = [
         classify(n, s, dtype=d or "float32", params=conv_params(n, c))
         for n, s, d, c in zip(kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"])
@@ -143,5 +152,5 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
             totals.pop(key)
     # one row per op of one step (the first), not per repetition
     first = in_step[in_step["step"] == in_step["step"].min()]
-    cols = ["name", "kind", "count", "measured_ms", "predicted_ms", "why"]
+    cols = ["name", "kind", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
     return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)

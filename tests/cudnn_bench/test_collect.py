@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import errno
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -145,6 +147,36 @@ def test_stop_after_limits_one_invocation(tmp_path, monkeypatch):
     assert (res.measured, res.left) == (2, 3)
     res = K.run(_opts(out=tmp_path, suites=["gemm_layers"], budget=Budget(count=5)), fake_env(), log=lambda s: None)
     assert (res.skipped, res.measured) == (2, 3)
+
+
+def _disk_full(*args, **kw):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_stops_collect_in_one_sentence_and_a_rerun_resumes(tmp_path, monkeypatch):
+    from cudnn_bench.errors import DiskFull
+    from cudnn_bench.store import Store
+
+    real, appends = Store.append, []
+
+    def filling(self, rows):  # the disk fills during the 4th configuration's write
+        appends.append(rows)
+        if len(appends) == 4:
+            monkeypatch.setattr(os, "fsync", _disk_full)
+        real(self, rows)
+
+    monkeypatch.setattr(Store, "append", filling)
+    opts = _opts(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=6), counters="none")
+    with pytest.raises(DiskFull) as info:
+        K.run(opts, fake_env(), log=lambda s: None)
+    rows = sum(len(r) for r in appends[:3])
+    msg = str(info.value)
+    assert "\n" not in msg and f"3 configurations ({rows} rows)" in msg and "rerun the same command to resume" in msg
+    monkeypatch.undo()
+    res = K.run(opts, fake_env(), log=lambda s: None)
+    assert res.skipped >= 3 and res.skipped + res.measured == 6 and res.left == 0
+    df = records.read_csv(res.folder / "test_set_ii.csv")
+    assert df["config_key"].nunique() == 6 and not df.duplicated(["call_key", "kernel_index"]).any()
 
 
 def test_progress_line():

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from badfiles import unreadable
 from fakes import FakeBackend, has_driver
 
 from cudnn_bench import __main__ as M
@@ -138,3 +139,54 @@ def test_options_from_the_command_line():
     assert o.algos == (0, 2, 5, 6, 7) and o.workspace_limit == 512 << 20 and o.maths == ["fma", "bf16"]
     assert o.budget.count == 300 and o.stop_after == 540 and o.suites == ["seer_grid"]
     assert o.counters == "sample" and o.launch_meta == "cupti" and o.backend == "auto"
+
+
+@pytest.mark.parametrize("command", ["collect", "merge"])
+@pytest.mark.parametrize("under", [False, True])
+def test_an_out_that_is_a_file_is_refused_before_any_work(command, under, tmp_path, monkeypatch, capsys):
+    def no_work(*args, **kw):
+        raise AssertionError("work started before --out was checked")
+
+    monkeypatch.setattr(K, "open_env", no_work)
+    monkeypatch.setattr(M, "merge", no_work)
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder\n")
+    out = afile / "sub" if under else afile
+    args = [command, "--out", str(out)] + ([str(tmp_path)] if command == "merge" else [])
+    with pytest.raises(SystemExit) as info:
+        M.main(args)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cudnn_bench: ") and f"{afile} is a file, not a folder" in err[0]
+    assert afile.read_text() == "not a folder\n"
+
+
+def test_an_unreadable_store_file_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    from fakes import fake_env
+
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=2), progress=False,
+                     counters="none", timing=K.TimingOptions(warmup=1, reps=3, min_reps=2))
+    store = K.run(opts, fake_env(), log=lambda s: None).folder / "test_set_ii.csv"
+    unreadable(monkeypatch, store)
+    monkeypatch.setattr(K, "open_env", lambda *a, **kw: fake_env())
+    args = ["collect", "--suite", "test_set_ii", "--budget", "2", "--counters", "none", "--no-progress"]
+    assert M.main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cudnn_bench: {store}: Permission denied"]
+
+
+def test_a_full_disk_before_the_first_configuration_is_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    import errno
+    import os
+
+    from fakes import fake_env
+
+    def full(*args, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(K, "open_env", lambda *a, **kw: fake_env())
+    monkeypatch.setattr(os, "fsync", full)
+    args = ["collect", "--suite", "test_set_ii", "--budget", "2", "--counters", "none", "--no-progress"]
+    assert M.main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the disk is full: 0 configurations (0 rows)" in err[0] and "rerun" in err[0]

@@ -1,11 +1,17 @@
 """Merging stores (shards, sessions) into data/<gpu-slug>/: every row once, nothing mixed."""
 from __future__ import annotations
 
+import errno
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from badfiles import unreadable
 from fakes import fake_env
 from stores import ORDER, SUITES, assert_same_rows, collect_into, rows_of
 
@@ -15,6 +21,8 @@ from cudnn_bench.errors import BenchError
 from cudnn_bench.merge import merge
 from cudnn_bench.plan import Budget, Shard
 from cudnn_bench.store import lock
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +111,68 @@ def test_merge_command(shards, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["merge", str(tmp_path / "empty")]) == 2
     assert "no store under" in capsys.readouterr().err
+
+
+def test_rows_of_another_gpu_than_device_json_are_refused_and_nothing_is_written(shards, tmp_path):
+    device = shards / "2-of-3" / "h100-sxm" / "device.json"
+    doc = json.loads(device.read_text())
+    doc["device"]["name"] = "Tesla T4"  # the rows stay the H100's
+    device.write_text(json.dumps(doc))
+    with pytest.raises(BenchError) as info:
+        merge([shards], tmp_path / "data")
+    msg = str(info.value)
+    assert "\n" not in msg and str(shards / "2-of-3" / "h100-sxm") in msg
+    assert "rows of NVIDIA H100 80GB HBM3" in msg and "device.json names Tesla T4 (t4)" in msg
+    assert not (tmp_path / "data").exists()
+
+
+def _merge_cli(*args: str) -> subprocess.CompletedProcess:
+    """python -m cudnn_bench merge in a child process: a read that blocks ends with the timeout."""
+    return subprocess.run([sys.executable, "-m", "cudnn_bench", "merge", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("name", ["test_set_ii.csv", "device.json"])
+def test_a_fifo_in_a_store_is_refused_without_blocking(name, shards, tmp_path):
+    fifo = shards / "3-of-3" / "h100-sxm" / name
+    fifo.unlink()
+    os.mkfifo(fifo)
+    r = _merge_cli(str(shards), "--out", str(tmp_path / "data"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"cudnn_bench: merge: {fifo}: expected a regular file or folder, "
+                                             "not a FIFO, socket or device"]
+
+
+def test_a_full_disk_mid_merge_says_what_is_merged_and_a_rerun_adds_the_rest(shards, whole, tmp_path, monkeypatch,
+                                                                             capsys):
+    import cudnn_bench.merge as MG
+
+    real, writes = MG.atomic_write, []
+
+    def filling(path, write):  # the second suite file does not fit
+        writes.append(path)
+        if len(writes) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, write)
+
+    monkeypatch.setattr(MG, "atomic_write", filling)
+    out = tmp_path / "data"
+    assert main(["merge", str(shards), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    first = pd.read_csv(writes[0])
+    n, rows = first.drop_duplicates(["suite", "config_key", "math"]).shape[0], len(first)
+    assert len(err) == 1 and "the disk is full" in err[0]
+    assert f"{n} configurations ({rows} rows) are merged and safely on disk" in err[0]
+    assert "rerun the same merge" in err[0]
+    monkeypatch.undo()
+    assert main(["merge", str(shards), "--out", str(out)]) == 0
+    assert_same_rows(out / "h100-sxm", whole)
+
+
+def test_an_unreadable_store_file_is_one_line(shards, tmp_path, monkeypatch, capsys):
+    bad = shards / "1-of-3" / "h100-sxm" / "gemm_layers.csv"
+    unreadable(monkeypatch, bad)
+    assert main(["merge", str(shards), "--out", str(tmp_path / "data")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"cudnn_bench: merge: {bad} cannot be read (Permission denied)"]
+    assert not (tmp_path / "data").exists()

@@ -1,6 +1,8 @@
 """cudnn_bench.store and the run loop: resumable writing under simulated interruptions."""
 from __future__ import annotations
 
+import errno
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -44,6 +46,41 @@ def test_torn_tail_is_cut_back_to_the_last_complete_block(tmp_path):
         st.append([_row(key="b")])
     assert p.read_bytes().startswith(good)
     assert list(records.read_csv(p)["config_key"]) == ["a", "b"]
+
+
+class FullDisk:
+    """A store file on a disk that fills: half of the next write reaches it, then every flush fails."""
+
+    def __init__(self, fh):
+        self.fh, self.closed = fh, False
+
+    def write(self, text: str) -> None:
+        self.fh.write(text[: len(text) // 2])
+        self.fh.flush()
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fileno(self) -> int:
+        return self.fh.fileno()
+
+    def close(self) -> None:  # as a buffered file does: closed, then the failed flush raised
+        self.closed = True
+        self.fh.close()
+        self.flush()
+
+
+def test_a_failed_append_closes_cleanly_and_its_torn_block_is_set_aside(tmp_path):
+    p = tmp_path / "s.csv"
+    st = ST.Store(p)
+    st.append([_row(key="a")])
+    st._fh = FullDisk(st._fh)
+    with pytest.raises(OSError, match="No space left"):
+        st.append([_row(key="b"), _row(key="b")])
+    st.close()  # the append's error was raised once; closing neither raises again nor keeps the lock
+    with ST.Store(p) as again:
+        assert again.done == {("s", "a", "fma")} and again.recovered_bytes > 0
+    assert (tmp_path / "s.csv.quarantine").exists()
 
 
 def test_format_rows_sanitizes_and_rejects_unknown_fields():

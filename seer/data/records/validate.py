@@ -13,6 +13,9 @@ from seer.data.records.schema import ALWAYS, FIELD, FIELDS, MAX_INT, OPS, STATUS
 from seer.data.variants import CONV_ALGO_ID, ROLES
 from seer.errors import DataError
 
+# no call of one kernel configuration runs for hours: a longer time is a corrupt value (1e30)
+MAX_TIME_MS = 1e7
+
 
 def first_bad(mask: np.ndarray) -> int | None:
     idx = np.flatnonzero(mask)
@@ -106,8 +109,8 @@ def validate(
         err(i, "role", f"one of {', '.join(ROLES)}", role.iloc[i])
     ok = (status == "ok").to_numpy()
     t = df["time_ms"].to_numpy()
-    if (i := first_bad(ok & ~(np.isfinite(t) & (t > 0)))) is not None:
-        err(i, "time_ms", "a time in ms > 0", None if np.isnan(t[i]) else t[i])
+    if (i := first_bad(ok & ~(np.isfinite(t) & (t > 0) & (t < MAX_TIME_MS)))) is not None:
+        err(i, "time_ms", f"a time in ms > 0 and below {MAX_TIME_MS:g}", None if np.isnan(t[i]) else t[i])
     for name, need in OPS.items():
         rows = op == name
         if not rows.any():

@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 
@@ -6,6 +7,7 @@ import pandas as pd
 import pytest
 from synthetic import conv_records, gemm_records
 
+from seer import fitsfile
 from seer.data import records
 from seer.evaluate import __main__ as evaluate_cli
 from seer.evaluate.metrics import ACCURACY_KEYS
@@ -57,3 +59,42 @@ def test_bad_input_is_one_line_exit_2(fitted, args, msg):
 def test_noise_set(fitted, capsys):
     assert evaluate_cli.main(["--set", "noise", "--data", str(fitted / "data.csv")]) == 0
     assert "median_dev" in capsys.readouterr().out
+
+
+V100 = fitsfile.FITS_DIR / "v100-pcie.json"
+needs_v100 = pytest.mark.skipif(not V100.exists(), reason="no bundled v100-pcie fits")
+
+
+@needs_v100
+def test_fits_of_another_gpu_do_not_score_the_data(fitted, capsys):
+    rc = evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(V100)])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "holds the fits of Tesla V100-PCIE-32GB (v100-pcie) but the data is Tesla T4's (t4)" in err[0]
+
+
+@needs_v100
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the V100's bounds on T4 times: expected here
+def test_gpu_scores_another_gpus_data_on_purpose_and_says_so(fitted, capsys):
+    rc = evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(V100), "--gpu", "t4"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert out.count("note: Tesla T4 data (t4, --gpu t4) is scored with the fits of Tesla V100-PCIE-32GB") == 1
+
+
+def test_a_fifo_as_fits_is_refused_without_blocking(fitted, tmp_path):
+    fifo = tmp_path / "fits.json"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "seer.evaluate", "--set", "I", "--data", str(fitted / "data.csv"),
+                        "--fits", str(fifo)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].endswith(f"{fifo}: expected a regular file or folder, not a FIFO, "
+                                                      "socket or device")
+
+
+@pytest.mark.parametrize("limit", ["-5", "nan", "lots"])
+def test_a_negative_workspace_limit_is_refused(limit, capsys):
+    with pytest.raises(SystemExit) as info:
+        evaluate_cli.main(["--set", "II", "--workspace-limit", limit])
+    assert info.value.code == 2 and "--workspace-limit: expected a number of bytes >= 0" in capsys.readouterr().err

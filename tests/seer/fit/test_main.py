@@ -1,8 +1,12 @@
+import errno
 import json
+import os
+import pathlib
 import subprocess
 import sys
 
 import pandas as pd
+import pytest
 from synthetic import conv_records, gemm_records
 
 from seer.data import records
@@ -45,3 +49,126 @@ def test_cli_bad_input_exit_2(tmp_path):
                            capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.startswith("seer.fit: ") and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ nothing overwritten or lost
+# python -m seer.fit never loses fits: a fit of other data does not replace a fits file (the
+# bundled fits/ above all), a fit without any model is refused, and a failed write is one line
+# that leaves the old file whole and no temporary file behind.
+@pytest.fixture
+def data(tmp_path, monkeypatch):
+    """Two data sets of one GPU (the T4): conv and bmm rows ("full"), and bmm rows only."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
+    records.write_csv(pd.concat([conv_records(60), gemm_records(60)], ignore_index=True), tmp_path / "full.csv")
+    records.write_csv(gemm_records(60, seed=5), tmp_path / "bmm.csv")
+    return tmp_path
+
+
+def fit(*args):
+    return fit_cli.main([*map(str, args), "--quiet"])
+
+
+def ops(path):
+    doc = json.loads(path.read_text())
+    return sorted({k.split(":")[0] for k in doc["variants"]}), doc["dataset"]["path"]
+
+
+def one_line(capsys, *words):
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+def test_a_fit_of_other_data_goes_beside_the_bundled_fits(data, monkeypatch, capsys):
+    """`--data <one op's file>` with no --out replaced the bundled fits/t4.json whole: its conv,
+    linear and memory-bound models were gone, exit 0."""
+    bundled, trial = data / "fits", data / "build" / "fits"
+    monkeypatch.setattr(fit_cli, "DEFAULT_OUT", bundled)
+    monkeypatch.setattr(fit_cli, "TRIAL_OUT", trial)
+    assert fit("--data", data / "full.csv") == 0  # no file there yet: the default folder
+    before = (bundled / "t4.json").read_bytes()
+    assert ops(bundled / "t4.json")[0] == ["bmm", "conv_fwd"]
+    capsys.readouterr()
+
+    assert fit("--data", data / "bmm.csv") == 0
+    assert (bundled / "t4.json").read_bytes() == before
+    moved = next(trial.glob("*/t4.json"))
+    assert ops(moved)[0] == ["bmm"] and moved.parent.name.endswith("bmm")
+    note = capsys.readouterr().err
+    assert f"{bundled / 't4.json'}" in note and "conv_fwd" in note and str(moved.parent) in note
+
+    os.utime(bundled / "t4.json", (0, 0))  # the data it was fitted from refreshes it, as before
+    assert fit("--data", data / "full.csv") == 0
+    assert (bundled / "t4.json").stat().st_mtime > 0 and (bundled / "t4.json").read_bytes() == before
+    assert "note:" not in capsys.readouterr().err
+
+
+def test_an_out_fitted_from_other_data_is_refused_unless_replace(data, monkeypatch, capsys):
+    out = data / "out"
+    assert fit("--data", data / "full.csv", "--out", out) == 0
+    before = (out / "t4.json").read_bytes()
+    capsys.readouterr()
+    with monkeypatch.context() as m:
+        m.setattr(fit_cli, "fit_all", lambda *a, **k: pytest.fail("fitted before refusing"))
+        assert fit("--data", data / "bmm.csv", "--out", out) == 2
+    one_line(capsys, "not replacing", "t4.json", "conv_fwd", "--replace")
+    assert (out / "t4.json").read_bytes() == before
+    assert fit("--data", data / "bmm.csv", "--out", out, "--replace") == 0
+    assert ops(out / "t4.json") == (["bmm"], os.path.relpath(data / "bmm.csv", fit_cli.paths.REPO))
+
+
+@pytest.mark.parametrize("rows", [1, 7])
+def test_a_fit_without_any_model_is_refused(data, rows, capsys):
+    """7 rows (or one per variant) gave a fits file without a model, exit 0."""
+    records.write_csv(gemm_records(rows), data / "few.csv")
+    assert fit("--data", data / "few.csv", "--out", data / "out") == 2
+    one_line(capsys, "no model fitted", "nothing was written", f"{rows} rows", "needs 12")
+    assert not list((data / "out").iterdir())
+
+
+def test_a_fit_without_any_model_beside_the_bundled_fits_is_one_line(data, monkeypatch, capsys):
+    """Not a note of where the fits go, then the refusal: only the refusal."""
+    monkeypatch.setattr(fit_cli, "DEFAULT_OUT", data / "fits")
+    monkeypatch.setattr(fit_cli, "TRIAL_OUT", data / "build" / "fits")
+    assert fit("--data", data / "full.csv") == 0
+    capsys.readouterr()
+    records.write_csv(gemm_records(7), data / "few.csv")
+    assert fit("--data", data / "few.csv") == 2
+    one_line(capsys, "no model fitted")
+    assert [p.name for p in (data / "fits").iterdir()] == ["t4.json"] and not list((data / "build").rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "fail",
+    [
+        ("write_text", OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "No space left on device"),
+        ("replace", PermissionError(errno.EACCES, os.strerror(errno.EACCES)), "Permission denied"),
+    ],
+    ids=["disk-full", "permission"],
+)
+def test_a_failed_write_is_one_line_and_leaves_the_old_file(data, monkeypatch, capsys, fail):
+    out = data / "out"
+    assert fit("--data", data / "full.csv", "--out", out) == 0
+    before = (out / "t4.json").read_bytes()
+    capsys.readouterr()
+    what, exc, words = fail
+    real_write = pathlib.Path.write_text
+
+    def half_then_fail(self, text, *a, **k):
+        real_write(self, text[: len(text) // 2], *a, **k)  # the disk fills up half-way
+        raise exc
+
+    def refuse(*a, **k):
+        raise exc
+
+    with monkeypatch.context() as m:
+        if what == "write_text":
+            m.setattr(pathlib.Path, "write_text", half_then_fail)
+        else:
+            m.setattr(os, "replace", refuse)
+        assert fit("--data", data / "full.csv", "--out", out) == 2
+    one_line(capsys, "seer.fit: ", f"{out / 't4.json'} cannot be written", words, "unchanged")
+    assert (out / "t4.json").read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == ["t4.json"]  # no temporary file left

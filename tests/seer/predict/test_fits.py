@@ -106,3 +106,43 @@ def test_dilation_is_an_axis_of_the_trust_distance():
     dilated = f.rank_algorithms(dict(grid, dil_h=2, dil_w=2), extrapolate=True)
     padded = f.rank_algorithms(dict(grid, pad_h=1, pad_w=1), extrapolate=True)
     assert plain["fitted_range"].any() and not dilated["fitted_range"].any() and not padded["fitted_range"].any()
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "t4", "l4"])
+def test_a_dtype_the_models_did_not_learn_is_refused(gpu):
+    f = seer.load(gpu)
+    for cfg in (dict(CONV, algo=f.algorithms[0]), dict(op="gemm" if gpu == "h100-sxm" else "bmm", batch=8, m=512,
+                                                           n=512, k=64, algo="lt:55" if gpu == "h100-sxm" else "")):
+        assert f.predict(**cfg, dtype="float32") == f.predict(**cfg)
+        with pytest.raises(seer.SeerError, match="learnt float32 only, not float16"):
+            f.predict(**cfg, dtype="float16")
+    assert f.predict(op="softmax", rows=64, cols=1024, dtype="float16") > 0  # bytes follow the element size
+
+
+def test_configs_beyond_what_a_record_holds_are_refused():
+    with pytest.raises(seer.SeerError, match="'m' must be below 2\\*\\*63"):
+        seer.load("h100-sxm").predict(op="gemm", batch=1, m=1e30, n=64, k=64, algo="lt:55")
+
+
+def test_a_linear_layers_batch_is_folded_into_its_rows():
+    f = seer.load("t4")
+    for b in (2, 8, 64):
+        assert f.predict(op="linear", batch=b, m=512, n=1024, k=1024) == f.predict(op="linear", batch=1, m=512 * b,
+                                                                                  n=1024, k=1024)
+
+
+def test_a_filter_shape_an_algorithm_never_ran_is_said_not_predicted():
+    h = seer.load("h100-sxm")
+    assert h.predict(**dict(CONV, algo="WINOGRAD_NONFUSED")) > 0  # 3x3, stride 1: it runs
+    seven = dict(CONV, kh=7, kw=7, pad_h=3, pad_w=3)
+    with pytest.raises(seer.SeerError, match="WINOGRAD_NONFUSED does not run a 7x7 filter, stride 1x1"):
+        h.predict(**dict(seven, algo="WINOGRAD_NONFUSED"))
+    r = h.rank_algorithms(seven).set_index("algo")
+    assert np.isnan(r.loc["WINOGRAD_NONFUSED", "time_ms"]) and r.loc["WINOGRAD_NONFUSED", "rank"] == len(r) - 1
+    assert h.best_algorithm(seven) != "WINOGRAD_NONFUSED"
+    assert seer.load("t4").variant_predictor.support is None  # autotuner picks only: nothing to say
+
+
+def test_one_config_outside_the_fitted_range_warns():
+    with pytest.warns(seer.SeerWarning, match="outside the fitted range"):
+        seer.load("h100-sxm").predict(**dict(CONV, algo="IMPLICIT_GEMM", batch=1, c_in=3000))

@@ -2,7 +2,10 @@
 
 `golden_predictions.npz` was written by `_compute()` (the public API only) from the code before
 the prediction interface was unified. The test recomputes it; on the machine that wrote the file
-the values were equal bit for bit, elsewhere a BLAS may round the last bit differently."""
+the values were equal bit for bit, elsewhere a BLAS may round the last bit differently.
+Rewritten once on purpose since (2026-11-25): answers faster than the datasheet allows raised to
+that bound, a linear layer's batch folded into its rows, filter shapes an algorithm never ran
+refused (seer.predict.physics, seer.models.support)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -86,9 +86,9 @@ def test_bad_gemm_configs(f, change, match):
 
 def test_good_configs_still_predicted(f):
     assert f.predict(**BMM) > 0
-    assert f.predict(**BMM, dtype="float16") > 0
+    assert f.predict(**BMM, dtype="float32") == f.predict(**BMM)
     assert f.predict(**{**BMM, "batch": np.int64(8), "m": 256.0}) == pytest.approx(f.predict(**BMM))
-    cfg = {**CONV, "groups": 2, "dtype": "bfloat16"}
+    cfg = {**CONV, "groups": 2, "dtype": "float32"}
     assert f.best_algorithm(cfg) in f.algorithms
     assert f.best_algorithm({**CONV, "kh": 58, "kw": 58}) in f.algorithms  # a 1x1 output is fine
     r = f.rank_algorithms(CONV, algorithms=f.algorithms[0])  # one name, not its letters

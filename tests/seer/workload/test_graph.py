@@ -1,6 +1,7 @@
 """Whole-model prediction from torch.fx graphs (seer.workload): the op mapping, the graph reader,
 the host/GPU timeline, and --set models on NeuSight's graphs (skipped without ../shared)."""
 
+import io
 import json
 
 import numpy as np
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 
 import seer
-from seer.errors import SeerError
+from seer.errors import DataError, SeerError
 from seer.evaluate import __main__ as evaluate_cli
 from seer.workload.estimate import predict_ops, timeline, whole_model
 from seer.workload.graph import read_graph
@@ -141,7 +142,7 @@ def test_whole_model_repeats_the_block(tiny_graph):
 def test_unreadable_graphs_are_one_sentence(tmp_path):
     bad = tmp_path / "x.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(SeerError, match="not a torch.fx graph table"):
+    with pytest.raises(SeerError, match=r"expected a torch\.fx graph table"):
         read_graph(bad)
     assert evaluate_cli.main(["--set", "models", "--data", str(tmp_path / "none")]) == 2
 
@@ -190,9 +191,84 @@ def test_model_time_on_its_own_gpu_and_another(tiny_graph):
     assert other.gpu == "Tesla V100-PCIE-32GB" and other.totals["predicted_ms"] > 0
     kinds = own.by_kind()
     assert set(kinds["kind"]) == {"linear", "elementwise"} and kinds["predicted_share"].sum() == pytest.approx(1)
-    with pytest.raises(SeerError, match="not a Chrome trace"):
+    with pytest.raises(SeerError, match="a Chrome trace with a traceEvents list"):
         model_time(tiny_graph.with_suffix(".json"))  # the model's JSON is no trace
     txt = tiny_graph.with_suffix(".txt")
     txt.write_text("x")
     with pytest.raises(SeerError, match="expected a torch.fx graph"):
         model_time(txt)
+
+
+# ---- bad graphs: one DataError naming the file, the line and the column, never a wrong total -----------------
+
+
+def _graph(tmp_path, meta, csv: str = GRAPH):
+    """A graph in NeuSight's layout; `meta` is the JSON's text (None: no JSON beside the CSV)."""
+    gpu = tmp_path / "Tesla_T4"
+    gpu.mkdir(exist_ok=True)
+    (gpu / "g.csv").write_text(csv)
+    if meta is not None:
+        (gpu / "g.json").write_text(meta if isinstance(meta, str) else json.dumps(meta))
+    return gpu / "g.csv"
+
+
+@pytest.mark.parametrize(
+    "meta,expected",
+    [
+        (None, "g.json: expected the graph's JSON beside g.csv with num_layer"),  # not one layer, silently
+        ({"e2e_latency": 1.4}, "g.json, column 'num_layer': expected num_layer"),
+        ({"num_layer": 0}, "g.json, column 'num_layer': expected a whole number of layers from 1 to 10000, got 0"),
+        ({"num_layer": -2}, "column 'num_layer': expected a whole number of layers from 1 to 10000, got -2"),
+        ({"num_layer": 2.5}, "column 'num_layer': expected a whole number of layers from 1 to 10000, got 2.5"),
+        ({"num_layer": "abc"}, "column 'num_layer': expected a whole number of layers from 1 to 10000, got 'abc'"),
+        ({"num_layer": True}, "column 'num_layer': expected a whole number of layers from 1 to 10000, got True"),
+        ({"num_layer": 1e9}, "got 1000000000.0"),  # refused before 305 GiB of op order is allocated
+        ({"num_layer": 3, "e2e_latency": -1}, "column 'e2e_latency': expected a whole-model time in ms > 0"),
+        ({"num_layer": 3, "e2e_latency": "fast"}, "column 'e2e_latency': expected a whole-model time in ms > 0"),
+        ('{"num_layer": 3, "e2e_lat', "g.json: expected the graph's JSON (num_layer, e2e_latency) (not valid JSON"),
+        ("[3]", "g.json: expected a JSON object with num_layer and e2e_latency, got 'list'"),
+        ("", "g.json: expected the graph's JSON (num_layer, e2e_latency), got an empty file"),
+    ],
+)
+def test_graph_json_problems_are_one_data_error(tmp_path, meta, expected):
+    path = _graph(tmp_path, meta)
+    with pytest.raises(DataError) as e:
+        read_graph(path)
+    assert expected in str(e.value) and "\n" not in str(e.value)
+    assert evaluate_cli.main(["--set", "models", "--data", str(tmp_path)]) == 2
+
+
+def test_graph_with_repeats_but_no_block_is_refused(tmp_path):
+    flat = "\n".join(line.replace("m.h.0", "m.h") for line in GRAPH.splitlines()) + "\n"
+    with pytest.raises(DataError, match=r"g.json, column 'num_layer': expected 1: no node of g.csv lies in an indexed"):
+        read_graph(_graph(tmp_path, {"num_layer": 3}, flat))
+    assert read_graph(_graph(tmp_path, {"num_layer": 1}, flat)).ops["count"].max() == 1  # a whole model: fine
+
+
+def _cell(row: int, column: str, value: str) -> str:
+    """GRAPH with one cell (row: 0 = the first node) replaced."""
+    df = pd.read_csv(io.StringIO(GRAPH), dtype=str, keep_default_na=False)
+    df.loc[row, column] = value
+    return df.to_csv(index=False)
+
+
+@pytest.mark.parametrize(
+    "csv,expected",
+    [
+        (GRAPH.splitlines()[0] + "\n", "g.csv: expected a torch.fx graph with at least one node, got only the header"),
+        (_cell(3, "latency", "-0.1"), "g.csv, line 5, column 'latency': expected a latency in ms >= 0, got -0.1"),
+        (_cell(1, "latency", "abc"), "g.csv, line 3, column 'latency': expected a latency in ms >= 0, got 'abc'"),
+        (_cell(1, "latency", "inf"), "line 3, column 'latency': expected a latency in ms >= 0, got inf"),
+        (_cell(1, "latency", ""), "line 3, column 'latency': expected a latency in ms >= 0"),
+        (_cell(2, "op", "call_fn"), "g.csv, line 4, column 'op': expected a torch.fx node op"),
+        (_cell(3, "input_shapes", "[[2, 32"), "line 5, column 'input_shapes': expected a list of shapes"),
+        (_cell(3, "input_shapes", "5"), "line 5, column 'input_shapes': expected a list of shapes"),
+        (_cell(3, "output_shape", "(2, -32)"), "line 5, column 'output_shape': expected a shape of sizes >= 0"),
+        ("op,target\nx,y\n", "g.csv: expected a torch.fx graph table (columns op, target, Name"),
+        ('op,target,Name\n"x,y\n', "g.csv: expected a readable graph CSV"),
+    ],
+)
+def test_graph_csv_problems_are_one_data_error(tmp_path, csv, expected):
+    with pytest.raises(DataError) as e:
+        read_graph(_graph(tmp_path, {"num_layer": 3}, csv))
+    assert expected in str(e.value) and "\n" not in str(e.value)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from seer.errors import SeerError
+from seer.errors import DataError, SeerError
 from seer.workload.kineto import attribution, kernel_ops, read_trace
 from seer.workload.replay import host_overheads, is_sync, replay
 
@@ -270,3 +270,119 @@ def test_predict_cli_on_a_trace_and_bad_input(capsys, tmp_path):
     assert main([str(H100 / "resnet_b32.pt.trace.json.gz"), "--gpu", "no-such-gpu"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "no fits for GPU 'no-such-gpu'" in err
+
+
+# ---- bad traces and execution traces: one DataError naming the file and the event ----------------------------
+
+
+def _kernel(events: list[dict], **change) -> list[dict]:
+    """The events with the second kernel's fields changed (args=dict: some of its args; args=other: all)."""
+    events = [dict(e, args=dict(e["args"])) for e in events]
+    k = [e for e in events if e["cat"] == "kernel"][1]
+    args = change.pop("args", {})
+    k["args"] = {**k["args"], **args} if isinstance(args, dict) else args
+    k.update(change)
+    return events
+
+
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (dict(dur=-5), "column 'dur': expected a duration in us, a finite number >= 0 (kernel event 'gemm1'), got -5"),
+        (dict(ts=float("nan")), "column 'ts': expected a start time in us, a finite number >= 0 (kernel event 'gemm1'"),
+        (dict(ts=-1.0), "column 'ts': expected a start time in us, a finite number >= 0 (kernel event 'gemm1'), got -"),
+        (dict(dur="abc"), "column 'dur': expected a duration in us, a finite number >= 0 (kernel event 'gemm1')"),
+        (dict(dur=float("inf")), "column 'dur': expected a duration in us"),
+        (dict(dur=True), "column 'dur': expected a duration in us"),
+        (dict(ts=None), "column 'ts': expected a start time in us"),
+        (dict(args=dict(correlation="two")), "column 'args.correlation': expected a whole number (event 'gemm1')"),
+        (dict(args=dict(stream=[7])), "column 'args.stream': expected an id, a whole number or a name"),
+        (dict(args="x"), "column 'args': expected an object of arguments"),
+    ],
+)
+def test_trace_event_values_are_checked(tmp_path, change, expected):
+    events = _kernel(_three_ops(), **change)
+    index = next(i for i, e in enumerate(events) if e["name"] == "gemm1")
+    with pytest.raises(DataError) as e:
+        read_trace(_write(tmp_path, events))
+    msg = str(e.value)
+    assert msg.startswith(f"{tmp_path / 't.json.gz'}, event {index}, ") and expected in msg and "\n" not in msg
+
+
+def test_trace_without_kernels_is_refused(tmp_path, capsys):
+    from seer.predict.__main__ import main
+    from seer.workload.model_time import model_time
+
+    cpu_only = [e for e in _three_ops() if e["cat"] != "kernel"]
+    path = _write(tmp_path, cpu_only)
+    with pytest.raises(DataError, match=r"t.json.gz: expected GPU kernel events .*: its 3 cpu ops launched nothing"):
+        read_trace(path)
+    assert main([str(path), "--gpu", "t4"]) == 2
+    cap = capsys.readouterr()
+    assert "error" not in cap.out and cap.err.count("\n") == 1 and "GPU kernel events" in cap.err
+    # kernels, but none launched inside a cpu op: nothing to predict (was "error +0.0 %")
+    stray = [e for e in _three_ops() if e["cat"] != "cpu_op"]
+    with pytest.raises(DataError, match="none of its 3 GPU events is linked to an op"):
+        model_time(_write(tmp_path, stray, "stray.json"), "t4")
+
+
+def _et(tmp_path: Path, nodes: list[tuple[str, list]], name: str = "et.json") -> Path:
+    """An execution trace (schema 1.0) of ops with these names and input shapes, in this order."""
+    types = ["Tensor(float)"]
+    nodes = [{"id": i + 2, "rf_id": i + 1, "name": n, "input_shapes": s, "input_types": types * len(s)}
+             for i, (n, s) in enumerate(nodes)]  # fmt: skip
+    doc = {"schema": "1.0.1", "nodes": nodes}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _no_dims(events: list[dict]) -> list[dict]:
+    return [dict(e, args={k: v for k, v in e["args"].items() if k != "Input Dims"}) for e in events]
+
+
+def test_mismatched_execution_trace_is_refused(tmp_path):
+    trace = _write(tmp_path, _no_dims(_three_ops()))
+    right = _et(tmp_path, [("aten::mm", [[4, 8], [8, 16]])] * 3)
+    assert read_trace(trace, right).ops["input_dims"].tolist() == [[[4, 8], [8, 16]]] * 3
+    # another model's: its ops do not find the trace's (they were silently left without shapes)
+    other = _et(tmp_path, [("aten::conv2d", [[1, 3, 8, 8]]), ("aten::relu", [[1, 3, 8, 8]])] * 3, "other.json")
+    with pytest.raises(DataError) as e:
+        read_trace(trace, other)
+    assert str(e.value) == (
+        f"{other}: expected the execution trace of the run profiled in t.json.gz: at least 90% of each step's ops "
+        "(at most as many as it has nodes) should find their node in it by op name, only 0% of 3 do; is it another "
+        "model's?"
+    )
+    # a trace without step markers holds every iteration in one: the execution trace's one iteration is enough
+    names = ("aten::mm", "aten::add")
+    loop = [_x("cpu_op", name, 100 * i + 10 * j, 5) for i in range(4) for j, name in enumerate(names)]
+    loop = [*loop, _x("kernel", "k", 3, 1, tid=7, pid=0, stream=7)]
+    one = _et(tmp_path, [("aten::mm", [[4, 8], [8, 16]]), ("aten::add", [[4, 16], [4, 16]])], "one.json")
+    tr = read_trace(_write(tmp_path, loop, "loop.json"), one)
+    assert not len(tr.steps) and tr.ops["input_dims"].iat[0] == [[4, 8], [8, 16]]
+    # the same model at another batch size: the names align but the shapes both record disagree
+    batch = _et(tmp_path, [("aten::mm", [[32, 8], [8, 16]])] * 3, "batch.json")
+    with pytest.raises(DataError, match=r"tensor shapes it records should agree .* they agree on 0%"):
+        read_trace(_write(tmp_path, _three_ops()), batch)
+    if (H100 / "gpt_b1.et.json.gz").exists():  # the bundled traces: gpt at batch 1 with batch 8's execution trace
+        with pytest.raises(DataError, match=r"gpt_b8\.et\.json\.gz: expected the execution trace of the run"):
+            read_trace(H100 / "gpt_b1.pt.trace.json.gz", H100 / "gpt_b8.et.json.gz")
+
+
+@pytest.mark.parametrize(
+    "doc,expected",
+    [
+        ({"nodes": [{"name": "aten::mm", "rf_id": "first"}]}, "node 0, column 'rf_id': expected a whole number >= 0"),
+        ({"nodes": ["aten::mm"]}, "node 0: expected an object (an execution trace node), got 'aten::mm'"),
+        ({"nodes": [{"name": "aten::mm", "input_shapes": 4}]}, "node 0, column 'input shapes': expected a list"),
+        ({"traceEvents": []}, "expected a PyTorch execution trace (JSON with a nodes list)"),
+        ({"nodes": []}, "expected a PyTorch execution trace with op nodes, found none"),
+    ],
+)
+def test_malformed_execution_traces_are_one_data_error(tmp_path, doc, expected):
+    et = tmp_path / "et.json"
+    et.write_text(json.dumps(doc))
+    with pytest.raises(DataError) as e:
+        read_trace(_write(tmp_path, _three_ops()), et)
+    assert str(e.value).startswith(str(et)) and expected in str(e.value)

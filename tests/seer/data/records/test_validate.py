@@ -38,9 +38,13 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     raw = pd.read_csv(big, dtype=str, keep_default_na=False)
     raw.loc[3, "m"] = "1e30"
     raw.to_csv(big, index=False)
+    slow = _csv(tmp_path, "slow.csv")
+    raw = pd.read_csv(slow, dtype=str, keep_default_na=False)
+    raw.loc[2, "time_ms"] = "1e30"  # would be trained on
+    raw.to_csv(slow, index=False)
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    return {"empty": (empty, "empty file"), "folder": (folder, "zero.csv: expected a CSV file with a header row"),
+    return {"slow": (slow, "line 4, column 'time_ms': expected a time in ms > 0 and below 1e+07"),"empty": (empty, "empty file"), "folder": (folder, "zero.csv: expected a CSV file with a header row"),
             "gzip": (corrupt, "expected a readable file"),
             "huge": (big, "line 5, column 'm': expected a whole number below 2**63 (the value is out of range)"),
             "fifo": (fifo, "not a FIFO")}

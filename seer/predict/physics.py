@@ -1,0 +1,52 @@
+"""The least time the hardware allows a call: no kernel beats the datasheet's FP32 peak or
+streams more than its DRAM bandwidth from beyond the L2.
+
+A fitted model outside its data can predict less (a GEMM variant fitted on n=128 only, asked
+for n=4096, runs at 700 TFLOP/s on a 67 TFLOP/s GPU); `floor_ms` is the bound a prediction is
+raised to, with a warning, so an answer is never physically impossible. The bound is kept
+loose enough that no measured call is below it (tests check it on every bundled data set):
+
+- FLOPs: 2 per multiply-add of the direct method, at the FP32 datasheet peak, for GEMMs and the
+  GEMM-based convolution algorithms only. Winograd and FFT do fewer multiplications (measured
+  up to 12x fewer than the direct method), and half precision runs on tensor cores whose peak
+  the GPU table does not carry: no FLOP bound there.
+- Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
+  that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
+  bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
+  reads at most the input pixels its filter windows touch (a 1x1 filter at stride 4 reads one
+  pixel in 16), not the whole input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seer.data.configs import shapes, traffic
+from seer.data.records import GEMM_OPS
+from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
+from seer.hardware.gpus import GPUSpec
+
+# convolution algorithms that perform every multiply-add of the direct method (as GEMMs do)
+DIRECT_FLOP_ALGOS = ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM")
+
+
+def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
+    """The least time in ms each row of a checked frame of `op` can take on `gpu` (0 where
+    nothing bounds it: memory-bound and embedding ops have their own roofline)."""
+    if op != "conv_fwd" and op not in GEMM_OPS:
+        return np.zeros(len(df))
+    s = shapes(df.assign(op=op))
+    t = traffic(df.assign(op=op), s)
+    dtype = df["dtype"].replace("", DEFAULT_DTYPE) if "dtype" in df else pd.Series(DEFAULT_DTYPE, index=df.index)
+    direct = (dtype == DEFAULT_DTYPE).to_numpy(copy=True)
+    if op == "conv_fwd":
+        direct &= df["algo"].isin(DIRECT_FLOP_ALGOS).to_numpy() if "algo" in df else False
+    flop_s = np.where(direct, t["flops"] / gpu.fp32_flops, 0.0)
+    moved = t["read_bytes"] + t["write_bytes"]
+    if op == "conv_fwd":  # the input read at most once per filter tap, never more than whole
+        el = element_bytes(df.get("dtype"), len(df))
+        whole = s["N"] * s["C"] * s["H"] * s["W"]
+        moved = moved - el * (whole - np.minimum(whole, s["NPQ"] * s["C"] * s["R"] * s["S"]))
+    beyond_l2 = np.maximum(moved - gpu.l2_bytes, 0.0)
+    return 1e3 * np.maximum(flop_s, beyond_l2 / gpu.dram_bytes_per_s)

@@ -1,0 +1,95 @@
+"""No answer faster than the hardware allows: the bound holds on every measured call, and a model
+outside its data is raised to it, with a warning."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seer
+from seer.data.records import load
+from seer.data.paths import OWN_DATA, shared_dataset
+from seer.errors import SeerWarning
+from seer.hardware import gpus
+from seer.predict.inputs import frame
+from seer.predict.physics import floor_ms
+
+SQUARE = dict(op="gemm", batch=1, m=4096, n=4096, k=4096, algo="lt:20")
+
+
+def _calls(rec: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed call, its time the sum of its kernels (harness rows are kernels)."""
+    rec = rec[rec["status"] == "ok"]
+    if "call_id" not in rec or rec["call_id"].isna().all():
+        return rec.reset_index(drop=True)
+    keys = ["suite", "algo", "call_id"]
+    first = rec.groupby(keys).head(1).set_index(keys)
+    return first.assign(time_ms=rec.groupby(keys)["time_ms"].sum()).reset_index()
+
+
+def _measured():
+    own = OWN_DATA / "h100-sxm"
+    if own.is_dir():
+        yield load(own)
+    ns = shared_dataset("neusight")
+    if ns is not None:
+        for op in ("conv", "bmm", "linear"):
+            for f in sorted((ns / op).glob("*.csv")):
+                yield load(f)
+
+
+def test_no_measured_call_is_faster_than_the_bound():
+    seen = 0
+    for rec in _measured():
+        for (gpu, op), g in rec.groupby(["gpu", "op"]):
+            if op not in ("conv_fwd", "gemm", "bmm", "linear"):
+                continue
+            calls = _calls(g)
+            least = floor_ms(calls, op, gpus.lookup(gpu))
+            ratio = least / calls["time_ms"].to_numpy(dtype=float)
+            assert np.nanmax(ratio) < 1, (gpu, op, calls.iloc[int(np.nanargmax(ratio))].to_dict())
+            seen += len(calls)
+    if not seen:
+        pytest.skip("no measured data beside the repository")
+
+
+def test_a_model_outside_its_data_is_raised_to_the_bound_with_a_warning():
+    h = seer.load("h100-sxm")
+    flops = 2 * 4096**3
+    bound = 1e3 * flops / h.gpu.fp32_flops
+    with pytest.warns(SeerWarning, match="faster than NVIDIA H100.*raised"):
+        t = h.predict(**SQUARE)
+    assert t == pytest.approx(bound)  # lt:20 was fitted on n=128 only; it predicted 0.195 ms
+    table = h.predict_frame(pd.DataFrame([SQUARE, dict(SQUARE, m=256, n=128, k=256)], index=[7, 9]))
+    assert list(table.index) == [7, 9]
+    assert table.loc[7, "raised"] and table.loc[7, "extrapolated"]
+    assert table.loc[7, "time_ms"] == pytest.approx(bound) and table.loc[7, "floor_ms"] == pytest.approx(bound)
+    assert not table.loc[9, "raised"] and table.loc[9, "time_ms"] > table.loc[9, "floor_ms"]
+
+
+def test_an_answer_inside_the_data_is_not_touched_and_does_not_warn():
+    h = seer.load("h100-sxm")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SeerWarning)
+        t = h.predict(op="conv_fwd", algo="IMPLICIT_PRECOMP_GEMM", batch=128, c_in=512, h_in=10, w_in=10,
+                      c_out=16, kh=7, kw=7, stride_h=4, stride_w=4)  # a configuration of seer_grid
+    assert t > 0
+
+
+def test_ranking_never_prefers_an_impossible_answer():
+    for gpu in ("h100-sxm", "p100-pcie", "l4"):
+        f = seer.load(gpu)
+        rng = np.random.default_rng(0)
+        hw = rng.integers(7, 230, 200)
+        k = rng.choice([1, 3, 5], 200)
+        convs = pd.DataFrame(dict(op="conv_fwd", batch=rng.integers(1, 257, 200), c_in=rng.integers(3, 1025, 200),
+                                  h_in=hw, w_in=hw, c_out=rng.integers(8, 1025, 200), kh=k, kw=k, pad_h=k // 2,
+                                  pad_w=k // 2))
+        convs = frame(convs, {})[0]
+        ranked = f.rank_algorithms(convs)
+        for algo, g in ranked.groupby("algo"):
+            least = floor_ms(convs.assign(algo=algo), "conv_fwd", f.gpu)
+            t = g["time_ms"].to_numpy()
+            ok = ~np.isnan(t)
+            assert (t[ok] >= least[ok] * (1 - 1e-12)).all(), (gpu, algo)
