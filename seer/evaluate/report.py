@@ -10,6 +10,7 @@ import pandas as pd
 
 from seer.data import records
 from seer.data.prepare import VARIANT_OPS, default_data, training_records
+from seer.data.records import data_path
 from seer.errors import SeerError
 from seer.hardware import gpus
 from seer.predict import Fits, load
@@ -18,7 +19,9 @@ from seer.predict import Fits, load
 def fits_for(slug: str, fits_dir: Path, gpu: str | None = None, log: Callable[[str], None] = print) -> Fits:
     """The fits of the data GPU `slug` from a folder of fits files (or the one file given),
     paired with the data by check_pairing (`gpu`: the --gpu the user gave, if any)."""
-    path = fits_dir if fits_dir.suffix == ".json" else fits_dir / f"{slug}.json"
+    if fits_dir.exists() and not fits_dir.is_dir():
+        data_path(fits_dir, "a fits file or a folder of them")  # a FIFO or device: refused before opening
+    path = fits_dir if fits_dir.suffix == ".json" or fits_dir.is_file() else fits_dir / f"{slug}.json"
     if not path.exists():
         raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
     fits = load(path)  # read once per file version, however many evaluations ask

@@ -11,6 +11,7 @@ import pandas as pd
 from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
+from seer.evaluate.noise import rerun_line, rerun_table
 from seer.evaluate.report import evaluation_records, fits_for, pyplot, write_out
 from seer.hardware import gpus
 from seer.models.drift import position
@@ -142,6 +143,9 @@ def run_set_one(args) -> int:
         "Predicted from the configuration alone (the fits choose the variant the library launches).\n"
     )
     print(format_table(tables["op"]))
+    floor = rerun_line(Path(path))
+    if floor:
+        print(f"\n{floor}")
     if args.by in ("algo", "variant"):
         print(f"\nper {args.by}:\n")
         print(format_table(tables[args.by]))
@@ -166,6 +170,8 @@ def run_set_one(args) -> int:
             "prediction": "configuration only",
             **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS]) for name, t in tables.items()},
         }
+        if floor:
+            payload["noise_floor"] = rerun_table(Path(path)).to_dict(orient="records")
         payload["overall"] = accuracy(test["pred_config"].dropna(), test.loc[test["pred_config"].notna(), "time_ms"])
         write_out(Path(args.out), payload, tables)
         print(f"\nwrote {args.out}")

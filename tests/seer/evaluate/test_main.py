@@ -83,8 +83,9 @@ def test_gpu_scores_another_gpus_data_on_purpose_and_says_so(fitted, capsys):
     assert out.count("note: Tesla T4 data (t4, --gpu t4) is scored with the fits of Tesla V100-PCIE-32GB") == 1
 
 
-def test_a_fifo_as_fits_is_refused_without_blocking(fitted, tmp_path):
-    fifo = tmp_path / "fits.json"
+@pytest.mark.parametrize("name", ["fits.json", "fits"])  # a file's name, or a folder's
+def test_a_fifo_as_fits_is_refused_without_blocking(fitted, tmp_path, name):
+    fifo = tmp_path / name
     os.mkfifo(fifo)
     r = subprocess.run([sys.executable, "-m", "seer.evaluate", "--set", "I", "--data", str(fitted / "data.csv"),
                         "--fits", str(fifo)], capture_output=True, text=True, timeout=120)

@@ -138,3 +138,13 @@ def test_the_selection_floor_is_reachable(own):
 
     f = selection_floor(REPO / "data").iloc[0]
     assert f["layers"] >= 180 and f["within_10pct"] >= 0.99 and f["slowdown_mean"] < 0.01
+
+
+def test_set_one_states_its_noise_floor(own, capsys):
+    from seer.evaluate import __main__ as evaluate_cli
+
+    assert evaluate_cli.main(["--set", "I"]) == 0
+    out = capsys.readouterr().out
+    floor = [line for line in out.splitlines() if line.startswith("noise floor")]
+    assert len(floor) == 1 and "IMPLICIT_PRECOMP_GEMM" in floor[0] and "lt:55" in floor[0]
+    assert out.index("noise floor") < out.index("With the variant known")  # beside the figures
