@@ -24,7 +24,7 @@ from seer.models import DEFAULT, FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.predict.inputs import Configs, algorithm_list, frame
-from seer.predict.physics import floor_ms
+from seer.predict.physics import floor_ms, floors_by_algorithm
 from seer.predict.protocol import AlgorithmTimes, Predictor
 from seer.predict.variants import VariantPredictor
 
@@ -309,8 +309,9 @@ def folded(df: pd.DataFrame, op: str) -> pd.DataFrame:
 def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> AlgorithmTimes:
     """Each algorithm's times raised to the least the hardware allows it (seer.predict.physics):
     ranking never prefers a model's physically impossible answer."""
-    least = np.column_stack([floor_ms(df.assign(algo=a), op, gpu) for a in at.algos]) if at.algos else at.times
-    return dataclasses.replace(at, times=np.maximum(at.times, least) if at.algos else at.times)
+    if not at.algos:
+        return at
+    return dataclasses.replace(at, times=np.maximum(at.times, floors_by_algorithm(df, op, gpu, at.algos)))
 
 
 def ranking_frame(at: AlgorithmTimes, rank: np.ndarray) -> pd.DataFrame:

@@ -34,19 +34,36 @@ DIRECT_FLOP_ALGOS = ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM")
 def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     """The least time in ms each row of a checked frame of `op` can take on `gpu` (0 where
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
+    algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
+    flop, moved = bounds(df, op, gpu)
+    if op == "conv_fwd":
+        flop = np.where(np.isin(algos, DIRECT_FLOP_ALGOS), flop, 0.0)
+    return np.maximum(flop, moved)
+
+
+def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
+    """floor_ms of every row with each of `algos` (configs x algorithms), the sizes computed once."""
+    flop, moved = bounds(df, op, gpu)
+    out = np.empty((len(df), len(algos)))
+    for j, a in enumerate(algos):
+        out[:, j] = np.maximum(flop, moved) if op != "conv_fwd" or a in DIRECT_FLOP_ALGOS else moved
+    return out
+
+
+def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndarray]:
+    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, ms at the DRAM
+    bandwidth for the traffic beyond the L2) of each row; zeros for ops other than GEMMs and
+    convolutions."""
     if op != "conv_fwd" and op not in GEMM_OPS:
-        return np.zeros(len(df))
+        return np.zeros(len(df)), np.zeros(len(df))
     s = shapes(df.assign(op=op))
     t = traffic(df.assign(op=op), s)
-    dtype = df["dtype"].replace("", DEFAULT_DTYPE) if "dtype" in df else pd.Series(DEFAULT_DTYPE, index=df.index)
-    direct = (dtype == DEFAULT_DTYPE).to_numpy(copy=True)
-    if op == "conv_fwd":
-        direct &= df["algo"].isin(DIRECT_FLOP_ALGOS).to_numpy() if "algo" in df else False
-    flop_s = np.where(direct, t["flops"] / gpu.fp32_flops, 0.0)
+    dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(len(df), "", dtype=object)
+    fp32 = np.isin(dtype, ("", DEFAULT_DTYPE))  # tensor-core dtypes: no FP32 bound
+    flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
     moved = t["read_bytes"] + t["write_bytes"]
     if op == "conv_fwd":  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))
         whole = s["N"] * s["C"] * s["H"] * s["W"]
         moved = moved - el * (whole - np.minimum(whole, s["NPQ"] * s["C"] * s["R"] * s["S"]))
-    beyond_l2 = np.maximum(moved - gpu.l2_bytes, 0.0)
-    return 1e3 * np.maximum(flop_s, beyond_l2 / gpu.dram_bytes_per_s)
+    return flop, 1e3 * np.maximum(moved - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s
