@@ -10,7 +10,6 @@ import pandas as pd
 from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, prepare
 from seer.data.records.harness import UNVERIFIED
-from seer.errors import SeerError
 from seer.evaluate.metrics import format_table
 from seer.evaluate.report import evaluation_records, repeat_runs, write_out
 from seer.evaluate.selection import selection_floor
@@ -78,13 +77,9 @@ def rerun_table(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def rerun_line(path: Path) -> str:
-    """One sentence with the run-to-run noise floor per algorithm (rerun_table's p90) to print
+def rerun_line(t: pd.DataFrame) -> str:
+    """One sentence with the run-to-run noise floor per algorithm (a rerun_table's p90) to print
     beside an accuracy figure; '' where the data hold no repeated run."""
-    try:
-        t = rerun_table(path)
-    except SeerError:
-        return ""
     if t.empty:
         return ""
     parts = [f"{r.algo or r.op} {100 * r.p90_dev:.1f}%" for r in t.itertuples()]

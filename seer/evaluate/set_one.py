@@ -143,7 +143,11 @@ def run_set_one(args) -> int:
         "Predicted from the configuration alone (the fits choose the variant the library launches).\n"
     )
     print(format_table(tables["op"]))
-    floor = rerun_line(Path(path))
+    try:
+        rerun = rerun_table(Path(path))  # read once, for the line and the JSON
+    except SeerError:
+        rerun = pd.DataFrame()
+    floor = rerun_line(rerun)
     if floor:
         print(f"\n{floor}")
     if args.by in ("algo", "variant"):
@@ -171,7 +175,7 @@ def run_set_one(args) -> int:
             **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS]) for name, t in tables.items()},
         }
         if floor:
-            payload["noise_floor"] = rerun_table(Path(path)).to_dict(orient="records")
+            payload["noise_floor"] = rerun.to_dict(orient="records")
         payload["overall"] = accuracy(test["pred_config"].dropna(), test.loc[test["pred_config"].notna(), "time_ms"])
         write_out(Path(args.out), payload, tables)
         print(f"\nwrote {args.out}")

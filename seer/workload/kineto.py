@@ -20,10 +20,7 @@ hard-requires jupyterlab, plotly and pytest (about 500 MB), which a kernel-time 
 from __future__ import annotations
 
 import difflib
-import gzip
-import json
 import math
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seer.data.records import read_bytes
+from seer.data.records import read_json
 from seer.errors import DataError
 
 OP_CATS = {"cpu_op", "operator"}
@@ -89,22 +86,6 @@ def _device(doc: Any) -> str:
     if isinstance(props, list) and props and isinstance(props[0], dict):
         return str(props[0].get("name", ""))
     return ""
-
-
-def _load_json(path: Path, what: str) -> Any:
-    """A JSON file (gzipped where it ends in .gz or starts like gzip) through seer's one opener:
-    missing, special (FIFO, device), unreadable, truncated or corrupt files are one DataError."""
-    raw = read_bytes(path, what)
-    try:
-        if raw[:2] == b"\x1f\x8b":  # gzip content under a .json name
-            raw = gzip.decompress(raw)
-        return json.loads(raw)
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DataError(str(path), None, None, f"{what} (a readable gzip file: {exc})") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(str(path), None, None, f"{what} (not valid JSON at line {exc.lineno}: {exc.msg})") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(str(path), None, None, f"{what} (byte {exc.start} is not UTF-8)") from None
 
 
 def _time(e: dict, key: str, i: int, path: Path) -> float:
@@ -296,7 +277,7 @@ def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
     """(name, input shapes, input types) of an execution trace's ops in start order (schema 1.0 and 1.1);
     a node that is not an object, or whose order, shapes or types are malformed, is a DataError naming it
     by its index in ``nodes``."""
-    doc = _load_json(path, "a PyTorch execution trace (JSON with a nodes list)")
+    doc = read_json(path, "a PyTorch execution trace (JSON with a nodes list)")
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     if not isinstance(nodes, list):
         raise DataError(str(path), None, None, "a PyTorch execution trace (JSON with a nodes list)")
@@ -393,7 +374,7 @@ def _join_et(ops: pd.DataFrame, path: Path, trace_path: Path) -> None:
 def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> Trace:
     """Read a Kineto trace (.json or .json.gz) into tables; shapes from ``execution_trace`` where it lacks them."""
     path = Path(path)
-    doc = _load_json(path, "a PyTorch profiler trace (Chrome trace JSON)")
+    doc = read_json(path, "a PyTorch profiler trace (Chrome trace JSON)")
     events = _events(doc, path)
     op_rows, launch_rows, gpu_rows = [], [], []
     for e in events:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from seer.errors import DataError, SeerError
 
+GZIP_MAGIC = b"\x1f\x8b"
+
 
 def warn(message: str) -> None:
     """One warning line on stderr, as the command line tools print theirs (data kept going)."""
@@ -57,7 +59,7 @@ def data_path(path: str | Path | None, what: str = "an existing file or folder")
 
 
 def read_bytes(path: str | Path, what: str = "a CSV file with a header row") -> bytes:
-    """A file's content, gunzipped if it ends in .gz; a missing, special (FIFO, device),
+    """A file's content, gunzipped if it ends in .gz or holds gzip data; a missing, special (FIFO, device),
     unreadable, empty or corrupt file is a DataError naming it: every input file of seer is
     opened here, so none can block a reader or end in a traceback."""
     path = data_path(path, "an existing file")
@@ -65,7 +67,7 @@ def read_bytes(path: str | Path, what: str = "a CSV file with a header row") -> 
         raise DataError(str(path), None, None, "a file, not a folder")
     try:
         data = path.read_bytes()
-        if path.suffix == ".gz":
+        if path.suffix == ".gz" or data[:2] == GZIP_MAGIC:  # a profiler may gzip a trace kept as .json
             data = gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
