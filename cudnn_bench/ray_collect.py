@@ -167,7 +167,9 @@ def measure_shard(opts: Options, shard: Shard, folder: str, token: str, board) -
             f"shard {shard} on {host}: {where.parent} is not the store the driver made (a disk of "
             "this node only?): give --shard-store a folder every node sees (NFS, Lustre, a shared home)"
         )
-    board.start.remote(shard.index, host)
+    # waited for: a worker lost right after starting must still count as an attempt (a message
+    # sent without waiting dies with its process, and the retry would look like the first try)
+    ray.get(board.start.remote(shard.index, host))
     where.mkdir(parents=True, exist_ok=True)
 
     def log(line: str) -> None:
