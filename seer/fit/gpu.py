@@ -19,7 +19,7 @@ from seer import __version__
 from seer.data import records
 from seer.data.configs import log_config
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
-from seer.data.records import MEMORY_OPS, VARIANT_OPS
+from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
@@ -96,6 +96,8 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
             if k is not None:
                 ch["candidates"] = k
             choosers[family_key(op, algo)] = ch
+    for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
+        choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
@@ -107,6 +109,16 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
+
+
+def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
+    """The GEMM calls of the algorithm the library's heuristic ranks first (heuristic_rank 0):
+    what a plain cuBLAS call launches, learnt as the op's default family (a GEMM without an
+    algorithm), beside each timed algorithm's own family (what an autotuner compares)."""
+    if "heuristic_rank" not in rec:
+        return rec.iloc[:0]
+    named = rec["op"].isin(GEMM_OPS) & (rec["algo"] != "")
+    return rec[named & (pd.to_numeric(rec["heuristic_rank"], errors="coerce") == 0)]
 
 
 def _candidates(g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str) -> int | None:

@@ -7,6 +7,7 @@ check of the schema version.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def read(path: str | Path) -> dict:
     return doc
 
 
-def resolve(name: str | Path | None) -> Path:
+def resolve(name: str | os.PathLike[str] | None) -> Path:
     """A bundled fits name ('t4', 'NVIDIA H100 80GB HBM3') or a path -> the file's path."""
     if name is None:
         raise SeerError("name a GPU or a fits file (bundled: " + ", ".join(bundled()) + ")")

@@ -17,12 +17,14 @@ import numpy as np
 import pandas as pd
 
 from seer.data import configs as _configs
+from seer.data.records import GEMM_OPS
 from seer.errors import SeerError, SeerWarning
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.predict import gemms
 from seer.predict.inputs import Configs, algorithm_list, frame
 from seer.predict.physics import floor_ms, floors_by_algorithm
 from seer.predict.protocol import AlgorithmTimes, Predictor
@@ -63,11 +65,14 @@ class Fits:
 
     @property
     def algorithms(self) -> list[str]:
-        """Convolution algorithms with models, in cuDNN's enum order."""
+        """Convolution algorithms with models, in cuDNN's enum order (GEMMs: algorithms_of)."""
         return self.algorithms_of("conv_fwd")
 
     def algorithms_of(self, op: str) -> list[str]:
-        """The algorithms with models of `op` (conv_fwd: cuDNN's; gemm: cuBLASLt's lt:<id>)."""
+        """The algorithms with models of `op` (conv_fwd: cuDNN's; a GEMM: cuBLASLt's lt:<id>,
+        where the data timed them, of whichever GEMM op of the fits times it)."""
+        if op in GEMM_OPS:
+            op = gemms.timed_as(op, 2, self.predictors) or op  # a batched GEMM: no linear stands for it
         p = self.predictors.get(op)
         return p.algorithms(op) if p is not None else []
 
@@ -127,12 +132,17 @@ class Fits:
             raise SeerError(f"the fits for {self.gpu.name}{name} cover ops {', '.join(self.ops)}; not {op!r}")
         return p
 
+    def _routed(self, df: pd.DataFrame) -> pd.DataFrame:
+        """Configs checked against their op's rules (fitted, transferred or closed form alike),
+        and each GEMM row sent to the GEMM op of these fits that times its product."""
+        for op, idx in df.groupby("op", sort=False).indices.items():
+            _configs.check_configs(df.iloc[idx] if len(idx) < len(df) else df, op)
+        return gemms.route(df, self.predictors, self.gpu.name)
+
     def _checked(self, df: pd.DataFrame, op: str) -> Predictor:
-        """The predictor of `op`, after the checks every predictor's input goes through (own,
-        transferred or closed form alike): the configuration's rules, and a dtype its models
-        learnt."""
+        """The predictor of `op` for rows of a routed frame, refusing a dtype its models did
+        not learn."""
         p = self._predictor(op)
-        _configs.check_configs(df, op)
         covered = p.dtypes(op)
         if covered is not None and "dtype" in df:
             asked = df["dtype"].replace("", DEFAULT_DTYPE)
@@ -156,7 +166,6 @@ class Fits:
         for op, idx in df.groupby("op", sort=False).indices.items():
             sub = df.iloc[idx]
             p = self._checked(sub, op)
-            sub = folded(sub, op)
             if keys is not None:
                 if not isinstance(p, VariantPredictor):
                     raise SeerError(
@@ -183,17 +192,19 @@ class Fits:
             out[low] = least[low]
         return out, inside, least
 
-    def predict(
-        self, configs: Configs = None, *, variant: str | Iterable | None = None, **config
-    ) -> np.ndarray | float:
-        """Time in ms of each config: one config as keywords, or a DataFrame with an `op` column
-        (conv_fwd rows also need `algo`). `variant` forces the variant key(s) instead of the
-        learned choice (what Test-set-I per variant measures; fitted GPUs only).
+    def predict(self, configs: Configs = None, *, variant: str | Iterable | None = None, **config) -> pd.Series | float:
+        """Time in ms of each config: one config as keywords (a float), or a DataFrame with an
+        `op` column (a Series `time_ms` on the frame's index). conv_fwd rows also need `algo`;
+        a GEMM (op gemm, bmm or linear: batch, m, n, k) without one is the kernel the library's
+        heuristic launches, on any GPU (gemms: each GPU's fits time the product under the name
+        their data had). `variant` forces the variant key(s) instead of the learned choice (what
+        Test-set-I per variant measures; fitted GPUs only).
 
         A time below what the GPU's datasheet allows is raised to that bound, with a
         SeerWarning; one config outside the fitted range warns too (predict_frame flags each
         row of a frame)."""
         df, single = frame(configs, config)
+        df = self._routed(df)
         out, inside, _ = self._times(df, self._variant_keys(variant, len(df)), in_range=single)
         if single and not inside[0]:
             warnings.warn(
@@ -203,19 +214,26 @@ class Fits:
                 ),
                 stacklevel=2,
             )
-        return float(out[0]) if single else out
+        return float(out[0]) if single else pd.Series(out, index=_index(configs, len(df)), name="time_ms")
 
     def predict_frame(self, configs: Configs = None, **config) -> pd.DataFrame:
         """predict, with what qualifies each answer: one row per config (the input's index)
         with time_ms, extrapolated (outside the fitted range of a per-variant model), floor_ms
         (the least time the datasheet allows) and raised (the model predicted less: time_ms is
-        the floor)."""
+        the floor), and timed_as (the op of the fits that timed it: a GEMM may be asked as
+        gemm, bmm or linear)."""
         df, _ = frame(configs, config)
+        df = self._routed(df)
         out, inside, least = self._times(df, None, in_range=True)
-        index = configs.index if isinstance(configs, pd.DataFrame) else pd.RangeIndex(len(df))
         return pd.DataFrame(
-            {"time_ms": out, "extrapolated": ~inside, "floor_ms": least, "raised": (out == least) & (least > 0)},
-            index=index,
+            {
+                "time_ms": out,
+                "extrapolated": ~inside,
+                "floor_ms": least,
+                "raised": (out == least) & (least > 0),
+                "timed_as": df["op"].to_numpy(dtype=object),
+            },
+            index=_index(configs, len(df)),
         )
 
     @staticmethod
@@ -239,29 +257,40 @@ class Fits:
     ) -> AlgorithmTimes:
         """Every fitted algorithm of `op` (conv_fwd or gemm) for each config: predicted times,
         whether each config lies within trust distance of the algorithm's data, the variant."""
-        df, _ = frame(configs.assign(op=op), {})
+        df = self._routed(frame(configs.assign(op=op), {})[0])
+        op = str(df["op"].iat[0])
         p = self._checked(df, op)
-        df = folded(df, op)
         return _floored(p.algorithm_times(df, op, algorithms), df, op, self.gpu)
 
     def _ranked(
         self, configs: Configs, config: Mapping, algorithms, extrapolate: bool | None
     ) -> tuple[AlgorithmTimes, np.ndarray, bool]:
-        """(times, rank, single): rank 0 is each config's pick. Algorithms outside their fitted
+        """(times, rank, single): rank 1 is each config's pick. Algorithms outside their fitted
         range rank after the others where the predictor may not extrapolate (fits of autotuner
         picks only) unless `extrapolate`; an algorithm no model answers ranks last."""
-        df, single = frame(configs, {**config, "op": "conv_fwd"})
-        if (df["op"] != "conv_fwd").any():
-            raise SeerError("rank_algorithms ranks convolution algorithms: every row needs op conv_fwd")
-        p = self._checked(df, "conv_fwd")
-        at = _floored(p.algorithm_times(df, "conv_fwd", algorithm_list(algorithms)), df, "conv_fwd", self.gpu)
+        df, single = frame(configs, {"op": "conv_fwd", **config})
+        asked = [str(o) for o in pd.unique(df["op"])]
+        if len(asked) > 1 or asked[0] not in ("conv_fwd", *GEMM_OPS):
+            raise SeerError(
+                "rank_algorithms ranks the algorithms of one op at a time, conv_fwd or a GEMM "
+                f"(gemm, bmm, linear); the configs have {', '.join(asked)}"
+            )
+        df = self._routed(df)
+        op = str(df["op"].iat[0])
+        p = self._checked(df, op)
+        if not p.algorithms(op):
+            raise SeerError(
+                f"the {op} models of {self.gpu.name} have no algorithms to rank: their data timed the "
+                "kernel the library launches only (predict gives its time)"
+            )
+        at = _floored(p.algorithm_times(df, op, algorithm_list(algorithms)), df, op, self.gpu)
         if extrapolate is None:
             extrapolate = p.extrapolates
         score = at.times if extrapolate else np.where(at.inside, at.times, at.times + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")
         rank = np.empty_like(order)
-        np.put_along_axis(rank, order, np.arange(len(at.algos))[None, :].repeat(len(df), 0), axis=1)
+        np.put_along_axis(rank, order, np.arange(1, len(at.algos) + 1)[None, :].repeat(len(df), 0), axis=1)
         return at, rank, single
 
     def rank_algorithms(
@@ -272,16 +301,18 @@ class Fits:
         extrapolate: bool | None = None,
         **config,
     ) -> pd.DataFrame:
-        """Predicted time of every convolution algorithm with models (or of `algorithms`) for
-        every config, ranked.
+        """Predicted time of every algorithm with models (or of `algorithms`) for every config,
+        ranked: cuDNN's convolution algorithms (op conv_fwd, the default) or cuBLASLt's GEMM
+        algorithms (op gemm, bmm or linear, where the data timed them: algorithms_of).
 
-        Returns one row per (config, algorithm): config (row position), algo, variant (the kernel
-        it would launch), time_ms, fitted_range (whether the config lies within the fits'
-        trust_distance of a configuration the algorithm was fitted on), rank (0 = the pick).
+        Returns one row per (config, algorithm), sorted by config then rank: config (the
+        input frame's index label; 0 for one config given as keywords), rank (1 = the pick),
+        algo, variant (the kernel it would launch), time_ms, fitted_range (whether the config
+        lies within the fits' trust_distance of a configuration the algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the
         others unless `extrapolate`."""
         at, rank, _ = self._ranked(configs, config, algorithms, extrapolate)
-        return ranking_frame(at, rank)
+        return ranking_frame(at, rank, _index(configs, len(rank)))
 
     def best_algorithm(
         self,
@@ -290,20 +321,17 @@ class Fits:
         algorithms: Iterable[str] | None = None,
         extrapolate: bool | None = None,
         **config,
-    ) -> str | np.ndarray:
-        """The algorithm predicted fastest: a name for one config, an array for a DataFrame."""
+    ) -> str | pd.Series:
+        """The algorithm predicted fastest: a name for one config, a Series `algo` on the
+        index of a DataFrame."""
         at, rank, single = self._ranked(configs, config, algorithms, extrapolate)
-        best = np.asarray(at.algos, dtype=object)[np.argmin(rank, axis=1)]  # rank 0 of each config
-        return str(best[0]) if single else best
+        best = np.asarray(at.algos, dtype=object)[np.argmin(rank, axis=1)]  # rank 1 of each config
+        return str(best[0]) if single else pd.Series(best, index=_index(configs, len(best)), name="algo")
 
 
-def folded(df: pd.DataFrame, op: str) -> pd.DataFrame:
-    """A linear layer's leading batch folded into its rows: PyTorch runs a linear on a
-    [batch, m, k] input as one GEMM of batch * m rows (addmm on the flattened view), which is
-    how the models learnt it (every linear row of the data has batch 1)."""
-    if op != "linear" or "batch" not in df or (df["batch"] == 1).all():
-        return df
-    return df.assign(m=df["m"] * df["batch"], batch=1)
+def _index(configs: Configs, n: int) -> pd.Index:
+    """The index answers are aligned on: a DataFrame's own, else 0..n-1."""
+    return configs.index if isinstance(configs, pd.DataFrame) else pd.RangeIndex(n)
 
 
 def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> AlgorithmTimes:
@@ -314,16 +342,20 @@ def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> Alg
     return dataclasses.replace(at, times=np.maximum(at.times, floors_by_algorithm(df, op, gpu, at.algos)))
 
 
-def ranking_frame(at: AlgorithmTimes, rank: np.ndarray) -> pd.DataFrame:
-    """rank_algorithms' table: one row per (config, algorithm)."""
+def ranking_frame(at: AlgorithmTimes, rank: np.ndarray, index: pd.Index | None = None) -> pd.DataFrame:
+    """rank_algorithms' table: one row per (config, algorithm), each config's rows by rank;
+    `config` is the config's label in `index` (default: its position)."""
     n, k = at.times.shape
+    order = np.argsort(rank, axis=1, kind="stable")
+    take = lambda a: np.take_along_axis(a, order, axis=1).ravel()
+    labels = np.arange(n) if index is None else index.to_numpy()
     return pd.DataFrame(
         {
-            "config": np.repeat(np.arange(n), k),
-            "algo": np.tile(np.asarray(at.algos, dtype=object), n),
-            "variant": at.variants.ravel(),
-            "time_ms": at.times.ravel(),
-            "fitted_range": at.inside.ravel(),
-            "rank": rank.ravel(),
+            "config": np.repeat(labels, k),
+            "rank": take(rank),
+            "algo": take(np.broadcast_to(np.asarray(at.algos, dtype=object), (n, k))),
+            "variant": take(at.variants),
+            "time_ms": take(at.times),
+            "fitted_range": take(at.inside),
         }
     )

@@ -53,7 +53,7 @@ def _load(path: str, mtime: float) -> Fits:
     return from_doc(fitsfile.read(path), Path(path))
 
 
-def load(name: str | Path | None = None) -> Fits:
+def load(name: str | os.PathLike[str] | None = None) -> Fits:
     """Fits of a GPU: a bundled name ('t4', 'Tesla T4', 'h100-sxm') or a fits file path."""
     if name is not None and (not isinstance(name, (str, os.PathLike)) or not str(name).strip()):
         raise SeerError(

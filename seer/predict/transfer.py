@@ -26,6 +26,7 @@ target's own chip; `seer.load(gpu)` does it for a GPU of seer.hardware.gpus with
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -262,7 +263,7 @@ def default_sources(target: gpus.GPUSpec, other_chips: bool = True) -> list[Fits
     return same or every
 
 
-def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list[Fits]:
+def _sources(target: gpus.GPUSpec, sources: Iterable[str | os.PathLike[str] | Fits] | None) -> list[Fits]:
     if sources is None:
         return default_sources(target)
     out = [s if isinstance(s, Fits) else load(s) for s in sources]
@@ -275,7 +276,7 @@ def _sources(target: gpus.GPUSpec, sources: Iterable[str | Fits] | None) -> list
     return out
 
 
-def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | Fits] | None = None) -> Fits:
+def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | os.PathLike[str] | Fits] | None = None) -> Fits:
     """Fits for `target` (a name or spec of seer.hardware.gpus) from `sources` (fits names,
     paths or Fits; default: the bundled GPUs of another chip and the target's architecture
     where there are some, else every bundled GPU of another chip): one MedianPredictor per op the
@@ -301,7 +302,7 @@ def _op_order(op: str) -> int:
     return list(OPS).index(op)
 
 
-def load_or_transfer(name: str | gpus.GPUSpec) -> Fits:
+def load_or_transfer(name: str | os.PathLike[str] | gpus.GPUSpec) -> Fits:
     """A GPU's own fits where seer has them (bundled, or a fits file's path), else fits
     transferred to it from the bundled GPUs (for any GPU of seer.hardware.gpus)."""
     if isinstance(name, gpus.GPUSpec):

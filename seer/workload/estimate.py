@@ -1,9 +1,10 @@
 """Predicted time of every op of a workload, and of the whole model.
 
 Each op the mapping (seer.workload.ops) gave a config is timed by the GPU's fits: GEMMs by the
-per-variant models (the GEMM op the fits cover: NeuSight's `linear`/`bmm`, the harness's
-cuBLASLt `gemm` with the fastest fitted algorithm), convolutions by the algorithm seer picks
-(what cuDNN's autotuner would pick: the fastest), memory-bound ops by the analytical models.
+per-variant models (the GEMM op the fits cover, seer.predict.gemms: NeuSight's `linear`/`bmm`,
+the harness's cuBLASLt `gemm`; the kernel the library's heuristic launches), convolutions by
+the algorithm seer picks (what cuDNN's autotuner would pick: the fastest), memory-bound ops by
+the analytical models.
 
 The whole model runs ops one after another from one host thread: each op costs the host its
 dispatch time and a kernel starts when both the host has launched it and the GPU is free (the
@@ -18,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from seer.data.records import GEMM_OPS
 from seer.errors import SeerError
 from seer.predict import Fits
+from seer.predict.gemms import timed_as
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
-# which op of the fits times a GEMM of each kind, in order of preference
-_GEMM_OPS = {"linear": ("linear", "gemm", "bmm"), "bmm": ("bmm", "gemm", "linear")}
 
 
 @dataclass(frozen=True)
@@ -37,28 +38,25 @@ class WholeModel:
     dispatch_ms: float  # host time per op used
 
 
-def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(time, outside the fitted range) of configs of one seer op; Fits raises a time below what
-    the datasheet allows to that bound."""
+def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time, outside the fitted range, the op of the fits that timed it) of configs of one seer
+    op; Fits raises a time below what the datasheet allows to that bound."""
     if op == "conv_fwd":
         df = df.assign(algo=fits.best_algorithm(df))
-    elif op == "gemm" and not df.get("algo", pd.Series([""])).astype(bool).any():
-        at = fits.algorithm_times(df, "gemm")
-        algos, times, inside = at.algos, at.times, at.inside
-        if not algos:
-            raise SeerError(f"the fits for {fits.gpu.name} have no GEMM algorithms")
-        # the fastest algorithm fitted near the shape (a model far from its data can extrapolate
-        # to impossible speeds); the fastest of all where none was fitted near it
-        near = np.where(inside, times, np.inf).min(axis=1)
-        return np.where(np.isfinite(near), near, times.min(axis=1)), ~np.isfinite(near)
     table = fits.predict_frame(df)
-    return table["time_ms"].to_numpy(dtype=float), table["extrapolated"].to_numpy(dtype=bool)
+    return (
+        table["time_ms"].to_numpy(dtype=float),
+        table["extrapolated"].to_numpy(dtype=bool),
+        table["timed_as"].to_numpy(dtype=object),
+    )
 
 
-def _seer_op(kind: str, op: str, covered: set[str]) -> str | None:
+def _seer_op(kind: str, cfg: dict, covered: set[str]) -> str | None:
+    """The op of the config (GEMMs: one of seer's GEMM ops) where the fits time it, else None."""
     if kind in GEMM_KINDS:
-        return next((o for o in _GEMM_OPS[op if op in _GEMM_OPS else kind] if o in covered), None)
-    return op if op in covered else None
+        op = cfg["op"] if cfg["op"] in GEMM_OPS else kind
+        return op if timed_as(op, int(cfg.get("batch", 1)), covered) else None
+    return cfg["op"] if cfg["op"] in covered else None
 
 
 def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
@@ -77,7 +75,7 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
     groups: dict[tuple[str, str], list[int]] = {}
     for i in timed:
         cfg = out["config"].iat[i]
-        op = _seer_op(kind[i], cfg["op"], covered)
+        op = _seer_op(kind[i], cfg, covered)
         if op is None:
             kind[i], why[i] = "unmodelled", f"the fits for {fits.gpu.name} do not cover {cfg['op']}"
             continue
@@ -85,14 +83,12 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
     for (op, _), idx in groups.items():
         df = pd.DataFrame([out["config"].iat[i] for i in idx]).assign(op=op)
         try:
-            pred[idx], outside[idx] = _predict_group(fits, op, df)
-            predictor[idx] = op
+            pred[idx], outside[idx], predictor[idx] = _predict_group(fits, op, df)
         except SeerError:  # one config the model refuses: time the others one by one
             for j, row in enumerate(idx):
                 try:
-                    t, far = _predict_group(fits, op, df.iloc[[j]])
-                    pred[row], outside[row] = t[0], far[0]
-                    predictor[row] = op
+                    t, far, by = _predict_group(fits, op, df.iloc[[j]])
+                    pred[row], outside[row], predictor[row] = t[0], far[0], by[0]
                 except SeerError as exc:
                     kind[row], why[row] = "unmodelled", str(exc)
     pred[kind == "dispatch"] = dispatch_ms

@@ -28,7 +28,7 @@ def test_a_gpu_without_fits_is_transferred_and_says_so():
                                     pad_h=1, pad_w=1), gpu="l4") in l4.algorithms  # fmt: skip
     r = seer.rank_algorithms(dict(op="conv_fwd", batch=8, c_in=64, h_in=28, w_in=28, c_out=64, kh=3, kw=3,
                                   pad_h=1, pad_w=1), gpu="l4")  # fmt: skip
-    assert sorted(r["rank"]) == list(range(len(r))) and set(r["algo"]) == set(l4.algorithms)
+    assert sorted(r["rank"]) == list(range(1, len(r) + 1)) and set(r["algo"]) == set(l4.algorithms)
     with pytest.raises(SeerError, match="no fits for GPU 'frobnitz'"):
         seer.load("frobnitz")  # neither bundled nor in seer.hardware.gpus
 

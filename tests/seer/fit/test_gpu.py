@@ -1,0 +1,43 @@
+"""fit_gpu: a GEMM measured with several cuBLASLt algorithms also learns the one the library's
+heuristic ranks first, as the op's default family (what predict gives a GEMM without an algorithm)."""
+
+import numpy as np
+import pandas as pd
+from synthetic import gemm_records
+
+from seer.data import records
+from seer.fit.gpu import fit_gpu, library_picks
+from seer.hardware import gpus
+from seer.predict.load import from_doc
+
+
+def _two_algorithms(n: int = 300) -> pd.DataFrame:
+    """Every config timed with lt:1 (a 128x64 tile kernel) and lt:2 (a 64x64 one, 1.5x slower);
+    the heuristic ranks lt:2 first on small k, lt:1 on large k."""
+    one = gemm_records(n, seed=3, op="gemm")
+    two = one.assign(kernel="volta_sgemm_64x64_nn", time_ms=one["time_ms"] * 1.5)
+    small = (one["k"] < 512).to_numpy()
+    one = one.assign(algo="lt:1", heuristic_rank=np.where(small, 1, 0))
+    two = two.assign(algo="lt:2", heuristic_rank=np.where(small, 0, 1))
+    rec = pd.concat([one, two], ignore_index=True).assign(call_id=np.arange(2 * n))
+    return records.validate(rec)
+
+
+def test_the_heuristics_first_choice_is_the_default_family():
+    rec = _two_algorithms()
+    picks = library_picks(rec)
+    assert len(picks) == len(rec) // 2 and (picks["heuristic_rank"] == 0).all()
+    doc = fit_gpu(rec, gpus.lookup("t4"))
+    assert {"gemm:lt:1", "gemm:lt:2", "gemm:default"} <= set(doc["choosers"])
+    labels = doc["choosers"]["gemm:default"]["labels"]
+    assert any(k.startswith("gemm:lt:1:") for k in labels) and any(k.startswith("gemm:lt:2:") for k in labels)
+    f = from_doc({**doc, "gpu": vars(gpus.lookup("t4"))}, path=None)
+    big, small = dict(op="gemm", batch=4, m=512, n=512, k=900), dict(op="gemm", batch=4, m=512, n=512, k=100)
+    assert f.predict(**big) == f.predict(**big, algo="lt:1")  # the library's pick, not the other
+    assert f.predict(**small) == f.predict(**small, algo="lt:2")  # the slower one, as the library picks it
+
+
+def test_rows_without_algorithms_learn_no_second_default():
+    rec = gemm_records(200, seed=4, op="bmm")
+    assert library_picks(rec).empty
+    assert [k for k in fit_gpu(rec, gpus.lookup("t4"))["choosers"] if k.startswith("bmm:")] == ["bmm:default"]
