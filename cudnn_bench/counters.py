@@ -14,7 +14,7 @@ The raw page's layout: a header row ("ID", "Process ID", "Process Name", "Host N
 "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC", then one column
 per metric), a units row (empty under the first columns), then one row per kernel; numbers may
 carry thousands separators; ncu's own lines start with "==PROF==" / "==WARNING==".
-Metric names: REFERENCE.md section 3 (the nvprof -> ncu table).
+Metric names: docs/reference.md, Hardware counters (the nvprof -> ncu table).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from seer.hardware import occupancy
 from .errors import BenchError
 
 SECTOR_BYTES = 32
-# record field -> ncu metric (REFERENCE.md section 3)
+# record field -> ncu metric (docs/reference.md, Hardware counters)
 COUNTER_METRICS: dict[str, str] = {
     "fp32_inst": "smsp__sass_thread_inst_executed_op_fp32_pred_on.sum",
     "dram_read_sectors": "dram__sectors_read.sum",

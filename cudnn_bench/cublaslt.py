@@ -3,7 +3,7 @@
 Verified against cublasLt.h, cublas_api.h and library_types.h of the wheel nvidia-cublas
 13.10.0.20 (CUBLAS_VERSION 131000) with a compiled sizeof/offsetof probe:
 cublasLtMatmulAlgo_t is uint64_t data[8] (64 bytes); cublasLtMatmulHeuristicResult_t is 96 bytes
-with algo@0 workspaceSize@64 state@72 wavesCount@76 reserved[4]@80 (REFERENCE.md section 2).
+with algo@0 workspaceSize@64 state@72 wavesCount@76 reserved[4]@80 (docs/reference.md, cuBLASLt).
 Enum values below are the header's: CUBLAS_COMPUTE_32F 68, CUBLAS_COMPUTE_32F_PEDANTIC 69,
 CUBLAS_COMPUTE_32F_FAST_TF32 77; CUDA_R_32F 0, CUDA_R_16F 2, CUDA_R_16BF 14; CUBLAS_OP_N 0,
 CUBLAS_OP_T 1; CUBLASLT_MATMUL_DESC_TRANSA 3 / TRANSB 4 (int32); CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT

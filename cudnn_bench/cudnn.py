@@ -3,7 +3,7 @@
 Verified against the headers of the wheel nvidia-cudnn-cu13 9.28.0.42 (cudnn_graph.h,
 cudnn_ops.h, cudnn_cnn.h, CUDNN_VERSION 92800) by compiling a C program that prints sizeof and
 offsetof: cudnnConvolutionFwdAlgoPerf_t is 48 bytes with algo@0 status@4 time@8 memory@16
-determinism@24 mathType@28 reserved@32 (REFERENCE.md section 1 agrees). The enum values and
+determinism@24 mathType@28 reserved@32 (docs/reference.md, cuDNN convolution forward, agrees). The enum values and
 argument orders below are copied from those headers, e.g.
   cudnnSetTensor4dDescriptor(desc, format, dataType, n, c, h, w)       (cudnn_ops.h)
   cudnnSetFilter4dDescriptor(desc, dataType, format, k, c, h, w)       (cudnn_ops.h)

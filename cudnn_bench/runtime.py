@@ -264,7 +264,7 @@ class DriverBackend(Backend):
 
 # ====================================================================== pycuda
 class PycudaBackend(Backend):
-    """pycuda on the primary context (REFERENCE.md section 10)."""
+    """pycuda on the primary context (docs/reference.md, pycuda)."""
 
     name = "pycuda"
 

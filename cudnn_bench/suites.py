@@ -1,7 +1,7 @@
 """Configuration suites, as data: the grids and network layers a collection run draws from.
 
 Suites:
-- `seer_grid`: SEER's training grid (REFERENCE.md section 7): batch 128, C_in and C_out in
+- `seer_grid`: SEER's training grid (docs/reference.md, The SEER model): batch 128, C_in and C_out in
   {3, 16, 64, 128, 512, 1024}, W_in in {10, 40, 80, 160, 224, 320} (square inputs), K in
   {1, 3, 5, 7, 9} (square filters), stride 1-4, padding 0. Kept as it is, for continuity.
 - `conv_grid`: the convolution training grid real layers need (cudnn_bench.conv_grid): batch

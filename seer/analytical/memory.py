@@ -45,10 +45,10 @@ from seer.hardware.peaks import peaks_for, spec_of
 SCHEMA = "seer.analytical.memory_bound/1"
 
 # fn -> (FLOPs per element, memory accesses per element). relu, sigmoid and binary
-# cross-entropy are the DLRM repo's counts (REFERENCE.md section 8); the others count one
+# cross-entropy are the DLRM repo's counts (docs/reference.md, the DLRM predictors); the others count one
 # operation per arithmetic step and one per transcendental function (exp, tanh, erf).
 # The DLRM repo's 175 FLOPs for gelu is not used: at the rate NeuSight measured gelu on an
-# A100 that many FP32 operations would exceed the GPU's peak (see the README).
+# A100 that many FP32 operations would exceed the GPU's peak (docs/model.md).
 # Accesses are the operands read plus the result written: 2 for a unary function, 3 for a
 # binary one, 4 for a ternary one.
 ELEMENTWISE: dict[str, tuple[float, int]] = {

@@ -3,7 +3,7 @@ them: from a kernel's FLOPs, bytes and measured time, the ideal (roofline) time,
 kernel is compute- or memory-bound, and the FLOP/s and bandwidth it achieved as a percent of
 the GPU's peak.
 
-Peaks come from seer's GPU table (REFERENCE.md section 5), not from the seeds' tables, which
+Peaks come from seer's GPU table (docs/reference.md, GPU specifications), not from the seeds' tables, which
 have known errors; a `peaks` mapping overrides them (e.g. measured peaks).
 """
 

@@ -15,7 +15,7 @@ from functools import cache
 
 import pandas as pd
 
-# cudnnConvolutionFwdAlgo_t, the real enum (REFERENCE.md section 1).
+# cudnnConvolutionFwdAlgo_t, the real enum (docs/reference.md, cuDNN convolution forward).
 CONV_ALGOS: dict[int, str] = {
     0: "IMPLICIT_GEMM",
     1: "IMPLICIT_PRECOMP_GEMM",

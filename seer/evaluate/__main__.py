@@ -16,7 +16,7 @@
 --set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
                   kernel time linked to ops, step time replayed with measured and with
                   predicted kernel times (for GPUs seer has fits for).
-Metrics are those of DESIGN.md (seer.evaluate.metrics); --out writes them as JSON (fractions) or CSV.
+Metrics as docs/results.md (Metrics) defines them (seer.evaluate.metrics); --out writes them as JSON (fractions) or CSV.
 """
 
 from __future__ import annotations

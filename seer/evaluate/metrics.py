@@ -1,4 +1,4 @@
-"""Accuracy metrics with the names and definitions of DESIGN.md, used by every report.
+"""Accuracy metrics with the names and definitions of docs/results.md (Metrics), used by every report.
 
 APE = |t_pred - t_meas| / t_meas. Results are fractions, not percents.
 """

@@ -5,7 +5,7 @@ fastest, and the pick is compared with the oracle (the fastest measured algorith
 cuDNN's own heuristic (the first algorithm of cudnnGetConvolutionForwardAlgorithm_v7) and
 with the fixed default IMPLICIT_PRECOMP_GEMM. Algorithms that are not supported for a
 config, or need more workspace than the limit, are no choice for anybody (model, heuristic,
-default or oracle). Metric names and definitions: DESIGN.md.
+default or oracle). Metric names and definitions: docs/results.md (Metrics).
 """
 
 from __future__ import annotations

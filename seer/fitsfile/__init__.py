@@ -1,4 +1,4 @@
-"""The fits file: versioned JSON of fitted coefficients, one file per GPU (DESIGN.md).
+"""The fits file: versioned JSON of fitted coefficients, one file per GPU (docs/data.md, Fits files).
 
 Written atomically with sorted keys so the same data gives the same bytes; read back with a
 check of the schema version.

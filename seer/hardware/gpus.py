@@ -1,4 +1,4 @@
-"""GPU specifications: the datasheet table of REFERENCE.md section 5, name lookup, device JSON.
+"""GPU specifications: the datasheet table of docs/reference.md (GPU specifications), name lookup, device JSON.
 
 Datasheet peaks are never reached exactly; the analytical models fit effective values from
 measurements and fall back to these numbers only where a GPU has none.
@@ -30,7 +30,7 @@ class GPUSpec:
     dram_gbs: float
     l2_mb: float
     boost_mhz: float
-    source: str = "REFERENCE.md section 5"
+    source: str = "docs/reference.md, GPU specifications"
 
     @property
     def fp32_flops(self) -> float:
@@ -48,7 +48,7 @@ class GPUSpec:
         return asdict(self)
 
 
-# (slug, display name, CC, SMs, FP32 TFLOP/s, DRAM GB/s, L2 MB, boost MHz), REFERENCE.md section 5.
+# (slug, display name, CC, SMs, FP32 TFLOP/s, DRAM GB/s, L2 MB, boost MHz), docs/reference.md (GPU specifications).
 _TABLE = [
     ("titan-xp", "NVIDIA TITAN Xp", "6.1", 30, 12.1, 548, 3, 1582),
     ("titan-v", "NVIDIA TITAN V", "7.0", 80, 14.9, 653, 4.5, 1455),
@@ -68,7 +68,7 @@ _TABLE = [
     ("h100-pcie", "NVIDIA H100 PCIe", "9.0", 114, 51.2, 2000, 50, 1755),
     ("h200", "NVIDIA H200", "9.0", 132, 66.9, 4800, 50, 1980),
 ]
-# Not in REFERENCE.md but measured in ../shared/datasets/neusight: NVIDIA's Tesla P4 datasheet
+# Not in that table but measured in ../shared/datasets/neusight: NVIDIA's Tesla P4 datasheet
 # (2560 FP32 cores in 20 SMs, 5.5 TFLOP/s, 192 GB/s, 2 MB L2, 1114 MHz boost). The SM count is
 # confirmed by the launch grids in that data set (launched blocks / "Blocks per SM" = 20).
 # NVIDIA GeForce RTX 2080 Ti (TU102: 4352 FP32 cores in 68 SMs, 13.4 TFLOP/s at the reference

@@ -1,7 +1,7 @@
 """Resident blocks per SM, B_max and waves, as CUDA's occupancy calculator computes them.
 
 SEER's time models count waves W = ceil(B / B_max) with B_max = resident blocks per SM x SMs;
-this module gives B_max for compute capability 6.0 to 9.0 (REFERENCE.md section 4). All
+this module gives B_max for compute capability 6.0 to 9.0 (docs/reference.md, Occupancy). All
 functions take numpy arrays as well as scalars, so a whole data set is done in one call.
 """
 

@@ -34,7 +34,7 @@ class Peaks:
         return asdict(self)
 
 
-# Measured peaks of the DLRM performance model's repository (REFERENCE.md section 8):
+# Measured peaks of the DLRM performance model's repository (docs/reference.md, GPU specifications):
 # slug -> (FP32 GFLOP/s, DRAM GB/s, L2 GB/s, SMs, L2 MiB).
 DLRM_MEASURED: dict[str, tuple[float, float, float, int, float]] = {
     "v100-sxm2": (15441.5, 804.5, 2847.5, 80, 6),

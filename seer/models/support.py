@@ -1,6 +1,6 @@
 """Which filter shapes a convolution algorithm runs on a GPU, learnt from where it ran.
 
-cuDNN documents few of its algorithms' limits (REFERENCE.md section 1: probe, never assume),
+cuDNN documents few of its algorithms' limits (docs/reference.md, cuDNN convolution forward: probe, never assume),
 and a model asked about a shape its algorithm never runs answers anyway: WINOGRAD_NONFUSED,
 fitted on 3x3 and 5x5 filters, predicts a 1x1 or 7x7 one as if it ran. Where the harness timed
 every algorithm on every configuration, a filter shape (size, stride, dilation, grouped or not)

@@ -1,7 +1,7 @@
 """cudnn_bench.cudnn and libs: struct layout, enums, argument order, status -> exceptions.
 
 Marshalling is checked with a fake library that records every call (tests/fakes.py); where
-the real cuDNN wheel is installed, the shim is driven for real without a GPU (REFERENCE.md:
+the real cuDNN wheel is installed, the shim is driven for real without a GPU (docs/reference.md, cuDNN convolution forward:
 cudnnGetVersion works and cudnnCreate returns 1001; descriptors and output shapes work too).
 """
 from __future__ import annotations

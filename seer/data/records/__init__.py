@@ -1,4 +1,4 @@
-"""The measurement record: one row per kernel launch, as DESIGN.md defines it, and its loaders.
+"""The measurement record: one row per kernel launch, as docs/data.md describes it, and its loaders.
 
 Every source (the project's harness CSV, NeuSight's CSVs, SEER's Excel workbooks) is turned
 into one tidy DataFrame with the columns of `FIELDS`. Loaders validate as they go and raise

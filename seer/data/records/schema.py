@@ -1,4 +1,4 @@
-"""The measurement record as DESIGN.md defines it: one row per kernel launch, its fields,
+"""The measurement record as docs/data.md describes it: one row per kernel launch, its fields,
 the configuration fields each op needs, and `conform`, which gives any frame the record's
 columns and dtypes."""
 

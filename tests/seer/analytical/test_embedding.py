@@ -26,7 +26,7 @@ SEED_OVERRIDES = {"peak_dram_bw": 809, "peak_l2_bw": 2888, "L2_size": 6 * 1024 *
 
 
 def test_forward_reproduces_seed():
-    # REFERENCE.md section 8: 4340.7676 us (measured 4789) with the seed's V100 figures
+    # docs/reference.md, the DLRM predictors: 4340.7676 us (measured 4789) with the seed's V100 figures
     assert embedding_forward(**FWD, peaks=SEED_V100, unit="us") == pytest.approx(4340.7676, rel=1e-6)
 
 

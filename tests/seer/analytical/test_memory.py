@@ -194,7 +194,7 @@ def test_heldout_accuracy_on_neusight(memory_records):
     assert set(groups["op"]) == {"add", "mul", "relu", "gelu", "tanh", "softmax", "layer_norm"}
     # The targets: median APE <= 8% and RMSPE <= 15% for every op on every GPU.
     assert missed_targets(tab) == [], tab.to_string()
-    # What the model reaches (python -m seer.evaluate --set analytical, README): worst group 6.2% / 12.4%.
+    # What the model reaches (python -m seer.evaluate --set analytical, docs/results.md): worst group 6.2% / 12.4%.
     assert groups["median_ape"].max() < 0.065
     assert groups["rmspe"].max() < 0.13
     overall = tab[tab["gpu"] == "overall"].iloc[0]

@@ -115,7 +115,7 @@ def test_bundled_h100_fits_are_what_fit_writes(own):
 
 def test_model_picks_beat_cudnns_heuristic_on_own_test_set_ii(own):
     """SEER's claim on the project's own H100 data: within 10% of the fastest and mean slowdown
-    better than cuDNN's heuristic (Get_v7). A regression guard, not the target (README)."""
+    better than cuDNN's heuristic (Get_v7). A regression guard, not the target (docs/results.md)."""
     table = selection.measured_table(own[own["suite"] == "test_set_ii"])
     pk, _ = selection.picks(table, {table["gpu"].iloc[0]: fits_for("h100-sxm", FITS)})
     meas = table[[f"t:{a}" for a in selection.ALGOS]].to_numpy(dtype=float)

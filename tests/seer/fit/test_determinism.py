@@ -1,5 +1,5 @@
 """Fitting is deterministic: the same rows give the same discrete choices (B_max, feature set)
-and coefficients on every machine, BLAS build and row order (DESIGN.md, reliability rules)."""
+and coefficients on every machine, BLAS build and row order (docs/model.md, Deterministic)."""
 import json
 import os
 import platform

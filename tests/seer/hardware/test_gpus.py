@@ -26,7 +26,7 @@ def test_every_reference_gpu_has_its_numbers():
         ("9.0", 132, 66.9, 3350, 50, 1980)
     assert gpus.lookup("a100-80gb-pcie").dram_gbs == 1935
     assert gpus.lookup("titan-xp").sms == 30
-    assert len([g for g in gpus.GPUS.values() if g.source.startswith("REFERENCE")]) == 17
+    assert len([g for g in gpus.GPUS.values() if g.source.startswith("docs/reference.md")]) == 17
 
 
 @pytest.mark.parametrize("name", ["NVIDIA H100 NVL", "A10G", "Tesla V100S-PCIE-32GB", "Radeon", ""])

@@ -7,7 +7,7 @@ from seer.errors import SeerError
 from seer.hardware.occupancy import ARCH, b_max, blocks_per_sm, last_wave_fraction, occupancy, waves
 
 
-# REFERENCE.md section 4 check values
+# docs/reference.md, Occupancy: the check values
 @pytest.mark.parametrize("regs,smem,blocks,limiting,occ", [
     (40, 0, 12, "warps", 1.0),
     (54, 8192, 9, "registers", 0.75),

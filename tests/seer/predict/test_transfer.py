@@ -111,7 +111,7 @@ def test_set_transfer_leaves_the_gpu_out(v100_bmm):
     assert doc["overall"]["n"] > 17000
     row = doc["groups"][0]
     assert (row["target"], row["group"]) == ("v100-pcie", "bmm")
-    # a guard, not the target (10%): what the README reports, within reason
+    # a guard, not the target (10%): what docs/results.md reports, within reason
     assert doc["overall"]["median_ape"] < 0.25
 
 
