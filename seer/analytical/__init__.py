@@ -2,7 +2,8 @@
 DLRM performance model's forward with its L2 hit-rate model, and backward with SGD),
 memory-bound kernels (a roofline with fitted effective bandwidth and launch floor), and the
 roofline / efficiency of measured kernels. Times are in milliseconds unless `unit` says
-otherwise; every predictor takes one config by keyword or a DataFrame of configs.
+otherwise, and ratios (shares of a peak, efficiency, hit rate) are fractions (0.5, not 50);
+every predictor takes one config by keyword or a DataFrame of configs.
 
 The fit of the memory-bound parameters is a model: seer.models.memory (MemoryBoundModel).
 """

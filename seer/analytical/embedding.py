@@ -102,7 +102,8 @@ def _configs(configs, kwargs, need_rows_per_block: bool) -> Configs:
 
 
 def _out(us: np.ndarray, cfg: Configs, unit: str):
-    f = unit_factor(unit) / 1e3  # the formulas give microseconds
+    """The formulas' microseconds (the seed's unit) in `unit` (ms unless asked)."""
+    f = unit_factor(unit) / 1e3
     vals = us if unit == "us" else us * f
     return float(vals[0]) if cfg.single else vals
 
@@ -144,10 +145,13 @@ def forward_traffic(
     **config,
 ) -> pd.DataFrame:
     """The forward model's intermediate quantities per config: hit rate, rows of a table in
-    L2, DRAM and L2 bytes and times in microseconds (the seed's unit) -- for inspection and
-    for the roofline (one row for a keyword config)."""
+    L2, DRAM and L2 bytes, and the DRAM, L2 and total times in ms (dram_ms, l2_ms, time_ms,
+    as every time seer returns) -- for inspection and for the roofline (one row for a
+    keyword config)."""
     cfg = _configs(configs, config, True)
-    return pd.DataFrame(_forward(cfg, peaks_for(gpu, peaks)), index=cfg.index)
+    parts = _forward(cfg, peaks_for(gpu, peaks))
+    times = {k.replace("_us", "_ms"): parts.pop(k) / 1e3 for k in ("dram_us", "l2_us", "time_us")}
+    return pd.DataFrame({**parts, **times}, index=cfg.index)
 
 
 def embedding_forward(
@@ -163,7 +167,8 @@ def embedding_forward(
     One config by keyword (returns a float) or a DataFrame with the columns batch,
     num_embeddings, num_tables, bag_size, emb_dim, rows_per_block (returns an array).
     `gpu` picks datasheet peaks; `peaks` overrides them (a `Peaks`, or a mapping such as
-    {"peak_dram_bw": 809, "peak_l2_bw": 2888}). `unit`: "ms" (default), "us" or "s".
+    {"peak_dram_bw": 809, "peak_l2_bw": 2888}). The time is in ms, seer's unit for time
+    everywhere; `unit="us"` or `"s"` asks for another (the seed printed microseconds).
 
     Time = max(DRAM bytes / DRAM bandwidth, L2 bytes / L2 bandwidth), where a bag's rows
     come from L2 with the probability `hit_rate` that all of them lie in the table share
@@ -187,7 +192,8 @@ def embedding_backward_sgd(
     Each (bag, table) warp reads its offsets, indices and gradient row and reads and writes
     the L rows it updates; time = max(traffic / DRAM bandwidth, MACs / peak FP32 rate),
     as in the seed (which divides multiply-accumulates by its GFLOP/s figure).
-    Same arguments as `embedding_forward`; rows_per_block is optional (the model ignores it).
+    Same arguments as `embedding_forward` (ms unless `unit` says otherwise); rows_per_block is
+    optional (the model ignores it).
     """
     unit_factor(unit)
     cfg = _configs(configs, config, False)

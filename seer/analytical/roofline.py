@@ -1,7 +1,7 @@
 """Roofline and efficiency of measured kernels, as PyProf and PyTorch's profile analysis report
 them: from a kernel's FLOPs, bytes and measured time, the ideal (roofline) time, whether the
-kernel is compute- or memory-bound, and the FLOP/s and bandwidth it achieved as a percent of
-the GPU's peak.
+kernel is compute- or memory-bound, and the FLOP/s and bandwidth it achieved as a fraction of
+the GPU's peak (0.5 = half the peak; seer keeps ratios as fractions and prints them as percents).
 
 Peaks come from seer's GPU table (docs/reference.md, GPU specifications), not from the seeds' tables, which
 have known errors; a `peaks` mapping overrides them (e.g. measured peaks).
@@ -45,8 +45,9 @@ def roofline(
 
     Columns: flops, bytes, time_ms, intensity (FLOP/byte), ridge (FLOP/byte where the roofs
     meet), compute_ms and memory_ms (at peak), ideal_ms = max of the two, bound ("compute" or
-    "memory"), achieved_gflops, achieved_gbs, flops_pct_of_peak and bw_pct_of_peak (percent),
-    efficiency = ideal_ms / time_ms (1 = on the roofline). `memory` picks the roof for bytes:
+    "memory"), achieved_gflops, achieved_gbs, flops_fraction_of_peak and bw_fraction_of_peak
+    (fractions: 1 = at the peak, above 1 only where the peaks understate the GPU), efficiency =
+    ideal_ms / time_ms (a fraction too: 1 = on the roofline). Times are in ms. `memory` picks the roof for bytes:
     "dram" (default), "l2" or "pcie" (host copies).
     """
     if memory not in _LINKS:
@@ -88,8 +89,8 @@ def roofline(
             "bound": np.where(compute_ms >= memory_ms, "compute", "memory"),
             "achieved_gflops": f / secs / 1e9,
             "achieved_gbs": b / secs / 1e9,
-            "flops_pct_of_peak": 100 * (f / secs) / peak_flops,
-            "bw_pct_of_peak": 100 * (b / secs) / peak_bw,
+            "flops_fraction_of_peak": (f / secs) / peak_flops,
+            "bw_fraction_of_peak": (b / secs) / peak_bw,
             "efficiency": ideal / t,
         }
     )

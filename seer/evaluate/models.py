@@ -22,7 +22,7 @@ import pandas as pd
 from seer.data import paths, records
 from seer.errors import DataError, SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
-from seer.evaluate.report import pyplot, write_out
+from seer.evaluate.report import write_out
 from seer.hardware import gpus
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.graph import Graph, graph_files, read_graph
@@ -157,40 +157,12 @@ def share_by_kind(nodes: pd.DataFrame, models: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_models(models: pd.DataFrame, nodes: pd.DataFrame, folder: Path) -> list[Path]:
-    """One panel per GPU: for each model, measured (node times) and predicted whole-model time
-    stacked by op kind, with the measured whole-model time as a black tick."""
-    plt = pyplot()
+    """The whole-model plot (seer.evaluate.plots.models_figure) of these models and nodes."""
+    from seer.evaluate.plots import models_figure, save
+
     shares = share_by_kind(nodes, models)
     kinds = [k for k in (*KERNEL_KINDS, "unmodelled") if k in set(shares["kind"])]
-    colours = dict(zip(kinds, plt.get_cmap("tab10").colors))
-    gpus_ = list(dict.fromkeys(models["gpu"]))
-    fig, axes = plt.subplots(1, len(gpus_), figsize=(4.2 * len(gpus_), 4.5), squeeze=False)
-    for ax, gpu in zip(axes[0], gpus_):
-        ms = models[models["gpu"] == gpu].reset_index(drop=True)
-        for i, r in ms.iterrows():
-            s = shares[shares["source"] == r["source"]].set_index("kind")
-            for j, col in enumerate(("measured", "predicted")):
-                bottom = 0.0
-                for kind in kinds:
-                    v = float(s[col].get(kind, 0.0)) / 1e3
-                    ax.bar(i + (j - 0.5) * 0.38, v, 0.36, bottom=bottom, color=colours[kind],
-                           hatch="//" if col == "predicted" else None, edgecolor="white", linewidth=0.3)  # fmt: skip
-                    bottom += v
-            if pd.notna(r["measured_ms"]):
-                ax.plot([i - 0.4, i + 0.4], [r["measured_ms"] / 1e3] * 2, color="black", lw=1.5)
-        ax.set_xticks(range(len(ms)), [m.replace("-inf-", "\n") for m in ms["model"]], fontsize=7)
-        ax.set_title(gpu, fontsize=9)
-        ax.set_ylabel("whole-model time (s)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in kinds]
-    handles += [plt.Rectangle((0, 0), 1, 1, fc="white", ec="grey", hatch="//"), plt.Line2D([], [], color="black")]
-    fig.legend(handles, [*kinds, "predicted (hatched); left bar: measured nodes", "measured whole model"],
-               loc="lower center", ncol=min(len(kinds) + 2, 6), fontsize=8)  # fmt: skip
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "models_by_kind.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return [path]
+    return [save(models_figure(models, shares, kinds), folder / "models_by_kind.png")]
 
 
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:

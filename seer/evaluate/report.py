@@ -48,7 +48,8 @@ def check_pairing(slug: str, fits: Fits, path: Path, gpu: str | None, log: Calla
 
 def write_out(path: Path, payload: dict, tables: dict[str, pd.DataFrame]) -> None:
     """An evaluation's figures: the payload as JSON, or the tables as one CSV (a `table` column
-    names each row's table)."""
+    names each row's table). Units as the package docstring says: ms for time, fractions for
+    errors and shares."""
     if path.suffix == ".json":
         records.atomic_write(path, lambda p: p.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n"))
     elif path.suffix == ".csv":

@@ -12,7 +12,7 @@ from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.noise import rerun_line, rerun_table
-from seer.evaluate.report import evaluation_records, fits_for, pyplot, write_out
+from seer.evaluate.report import evaluation_records, fits_for, write_out
 from seer.hardware import gpus
 from seer.models.drift import position
 
@@ -77,63 +77,6 @@ def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
     return out
 
 
-def plots_one(test: pd.DataFrame, folder: Path) -> list[Path]:
-    plt = pyplot()
-    folder.mkdir(parents=True, exist_ok=True)
-    out = []
-    ok = test[test["pred_config"].notna()]
-    gpus_ = sorted(pd.unique(ok["gpu"]))
-    fig, axes = plt.subplots(1, len(gpus_), figsize=(4.2 * len(gpus_), 4.2), squeeze=False)
-    for ax, name in zip(axes[0], gpus_):
-        g = ok[ok["gpu"] == name]
-        for op, h in g.groupby("op"):
-            ax.scatter(h["time_ms"], h["pred_config"], s=3, alpha=0.4, label=op)
-        lo, hi = g["time_ms"].min() / 1.5, g["time_ms"].max() * 1.5
-        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
-        ax.set(
-            xscale="log",
-            yscale="log",
-            xlim=(lo, hi),
-            ylim=(lo, hi),
-            xlabel="measured ms",
-            ylabel="predicted ms",
-            title=name,
-        )
-        ax.legend(markerscale=4, fontsize=8)
-    fig.tight_layout()
-    out.append(folder / "set1_predicted_vs_measured.png")
-    fig.savefig(out[-1], dpi=110)
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    err = 100 * (ok["pred_config"] - ok["time_ms"]) / ok["time_ms"]
-    for op, e in err.groupby(ok["op"]):
-        ax.hist(e.clip(-60, 60), bins=np.linspace(-60, 60, 61), histtype="step", label=op)
-    ax.set(
-        xlabel="prediction error, % of measured (clipped at +-60)",
-        ylabel="rows",
-        title="Test-set-I: configuration-only predictions",
-    )
-    ax.legend()
-    fig.tight_layout()
-    out.append(folder / "set1_error_histogram.png")
-    fig.savefig(out[-1], dpi=110)
-    if "position" in ok:  # is the measurement order (GPU state) behind the errors?
-        keys = sorted({(g, o) for g, o in zip(ok["gpu"], ok["op"])})
-        fig, axes = plt.subplots(len(keys), 1, figsize=(8, 1.9 * len(keys)), squeeze=False, sharex=True)
-        for ax, (name, op) in zip(axes[:, 0], keys):
-            h = ok[(ok["gpu"] == name) & (ok["op"] == op)].sort_values("position")
-            r = h["time_ms"] / h["pred_config"]
-            ax.scatter(h["position"], r, s=1, alpha=0.3)
-            ax.plot(h["position"], r.rolling(51, center=True, min_periods=10).median(), "r", lw=1)
-            ax.set(ylim=(0.5, 2), yscale="log", ylabel="meas/pred")
-            ax.set_title(f"{name} {op}", fontsize=8, loc="left")
-        axes[-1, 0].set_xlabel("position of the row in its file (measurement order)")
-        fig.tight_layout()
-        out.append(folder / "set1_ratio_vs_measurement_order.png")
-        fig.savefig(out[-1], dpi=90)
-    plt.close("all")
-    return out
-
-
 def run_set_one(args) -> int:
     path, rec = evaluation_records(args, "Test-set-I scores the per-variant models of those kernels")
     test = test_set_one(rec, Path(args.fits), gpu=args.gpu)
@@ -180,6 +123,8 @@ def run_set_one(args) -> int:
         write_out(Path(args.out), payload, tables)
         print(f"\nwrote {args.out}")
     if args.plots:
-        for p in plots_one(test, Path(args.plots)):
+        from seer.evaluate.plots import set_one_plots
+
+        for p in set_one_plots(test, Path(args.plots)):
             print(f"wrote {p}")
     return 0

@@ -115,7 +115,10 @@ def test_large_tables_and_bags_stay_finite_and_fast():
 def test_forward_traffic_exposes_the_model():
     tr = forward_traffic(**FWD, peaks=SEED_V100)
     assert tr.shape[0] == 1
-    assert tr["time_us"].iloc[0] == pytest.approx(4340.7676, rel=1e-6)
+    assert tr["time_ms"].iloc[0] == pytest.approx(4.3407676, rel=1e-6)  # ms, as every time seer returns
+    assert tr["time_ms"].iloc[0] == pytest.approx(embedding_forward(**FWD, peaks=SEED_V100), rel=1e-12)
+    assert tr["time_ms"].iloc[0] == max(tr["dram_ms"].iloc[0], tr["l2_ms"].iloc[0])
+    assert not any(c.endswith("_us") for c in tr.columns)
     assert tr["rows_in_l2"].iloc[0] == 65536  # 24 MiB / 3 tables at once / 4 B / 32
     assert 0 <= tr["hit_rate"].iloc[0] < 1e-20
 

@@ -19,8 +19,8 @@ def test_compute_bound_kernel_on_a100():
     assert r["intensity"] == pytest.approx(1000.0)
     assert r["ridge"] == pytest.approx(19.5e12 / 1555e9)
     assert r["achieved_gflops"] == pytest.approx(1000.0)
-    assert r["flops_pct_of_peak"] == pytest.approx(100 * 1e12 / 19.5e12)
-    assert r["bw_pct_of_peak"] == pytest.approx(100 * 1e9 / 1555e9)
+    assert r["flops_fraction_of_peak"] == pytest.approx(1e12 / 19.5e12)
+    assert r["bw_fraction_of_peak"] == pytest.approx(1e9 / 1555e9)
     assert r["efficiency"] == pytest.approx(r["ideal_ms"] / 1.0)
 
 
@@ -29,12 +29,26 @@ def test_memory_bound_vectors_and_links():
     r = roofline(np.array([1e6, 0.0]), np.array([3.2e8, 3.2e8]), 2.0, "t4")  # scalars broadcast
     assert list(r["bound"]) == ["memory", "memory"]
     assert r["memory_ms"].iloc[0] == pytest.approx(3.2e8 / (t4.dram_gbs * 1e9) * 1e3)
-    assert r["bw_pct_of_peak"].iloc[0] == pytest.approx(100 * 3.2e8 / 2e-3 / (t4.dram_gbs * 1e9))
+    assert r["bw_fraction_of_peak"].iloc[0] == pytest.approx(3.2e8 / 2e-3 / (t4.dram_gbs * 1e9))
     assert r["intensity"].iloc[1] == 0.0
     pcie = roofline(0, 1.6e9, 200.0, "t4", memory="pcie").iloc[0]
     assert pcie["memory_ms"] == pytest.approx(1.6e9 / 15.75e9 * 1e3)  # PCIe gen3 x16
     over = roofline(0, 1e9, 2.0, "t4", peaks={"peak_dram_bw": 250}).iloc[0]
-    assert over["bw_pct_of_peak"] == pytest.approx(200.0)
+    assert over["bw_fraction_of_peak"] == pytest.approx(2.0)  # peaks below the GPU: above 1
+
+
+def test_shares_of_peak_are_fractions():
+    # Kernels no faster than their roofline: every share of the peak lies in [0, 1], and the
+    # efficiency is the larger of the two shares (ideal time = the slower roof).
+    rng = np.random.default_rng(0)
+    f, b = 10 ** rng.uniform(3, 12, 200), 10 ** rng.uniform(3, 10, 200)
+    ideal = roofline(f, b, 1.0, "h100-sxm")["ideal_ms"].to_numpy()
+    r = roofline(f, b, ideal * rng.uniform(1, 50, 200), "h100-sxm")
+    for c in ("flops_fraction_of_peak", "bw_fraction_of_peak", "efficiency"):
+        assert ((r[c] >= 0) & (r[c] <= 1 + 1e-12)).all(), c
+    both = np.maximum(r["flops_fraction_of_peak"], r["bw_fraction_of_peak"])
+    np.testing.assert_allclose(r["efficiency"], both, rtol=1e-12)
+    assert not any(c.endswith("_pct") or "pct_" in c for c in r.columns)
 
 
 @pytest.mark.parametrize("args,name", [((1e9, 1e6, 0.0), "time_ms"), ((-1.0, 1e6, 1.0), "flops"),
@@ -73,7 +87,7 @@ def test_records_work_and_roofline():
     t4 = peaks_for("t4")
     assert r.loc[2, "memory_ms"] == pytest.approx(1e6 / (t4.pcie_gbs * 1e9) * 1e3)  # host copy: PCIe
     assert r.loc[0, "bound"] == "memory"
-    assert r.loc[0, "bw_pct_of_peak"] == pytest.approx(100 * 12e6 / 5e-5 / 320e9)
+    assert r.loc[0, "bw_fraction_of_peak"] == pytest.approx(12e6 / 5e-5 / 320e9)
 
 
 def test_peaks_from_table_and_overrides():
