@@ -9,7 +9,8 @@
   report        what a data folder holds: statuses, kernels, counters, estimate vs wall time
   ncu-worker    (internal) the process ncu profiles
 
-Every failure the user can act on ends with one sentence on stderr and exit code 2.
+Every failure the user can act on ends with one sentence on stderr and exit code 2. A data
+folder is DATA or --data DATA alike (counters, report, export-excel).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from seer import cluster
 from seer.errors import SeerError
 
-from . import collect, libs, ncu_pass, runtime
+# the parser's own needs only: each command imports its modules when it runs, so --help stays light
 from .argtypes import (
     algos,
     budget,
@@ -37,18 +38,11 @@ from .argtypes import (
     whole,
 )
 from .cli import Parser
-from .cublaslt import CublasLt
-from .cudnn import Cudnn
 from .errors import BenchError, os_error_line
-from .export import export_seer_excel, report
 from .maths import MATHS
-from .merge import merge
-from .oneshot import session_coverage
 from .options import Options
 from .plan import Budget
-from .ray_collect import ClusterOptions, collect_ray
 from .runtime import BACKENDS
-from .store import store_files
 from .suites import RUN_ORDER, SUITES
 from .timing import TimingOptions
 
@@ -62,9 +56,26 @@ examples:
   python -m cudnn_bench.coverage                               # Test-set-II within trust distance of the grids
   python -m cudnn_bench collect --suite seer_grid --ray head:6379  # every GPU of a Ray cluster
   python -m cudnn_bench merge data/shards --out data           # stores into data/<gpu-slug>/
-  python -m cudnn_bench counters --data data/h100-sxm --counters sample --counters-budget 5m
+  python -m cudnn_bench counters data/h100-sxm --counters sample --counters-budget 5m
+  python -m cudnn_bench report data/h100-sxm                   # what a data folder holds
   python -m cudnn_bench export-excel data/h100-sxm --out data/h100-sxm/seer
 """
+
+
+def _data_args(p: argparse.ArgumentParser, what: str) -> None:
+    """DATA, positional or as --data (both spellings were in use: counters took --data, report
+    a positional); _data reads whichever was given."""
+    p.add_argument("data", nargs="?", metavar="DATA", help=what)
+    p.add_argument("--data", dest="data_opt", metavar="DATA", help="the same, as an option")
+
+
+def _data(a: argparse.Namespace) -> str:
+    given = [d for d in (a.data, a.data_opt) if d is not None]
+    if not given:
+        raise BenchError(f"{a.command}: give the data folder (DATA or --data DATA)")
+    if len(given) == 2 and given[0] != given[1]:
+        raise BenchError(f"{a.command}: two data folders, {given[0]} and --data {given[1]}: give one")
+    return given[0]
 
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
@@ -268,7 +279,14 @@ def build_parser() -> Parser:
         help="what a shard task asks for instead of one GPU (a custom resource, e.g. fake_gpu=1)",
     )
 
-    pl = sub.add_parser("plan", help="print the collection plan and its GPU minutes (no GPU needed)")
+    pl = sub.add_parser(
+        "plan",
+        help="print the collection plan and its GPU minutes (no GPU needed)",
+        description="What `collect` with the same options would measure: per suite, how many of its "
+        "configurations fit the budget (the suites are subsampled deterministically, stratified) and "
+        "their estimated GPU minutes on --gpu, from datasheet peaks (cudnn_bench/cost.py). The count "
+        "changes with the budget, the suites and the cost model; no GPU is needed.",
+    )
     _plan_args(pl)
     pl.add_argument(
         "--gpu", default="h100-sxm", help="GPU to estimate for (a seer.hardware.gpus name; default: h100-sxm)"
@@ -287,17 +305,39 @@ def build_parser() -> Parser:
         help="with --session: this many calls of 9.5 minutes (default: 1)",
     )
 
-    k2 = sub.add_parser("counters", help="the ncu counter pass over collected records")
-    k2.add_argument("--data", type=Path, required=True, help="the data/<gpu-slug> folder")
-    k2.add_argument("--counters", choices=("all", "sample"), default="sample")
-    k2.add_argument("--counters-budget", type=budget, default=Budget(seconds=3 * 60), metavar="B")
-    k2.add_argument("--backend", choices=BACKENDS, default="auto")
-    k2.add_argument("--device", type=whole(0), default=0)
+    k2 = sub.add_parser(
+        "counters",
+        help="the ncu counter pass over collected records",
+        description="Profile the calls of records already collected under Nsight Compute (ncu) and "
+        "merge the hardware counters into the records; what `collect` does after timing, alone. Needs "
+        "the GPU the records were taken on and ncu (NCU or PATH).",
+    )
+    _data_args(k2, "the data/<gpu-slug> folder of collected records")
+    k2.add_argument(
+        "--counters",
+        choices=("all", "sample"),
+        default="sample",
+        help="profile every measured call, or a sample stratified by suite and kernel (default: sample)",
+    )
+    k2.add_argument(
+        "--counters-budget",
+        type=budget,
+        default=Budget(seconds=3 * 60),
+        metavar="B",
+        help="time limit of the pass (5m, 300s), or a count of calls (default: 3m)",
+    )
+    k2.add_argument("--backend", choices=BACKENDS, default="auto", help="GPU runtime, as for collect (default: auto)")
+    k2.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
 
-    e = sub.add_parser("export-excel", help="SEER-format workbooks from records")
-    e.add_argument("data", help="a record CSV or a data/<gpu-slug> folder")  # str: '' is refused, not '.'
+    e = sub.add_parser(
+        "export-excel",
+        help="SEER-format workbooks from records",
+        description="Write SEER's workbook format (one .xlsx per kernel variant, sheets train and test "
+        "by SEER's 70/30 split) from harness records, for SEER's own MATLAB code.",
+    )
+    _data_args(e, "a record CSV or a data/<gpu-slug> folder")  # str: '' is refused, not '.'
     e.add_argument("--out", type=Path, required=True, help="folder for the .xlsx files")
-    e.add_argument("--math", choices=MATHS, default="fma")
+    e.add_argument("--math", choices=MATHS, default="fma", help="the math family to export (default: fma)")
 
     mg = sub.add_parser(
         "merge",
@@ -310,15 +350,27 @@ def build_parser() -> Parser:
     mg.add_argument("sources", nargs="+", type=Path, metavar="SOURCE", help="folders holding stores")
     mg.add_argument("--out", type=folder, default=Path("data"), help="target folder of <gpu-slug>/ (default: data)")
 
-    sub.add_parser("info", help="the GPU, libraries and tools that would be used")
+    sub.add_parser(
+        "info",
+        help="the GPU, libraries and tools that would be used",
+        description="Print the Python, the cuDNN, cuBLASLt, CUDA runtime and NVRTC libraries a "
+        "collection would load (paths and versions, with notes on mismatches), the tools (ncu), then "
+        "the GPU. Without a GPU it ends with one sentence and exit code 2.",
+    )
 
-    rp = sub.add_parser("report", help="summarize collected records (coverage, statuses, estimate vs wall time)")
-    rp.add_argument("data", help="a data/<gpu-slug> folder or a record CSV")  # str: '' is refused, not '.'
+    rp = sub.add_parser(
+        "report",
+        help="summarize collected records (coverage, statuses, estimate vs wall time)",
+        description="What a data folder holds, per suite and math: configurations, calls by status, "
+        "the share with per-kernel rows and with counters, main-kernel variants, and the measured wall "
+        "time against the plan's estimate (to recalibrate cudnn_bench/cost.py).",
+    )
+    _data_args(rp, "a data/<gpu-slug> folder or a record CSV")  # str: '' is refused, not '.'
 
-    w = sub.add_parser("ncu-worker")  # internal: no help line
-    w.add_argument("--calls", required=True)
-    w.add_argument("--backend", default="auto")
-    w.add_argument("--device", type=whole(0), default=0)
+    w = sub.add_parser("ncu-worker", description="(internal) the process ncu profiles")  # no help line
+    w.add_argument("--calls", required=True, help="the file of calls to run")
+    w.add_argument("--backend", default="auto", help="GPU runtime (default: auto)")
+    w.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
     return p
 
 
@@ -356,6 +408,9 @@ def default_budget(a: argparse.Namespace) -> Budget:
 
 
 def cmd_collect(a: argparse.Namespace) -> int:
+    from . import collect
+    from .ray_collect import ClusterOptions, collect_ray
+
     opts = _options(a)
     if a.ray is None:
         given = [f for f in ("shards", "shard_store", "accelerator_type", "ray_resources") if getattr(a, f) is not None]
@@ -377,6 +432,9 @@ def cmd_collect(a: argparse.Namespace) -> int:
 
 
 def cmd_plan(a) -> int:
+    from . import collect
+    from .oneshot import session_coverage
+
     if a.session:
         try:
             print(session_coverage(a.gpu, calls=a.calls))
@@ -396,6 +454,10 @@ def cmd_plan(a) -> int:
 def cmd_info() -> int:
     """Library paths, the versions they report (loading them as a collection would, runtime
     dependencies of cuDNN first), notes on version mismatches, then the GPU."""
+    from . import libs, runtime
+    from .cublaslt import CublasLt
+    from .cudnn import Cudnn
+
     print(f"python: {sys.version.split()[0]} ({platform.machine()})")
     for k, v in libs.describe().items():
         print(f"{k}: {v}")
@@ -428,9 +490,13 @@ def cmd_info() -> int:
 def cmd_counters(a) -> int:
     """The counter pass alone: it needs records, a GPU and ncu; without any of them it stops
     with one sentence and exit code 2 (exit 0 would read as counters collected)."""
-    if not a.data.is_dir() or not list(store_files(a.data)):
+    from . import libs, ncu_pass, runtime
+    from .store import store_files
+
+    data = Path(_data(a))
+    if not data.is_dir() or not list(store_files(data)):
         raise BenchError(
-            f"counters: --data {a.data} is not a folder of collected records "
+            f"counters: {data} is not a folder of collected records "
             "(data/<gpu-slug> with <suite>.csv files from collect)"
         )
     runtime._init_driver(a.device)  # NoGPUError on a machine without a GPU
@@ -440,7 +506,7 @@ def cmd_counters(a) -> int:
             "counters: ncu (Nsight Compute) was not found, so no counters can be collected; set NCU or put ncu on PATH"
         )
     opts = Options(backend=a.backend, device=a.device, counters=a.counters, counters_budget=a.counters_budget)
-    ncu_pass.counters_pass(a.data, opts, ncu=ncu)
+    ncu_pass.counters_pass(data, opts, ncu=ncu)
     return 0
 
 
@@ -456,23 +522,31 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "collect":
             return cmd_collect(a)
         if a.command == "merge":
+            from .merge import merge
+
             if not merge(a.sources, a.out, print):
                 raise BenchError(f"merge: nothing to merge under {', '.join(map(str, a.sources))}")
             return 0
         if a.command == "counters":
             return cmd_counters(a)
         if a.command == "export-excel":
-            files = export_seer_excel(a.data, a.out, a.math)
+            from .export import export_seer_excel
+
+            files = export_seer_excel(_data(a), a.out, a.math)
             print(f"wrote {len(files)} workbooks to {a.out}")
             return 0
         if a.command == "info":
             return cmd_info()
         if a.command == "report":
-            print(report(a.data))
+            from .export import report
+
+            print(report(_data(a)))
             return 0
         if a.command == "ncu-worker":
             if not Path(a.calls).is_file():
                 raise BenchError(f"ncu-worker: the calls file {a.calls} does not exist")
+            from . import ncu_pass
+
             ncu_pass.ncu_worker(a.calls, a.backend, a.device)
             return 0
     except SeerError as exc:

@@ -52,6 +52,28 @@ def writable_file(path: str | Path, what: str, suffixes: Iterable[str]) -> Path:
     return path
 
 
+def known_gpu(name: str, fits_file: bool = True) -> str:
+    """Check a --gpu before the work: a GPU seer has fits for or can move fits to (or, with
+    `fits_file`, a fits file); anything else is one sentence that lists them, so that a typo or
+    an unfitted GPU does not end in a bare "no fits"."""
+    from seer.errors import UnknownGPUError
+    from seer.hardware import gpus
+
+    if fits_file and (name.endswith(".json") or Path(name).is_file()):
+        return name
+    try:
+        gpus.lookup(name)
+    except UnknownGPUError:
+        from seer.fitsfile import bundled
+
+        raise SeerError(
+            f"unknown GPU {name!r}: seer knows {', '.join(sorted(gpus.GPUS))} (bundled fits: "
+            f"{', '.join(bundled()) or 'none'}; the others get fits moved from those)"
+            + ("; or give a fits file (.json)" if fits_file else "")
+        ) from None
+    return name
+
+
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:
     """A warning as the command line tools print theirs: one line, without the source line."""
     print(f"warning: {message}", file=sys.stderr if file is None else file, flush=True)

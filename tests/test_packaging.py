@@ -1,5 +1,6 @@
 """What a user gets from `pip install .`: the bundled fits inside the package, and a light
 `import` for the GPU harness."""
+import os
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,16 @@ def test_wheel_ships_the_fits(installed, tmp_path):
     assert file.startswith(str(installed))  # the installed copy, not the checkout
     assert names.split(",") == fitsfile.bundled() and len(names.split(",")) >= 5
     assert fits_path.startswith(str(installed / "seer" / "fits"))
+
+
+def test_the_seer_command_is_installed(installed, tmp_path):
+    """pyproject's [project.scripts] gives the wheel a `seer` console script that runs seer.command."""
+    (entry_points,) = installed.glob("seer-*.dist-info/entry_points.txt")
+    assert "[console_scripts]\nseer = seer.command:main" in entry_points.read_text()
+    script = installed / "bin" / "seer"
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    r = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 0 and "subcommands:" in r.stdout and "predict" in r.stdout, r.stderr
 
 
 def test_default_fit_output_of_an_installed_seer_is_not_the_package(installed, tmp_path):

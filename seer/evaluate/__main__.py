@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from seer import fitsfile
-from seer.cli import data_path, run, writable_dir, writable_file
+from seer.cli import data_path, known_gpu, run, writable_dir, writable_file
 from seer.evaluate.noise import run_noise
 from seer.evaluate.report import fits_for, pyplot
 from seer.evaluate.selection import run_set_two
@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    if args.gpu:  # an unknown GPU lists the known ones, before any data is read
+        known_gpu(args.gpu, fits_file=False)
     if args.out:  # output paths are checked before the work, not after it
         writable_file(args.out, "--out", (".json", ".csv"))
     if args.plots:

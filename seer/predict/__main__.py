@@ -4,35 +4,53 @@ MODEL_OR_TRACE is a torch.fx graph with per-node latencies (NeuSight's layout: <
 <model>.json with num_layer) or a PyTorch profiler trace (.json or .json.gz; --et gives the
 execution trace of the same run where the profiler recorded no shapes). Prints the ops that
 take the time, the time per op kind, and the whole model: predicted, and measured where the
-input was measured on the same GPU. --gpu predicts for another GPU seer has fits for.
+input was measured on the same GPU. --gpu predicts for another GPU seer has fits for. A trace's
+ops are told apart by their site: the module or call site where the trace records one, else
+the outermost op and its occurrence in the step (linear#5: the step's fifth aten::linear).
+--out writes the per-op table as .csv, or as .json with the whole-model totals; --out - writes
+it to stdout (--format, default json) and the report to stderr.
 
 Examples:
   python -m seer.predict ../shared/datasets/neusight-models/Tesla_T4/bert_large-inf-512-8.csv
   python -m seer.predict ../shared/datasets/neusight-models/Tesla_T4/bert_large-inf-512-8.csv --gpu v100
-  python -m seer.predict data/h100-sxm/traces/gpt_b8.pt.trace.json.gz
+  python -m seer.predict data/h100-sxm/traces/gpt_b8.pt.trace.json.gz --out ops.json
+  python -m seer.predict data/h100-sxm/traces/gpt_b8.pt.trace.json.gz --out - | jq '.ops[0]'
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import sys
 from pathlib import Path
 
-from seer.cli import run, writable_file
+from seer.cli import known_gpu, run, writable_file
 from seer.errors import SeerError
 from seer.evaluate.metrics import format_table
 from seer.predict import available
+from seer.workload.model_time import ModelTime, is_trace, model_time
+
+FORMATS = ("json", "csv")
+TRACE_DESCRIPTION = (
+    "seer trace TRACE [--gpu GPU]: a profiler trace's ops and step time on a GPU (seer.predict on a trace)."
+)
+TABLE = ["name", "site", "shapes", "kind", "count", "measured_ms", "predicted_ms", "total_ms"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
+    """`trace`: the input must be a profiler trace (the `seer trace` subcommand)."""
     ap = argparse.ArgumentParser(
         prog="python -m seer.predict",
-        description=__doc__.split("\n\n")[0],
+        description=TRACE_DESCRIPTION if trace else __doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n", 1)[1],
     )
-    ap.add_argument("model", help="a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
+    if trace:
+        ap.add_argument("model", metavar="trace", help="a PyTorch profiler trace (.json, .json.gz)")
+    else:
+        ap.add_argument("model", help="a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
     ap.add_argument(
         "--gpu",
         help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file); any other GPU "
@@ -40,25 +58,84 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--et", help="execution trace of the same run (shapes for a trace recorded without them)")
     ap.add_argument("--top", type=int, default=15, help="how many of the longest ops to list (default: %(default)s)")
-    ap.add_argument("--out", help="write the per-op table to this .csv")
+    ap.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write the per-op table to this .csv, or to this .json with the totals (times in ms); "
+        "- writes it to stdout (in --format) and the report to stderr",
+    )
+    ap.add_argument("--format", choices=FORMATS, help="format of --out (default: the file's suffix; json for -)")
     args = ap.parse_args(argv)
-    return run(lambda: _main(args), "seer.predict")
+    return run(lambda: _main(args, trace), "seer.trace" if trace else "seer.predict")
 
 
-def _main(args: argparse.Namespace) -> int:
-    from seer.workload.model_time import model_time
+def trace_main(argv: list[str] | None = None) -> int:
+    """`seer trace`: seer.predict for profiler traces only."""
+    return main(argv, trace=True)
 
-    if args.out:
-        writable_file(args.out, "--out", (".csv",))
+
+def out_format(out: str | None, fmt: str | None) -> str | None:
+    """The format --out is written in (None: no --out), its file checked before the work."""
+    if out is None:
+        if fmt is not None:
+            raise SeerError("--format says how to write --out: give --out FILE or --out - too")
+        return None
+    if out == "-":
+        return fmt or "json"
+    suffix = f".{fmt}" if fmt else None
+    writable_file(out, "--out", (suffix,) if suffix else tuple(f".{f}" for f in FORMATS))
+    return fmt or Path(out).suffix[1:]
+
+
+def to_json(mt: ModelTime) -> str:
+    """The per-op table as records (NaN as null) under the whole model's totals."""
+    doc = {
+        "source": str(mt.source),
+        "gpu": mt.gpu,
+        "measured_on": mt.measured_on,
+        "totals": {k: (v if math.isfinite(v) else None) for k, v in mt.totals.items()},
+        "ops": json.loads(mt.ops.to_json(orient="records")),
+    }
+    return json.dumps(doc, indent=1) + "\n"
+
+
+def write_table(mt: ModelTime, out: str, fmt: str) -> None:
+    text = to_json(mt) if fmt == "json" else mt.ops.to_csv(index=False)
+    if out == "-":
+        sys.stdout.write(text)
+        return
+    from seer.data.records import atomic_write
+
+    atomic_write(Path(out), lambda p: p.write_text(text))
+
+
+def _main(args: argparse.Namespace, trace: bool = False) -> int:
+    fmt = out_format(args.out, args.format)
     if args.top < 0:
         raise SeerError(f"--top must be >= 0, got {args.top}")
+    if trace and not is_trace(Path(args.model)):
+        raise SeerError(f"{args.model}: expected a profiler trace (.json, .json.gz); a graph (.csv) is seer predict's")
+    if args.gpu:
+        known_gpu(args.gpu)
     mt = model_time(Path(args.model), args.gpu, execution_trace=args.et)
+    to_stdout = args.out == "-"
+    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        report(mt, args.top)
+    if args.out and fmt:
+        write_table(mt, args.out, fmt)
+        if not to_stdout:
+            print(f"\nwrote {args.out}")
+    return 0
+
+
+def report(mt: ModelTime, top_n: int) -> None:
+    """The printed account: the longest ops, time per op kind, the whole model."""
     where = f" (measured on {mt.measured_on})" if mt.measured_on and mt.measured_on != mt.gpu else ""
     print(f"{mt.source.name} on {mt.gpu}{where}\n")
     ops = mt.ops.assign(total_ms=mt.ops["predicted_ms"].fillna(0) * mt.ops["count"])
-    top = ops[ops["kind"] != "dispatch"].nlargest(args.top, "total_ms")
+    top = ops[ops["kind"] != "dispatch"].nlargest(top_n, "total_ms")
     print(f"The {len(top)} longest ops (time per call; total = per call x count):\n")
-    print(top[["name", "kind", "count", "measured_ms", "predicted_ms", "total_ms"]].round(4).to_string(index=False))
+    print(top[[c for c in TABLE if c in top]].round(4).to_string(index=False))
     print("\nPer op kind (whole model):\n")
     print(format_table(mt.by_kind().round(3), percent=("measured_share", "predicted_share")))
     t = mt.totals
@@ -88,10 +165,6 @@ def _main(args: argparse.Namespace) -> int:
     unm = mt.ops[mt.ops["kind"] == "unmodelled"]
     if len(unm):
         print(f"\n{len(unm)} unmodelled ops, e.g. {unm['name'].iloc[0]}: {unm['why'].iloc[0]}")
-    if args.out:
-        mt.ops.to_csv(args.out, index=False)
-        print(f"\nwrote {args.out}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -31,10 +31,12 @@ import pandas as pd
 
 from seer.data.records import read_json
 from seer.errors import DataError
+from seer.workload.sites import sites
 
 OP_CATS = {"cpu_op", "operator"}
 LAUNCH_CATS = {"cuda_runtime", "runtime", "cuda_driver", "driver"}
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
+SCOPE_CATS = {"python_function", "user_annotation"}  # what encloses ops: the call site (seer.workload.sites)
 STEP_PREFIX = "ProfilerStep#"
 # an execution trace is of the trace's run when at least this share of the trace's ops find their node in
 # it (aligned by op name, step by step) and, where both record shapes, at least this share agree; the
@@ -65,7 +67,8 @@ _DTYPES = {
 class Trace:
     """One profiled run as tables (times in microseconds as the trace has them; -1 where a link is missing).
 
-    ops: name, ts, dur, tid, depth, parent, input_dims, input_types, concrete (scalar arguments), step.
+    ops: name, ts, dur, tid, depth, parent, input_dims, input_types, concrete (scalar arguments), step,
+        site (where in the model it was called: seer.workload.sites).
     launches: name, ts, dur, correlation, tid, op, step.
     kernels: name, cat, ts, dur, correlation, stream, device, launch, op, step.
     steps: name, ts, dur (the CPU side of each iteration).
@@ -376,7 +379,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
     path = Path(path)
     doc = read_json(path, "a PyTorch profiler trace (Chrome trace JSON)")
     events = _events(doc, path)
-    op_rows, launch_rows, gpu_rows = [], [], []
+    op_rows, launch_rows, gpu_rows, scope_rows = [], [], [], []
     for e in events:
         cat = str(e.get("cat", "")).lower()
         ts, dur, i = e["ts"], e["dur"], e["_i"]
@@ -395,8 +398,12 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
                     "input_types": _arg(e, "Input type", "Input types"),
                     "concrete": _arg(e, "Concrete Inputs"),
                     "external_id": _external_id(e, i, path),
+                    "module": _arg(e, "Module Hierarchy"),
+                    "stack": _arg(e, "Call stack"),
                 }
             )
+        elif cat in SCOPE_CATS and not str(e.get("name", "")).startswith(STEP_PREFIX):
+            scope_rows.append({"name": str(e.get("name", "")), "ts": ts, "dur": dur, "tid": e.get("tid"), "cat": cat})
         elif cat in LAUNCH_CATS:
             launch_rows.append(
                 {
@@ -429,7 +436,10 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
             f"GPU kernel events (cat kernel, gpu_memcpy or gpu_memset): its {len(op_rows)} cpu ops launched nothing "
             "that was recorded (profile with ProfilerActivity.CUDA)",
         )  # fmt: skip
-    ops = _frame(op_rows, ["name", "ts", "dur", "tid", "input_dims", "input_types", "concrete", "external_id"])
+    ops = _frame(
+        op_rows,
+        ["name", "ts", "dur", "tid", "input_dims", "input_types", "concrete", "external_id", "module", "stack"],
+    )
     launches = _frame(launch_rows, ["name", "ts", "dur", "correlation", "tid", "external_id"])
     kernels = _frame(gpu_rows, ["name", "cat", "ts", "dur", "correlation", "stream", "device", "pid"])
     kernels = kernels.drop(columns="pid")
@@ -437,6 +447,8 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
 
     ops["depth"], ops["parent"] = _nest(ops)
     ops["step"] = _step_of(ops["ts"].to_numpy(float), steps)
+    scopes = pd.DataFrame(scope_rows, columns=["name", "ts", "dur", "tid", "cat"])
+    ops["site"] = sites(ops, scopes, ops["module"].tolist(), ops["stack"].tolist(), marker)
     launches["op"] = _enclosing(ops, launches)
     launches["step"] = _step_of(launches["ts"].to_numpy(float), steps)
     for df in (launches, kernels):
@@ -452,9 +464,8 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
     kernels["step"] = np.where(
         has, launches["step"].to_numpy()[np.clip(li, 0, None)] if len(launches) else -1, own_step
     )
-    ops = ops[
-        ["name", "ts", "dur", "tid", "depth", "parent", "input_dims", "input_types", "concrete", "step", "external_id"]
-    ]
+    cols = ["name", "ts", "dur", "tid", "depth", "parent", "input_dims", "input_types", "concrete", "step"]
+    ops = ops[[*cols, "external_id", "site"]]
     if execution_trace is not None:
         _join_et(ops, Path(execution_trace), path)
     return Trace(str(path), ops, launches, kernels, steps, marker, _device(doc))
@@ -473,8 +484,9 @@ def _dtype(types: Any) -> str:
 def kernel_ops(trace: Trace) -> pd.DataFrame:
     """One row per launching op (innermost cpu op that launched GPU work) per step, with its measured kernel time.
 
-    Columns: step, op (row of trace.ops), name (without ``aten::``), input_shapes (a list per argument, [] for
-    non-tensors), dtype, kernel_ms (sum of its kernels' durations), n_kernels.
+    Columns: step, op (row of trace.ops), name (without ``aten::``), site (where in the model it was called:
+    seer.workload.sites), input_shapes (a list per argument, [] for non-tensors), dtype, kernel_ms (sum of its
+    kernels' durations), n_kernels.
     """
     k = trace.kernels[trace.kernels["op"] >= 0]
     g = k.groupby("op", sort=True).agg(kernel_us=("dur", "sum"), n_kernels=("dur", "size"))
@@ -484,6 +496,7 @@ def kernel_ops(trace: Trace) -> pd.DataFrame:
             "step": ops["step"].to_numpy(),
             "op": g.index.to_numpy(),
             "name": ops["name"].str.removeprefix("aten::").to_numpy(),
+            "site": ops["site"].to_numpy(object),
             "input_shapes": [[_shape(x) for x in d] if isinstance(d, list) else [] for d in ops["input_dims"]],
             "dtype": [_dtype(t) for t in ops["input_types"]],
             "concrete": [c if isinstance(c, list) else [] for c in ops["concrete"]],

@@ -34,7 +34,7 @@ class ModelTime:
     source: Path
     gpu: str  # the GPU the prediction is for (its fits' name)
     measured_on: str  # the GPU the input was measured on ('' where unknown)
-    ops: pd.DataFrame  # name, kind, count, measured_ms, predicted_ms, extrapolated, why
+    ops: pd.DataFrame  # name, (traces: site, shapes), kind, count, measured_ms, predicted_ms, extrapolated, why
     totals: dict[str, float] = field(default_factory=dict)
 
     def by_kind(self) -> pd.DataFrame:
@@ -56,6 +56,12 @@ def _same_gpu(fits: Fits, name: str) -> bool:
         return gpus.lookup(name).slug == fits.gpu.slug
     except SeerError:
         return False
+
+
+def shapes_text(shapes: list) -> str:
+    """An op's tensor arguments as '4096x768 768x2304' (scalars left out): with the site, what
+    tells one `addmm` of a trace from another."""
+    return " ".join("x".join(map(str, s)) for s in shapes if s)
 
 
 def is_trace(path: Path) -> bool:
@@ -116,6 +122,8 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     table = pd.DataFrame(
         {
             "name": kops["name"],
+            "site": kops["site"],
+            "shapes": [shapes_text(s) for s in kops["input_shapes"]],
             "kind": [m.kind for m in mapped],
             "config": [m.config for m in mapped],
             "why": [m.why for m in mapped],
@@ -152,5 +160,5 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
             totals.pop(key)
     # one row per op of one step (the first), not per repetition
     first = in_step[in_step["step"] == in_step["step"].min()]
-    cols = ["name", "kind", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
+    cols = ["name", "site", "shapes", "kind", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
     return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)

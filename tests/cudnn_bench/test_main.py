@@ -130,6 +130,34 @@ def test_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "test_set_ii [fma]: 2 configurations, 16 calls" in out and "gemm_layers [fma]" in out
     assert "per-kernel rows for 100% of ok calls" in out and "vs estimate" in out
+    assert M.main(["report", "--data", str(folder)]) == 0  # the spelling of counters, too
+    assert capsys.readouterr().out == out
+    assert M.main(["report"]) == 2 and "give the data folder (DATA or --data DATA)" in capsys.readouterr().err
+    assert M.main(["report", str(folder), "--data", str(tmp_path / "other")]) == 2
+    assert "two data folders" in capsys.readouterr().err
+
+
+def _subparsers(parser):
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sub.choices
+
+
+def test_every_command_has_a_description_and_every_option_help():
+    for name, parser in _subparsers(M.build_parser()).items():
+        assert parser.description and len(parser.description) > 30, name
+        for action in parser._actions:
+            assert action.help, f"{name} {action.option_strings or action.dest} has no help"
+
+
+def test_help_does_not_load_the_collection_modules():
+    """--help builds the parser only: collect, ncu, export and Ray stay unloaded until a command runs."""
+    code = ("import sys\nfrom cudnn_bench.__main__ import main\n"
+            "try:\n    main(['collect', '--help'])\nexcept SystemExit:\n    pass\n"
+            "loaded = [m for m in ('cudnn_bench.collect', 'cudnn_bench.ncu_pass', 'cudnn_bench.export', "
+            "'cudnn_bench.ray_collect', 'cudnn_bench.cudnn', 'ray') if m in sys.modules]\n"
+            "assert not loaded, loaded\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
 
 
 def test_options_from_the_command_line():
@@ -148,7 +176,7 @@ def test_an_out_that_is_a_file_is_refused_before_any_work(command, under, tmp_pa
         raise AssertionError("work started before --out was checked")
 
     monkeypatch.setattr(K, "open_env", no_work)
-    monkeypatch.setattr(M, "merge", no_work)
+    monkeypatch.setattr("cudnn_bench.merge.merge", no_work)
     afile = tmp_path / "afile"
     afile.write_text("not a folder\n")
     out = afile / "sub" if under else afile

@@ -68,17 +68,18 @@ def records_folder(tmp_path):
     return folder
 
 
+@pytest.mark.parametrize("spelling", [("--data",), ()])  # DATA or --data DATA, as report and export-excel
 @pytest.mark.parametrize("make", ["missing", "empty", "file"])
-def test_counters_without_records_exit_2(make, tmp_path, capsys, monkeypatch):
+def test_counters_without_records_exit_2(make, spelling, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(ncu_pass, "counters_pass", lambda *a, **k: pytest.fail("no records: nothing to profile"))
     data = tmp_path / "data"
     if make == "empty":
         data.mkdir()
     elif make == "file":
         data.write_text("x")
-    assert M.main(["counters", "--data", str(data)]) == 2
+    assert M.main(["counters", *spelling, str(data)]) == 2
     line = _one_line(capsys)
-    assert f"--data {data} is not a folder of collected records" in line
+    assert f"counters: {data} is not a folder of collected records" in line
 
 
 def test_counters_without_a_gpu_exit_2(records_folder, capsys, monkeypatch):

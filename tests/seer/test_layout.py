@@ -11,7 +11,8 @@ from test_structure import _imports  # the import graph, imports inside function
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SHARED = {"__init__", "__main__", "errors", "cli", "cluster"}  # front door and shared infrastructure
+# front doors (python -m seer; the `seer` command, which runs the command lines by name) and shared infrastructure
+SHARED = {"__init__", "__main__", "command", "errors", "cli", "cluster"}
 STAGES = ("hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload", "evaluate")
 # what each stage may import besides the shared modules (the flow, not the folder order)
 MAY_IMPORT = {

@@ -99,3 +99,10 @@ def test_a_negative_workspace_limit_is_refused(limit, capsys):
     with pytest.raises(SystemExit) as info:
         evaluate_cli.main(["--set", "II", "--workspace-limit", limit])
     assert info.value.code == 2 and "--workspace-limit: expected a number of bytes >= 0" in capsys.readouterr().err
+
+
+def test_an_unknown_gpu_lists_the_known_ones(capsys):
+    """--gpu rtx4090 used to say only that there were no rows of it; the known GPUs are listed."""
+    assert evaluate_cli.main(["--set", "I", "--gpu", "rtx4090"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown GPU 'rtx4090': seer knows a10," in err and "bundled fits: " in err

@@ -76,3 +76,49 @@ def test_bad_graph_and_trace_values_are_one_line(tmp_path, capsys):
     other_model = ["--et", str(H100 / "resnet_b1.et.json.gz")]
     err = _one_line_error(capsys, main([str(H100 / "gpt_b1.pt.trace.json.gz"), *other_model]))
     assert "resnet_b1.et.json.gz: expected the execution trace of the run profiled in gpt_b1.pt.trace.json.gz" in err
+
+
+# ---- --out: CSV, JSON, stdout -------------------------------------------------------------------------------
+
+TRACE = H100 / "gpt_b8.pt.trace.json.gz"
+
+
+def test_out_json_holds_the_totals_and_the_ops_with_their_sites(tmp_path, capsys):
+    assert main([str(TRACE), "--top", "2", "--out", str(tmp_path / "ops.json")]) == 0
+    assert "wrote" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "ops.json").read_text())
+    assert doc["gpu"] == "NVIDIA H100 80GB HBM3" and doc["totals"]["predicted_ms"] > 0
+    ops = doc["ops"]
+    assert {"name", "site", "shapes", "measured_ms", "predicted_ms"} <= set(ops[0])
+    addmm = [o for o in ops if o["name"] == "addmm"]
+    assert len(addmm) == 16 and len({o["site"] for o in addmm}) == 16
+
+
+def test_out_dash_writes_the_table_to_stdout_and_the_report_to_stderr(capsys):
+    import pandas as pd
+
+    assert main([str(TRACE), "--out", "-"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["ops"] and "predicted whole model" in cap.err
+    assert main([str(TRACE), "--out", "-", "--format", "csv"]) == 0
+    from io import StringIO
+
+    table = pd.read_csv(StringIO(capsys.readouterr().out))
+    assert list(table.columns[:3]) == ["name", "site", "shapes"] and len(table) > 50
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [(["--out", "x.txt"], "--out must end in .json or .csv"), (["--format", "csv"], "give --out FILE or --out -"),
+     (["--out", "x.json", "--format", "csv"], "--out must end in .csv")],
+)
+def test_bad_out_is_one_line_before_the_work(args, msg, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert msg in _one_line_error(capsys, main([str(TRACE), *args]))
+
+
+def test_trace_mode_refuses_a_graph(tmp_path, capsys):
+    from seer.predict.__main__ import trace_main
+
+    err = _one_line_error(capsys, trace_main([str(_graph(tmp_path))]))
+    assert err.startswith("seer.trace: ") and "expected a profiler trace" in err

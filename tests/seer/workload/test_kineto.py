@@ -56,7 +56,9 @@ def test_reads_the_2022_layout_and_links(tmp_path):
     assert list(tr.kernels["op"]) == [0, 1, 2] and (tr.kernels["step"] == 0).all()
     assert attribution(tr) == 1.0
     ko = kernel_ops(tr)
-    assert list(ko.columns) == ["step", "op", "name", "input_shapes", "dtype", "concrete", "kernel_ms", "n_kernels"]
+    assert list(ko.columns) == [
+        "step", "op", "name", "site", "input_shapes", "dtype", "concrete", "kernel_ms", "n_kernels"]  # fmt: skip
+    assert ko["site"].tolist() == ["mm#1", "mm#2", "mm#3"]  # nothing but the op itself: its occurrence
     assert ko["name"].tolist() == ["mm"] * 3 and ko["input_shapes"].iat[0] == [[4, 8], [8, 16]]
     assert ko["dtype"].iat[0] == "float32" and np.allclose(ko["kernel_ms"], 0.02)
 
@@ -269,7 +271,7 @@ def test_predict_cli_on_a_trace_and_bad_input(capsys, tmp_path):
     assert main([str(tmp_path / "missing.csv")]) == 2
     assert main([str(H100 / "resnet_b32.pt.trace.json.gz"), "--gpu", "no-such-gpu"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 2 and "no fits for GPU 'no-such-gpu'" in err
+    assert err.count("\n") == 2 and "unknown GPU 'no-such-gpu': seer knows a10," in err and "bundled fits: " in err
 
 
 # ---- bad traces and execution traces: one DataError naming the file and the event ----------------------------
