@@ -136,35 +136,34 @@ def summary(done: Done, fitted: list[str]) -> str:
 
 
 def compare_with_bundled(out: Path, since: float = 0.0) -> list[str]:
-    """One line per GPU fitted into `out` (files written after `since`, a time.time()): whether
-    fitting the data again gave the bundled fits. Only fits of the same data (its content hash,
-    recorded in both files) are compared: fits of other data are expected to differ."""
+    """Whether fitting the data again gave the bundled fits, for each GPU fitted into `out` (files
+    written after `since`, a time.time()); GPUs with the same answer share a line. Only fits of
+    the same data (its content hash, recorded in both files) are compared: fits of other data
+    are expected to differ."""
     from seer import fitsfile
 
-    lines = []
+    said: dict[str, list[str]] = {}
     for path in sorted(p for p in out.glob("*.json") if p.stat().st_mtime >= since):
         bundled = fitsfile.FITS_DIR / path.name
         if not bundled.is_file():
-            lines.append(f"  {path.stem}: no bundled fits of this GPU")
+            said.setdefault("no bundled fits of this GPU", []).append(path.stem)
             continue
         new, old = fitsfile.read(path), fitsfile.read(bundled)
         nd, od = new.get("dataset", {}), old.get("dataset", {})
         if nd.get("content_sha256") != od.get("content_sha256"):
-            lines.append(
-                f"  {path.stem}: not compared: the bundled fits are of other data "
-                f"({od.get('path', '?')}, {od.get('rows', '?')} rows)"
+            what = (
+                f"not compared: the bundled fits are of other data ({od.get('path', '?')}, {od.get('rows', '?')} rows)"
             )
-            continue
-        cmp = fitsfile.compare(new, old)
-        if cmp.same():
-            lines.append(f"  {path.stem}: yes, {cmp.describe()}")
+        elif (cmp := fitsfile.compare(new, old)).same():
+            what = f"yes, {cmp.describe()}"
         else:
-            lines.append(
-                f"  {path.stem}: no, {cmp.describe()}; the bundled ones were made by seer "
-                f"{old.get('seer_version', '?')} on {old.get('date', '?')}, so this seer fits differently "
+            what = (
+                f"no, {cmp.describe()}; the bundled ones were made by seer {old.get('seer_version', '?')} on "
+                f"{old.get('date', '?')}, so this seer fits differently "
                 "(refit them with python -m seer.fit to ship its fits)"
             )
-    return lines
+        said.setdefault(what, []).append(path.stem)
+    return [f"  {', '.join(slugs)}: {what}" for what, slugs in said.items()]
 
 
 def steps(args: argparse.Namespace, out: Path, plots: Path | None) -> list[Step]:

@@ -120,9 +120,13 @@ def bundled_copy(tmp_path) -> Path:
     return out
 
 
-def test_a_refit_of_the_same_data_is_compared(bundled_copy):
+def test_a_refit_of_the_same_data_is_compared_and_gpus_alike_share_a_line(bundled_copy):
     (line,) = compare_with_bundled(bundled_copy)
     assert line.strip().startswith("t4: yes, same variants and choices")
+    if (fitsfile.FITS_DIR / "p4.json").is_file():
+        (bundled_copy / "p4.json").write_text((fitsfile.FITS_DIR / "p4.json").read_text())
+        (line,) = compare_with_bundled(bundled_copy)
+        assert line.strip().startswith("p4, t4: yes, same variants and choices")
 
 
 def test_a_refit_that_differs_says_what_and_why(bundled_copy):
