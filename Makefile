@@ -1,27 +1,37 @@
 # seer: `make run` and `make test` do all the set-up on a fresh machine (a virtual env in .venv).
+# `make run` installs what running seer needs (its dependencies and matplotlib for the plots);
+# `make test` and `make lint` add the dev tools and Ray (the tests start a local cluster).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
-STAMP  := $(VENV)/.installed
+STAMP     := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: install run test lint fit evaluate collect bench clean
+.PHONY: install install-dev run test lint fit evaluate collect bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev,plot,cluster]"
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[plot]"
 	touch $(STAMP)
 
-install: $(STAMP)
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev,plot,cluster]"
+	touch $(DEV_STAMP) $(STAMP)
 
-run: install          ## fit and evaluate on the built-in data
-	$(PY) -m seer
+install: $(STAMP)     ## seer, its dependencies and the plot extra
+install-dev: $(DEV_STAMP)  ## and the dev and cluster extras (pytest, ruff, mypy, Ray)
 
-test: install         ## the whole test suite (no GPU needed)
+run: install          ## fit and evaluate on the built-in data; headline at the end, full report in build/report
+	$(PY) -m seer $(ARGS)
+
+test: install-dev     ## the whole test suite (no GPU needed)
 	$(PY) -m pytest -q
 
-lint: install         ## ruff (lint + format check) and mypy over seer/ and cudnn_bench/
+lint: install-dev     ## ruff (lint + format check) and mypy over seer/ and cudnn_bench/
 	$(BIN)/ruff check seer cudnn_bench
 	$(BIN)/ruff format --check seer cudnn_bench
 	$(BIN)/mypy

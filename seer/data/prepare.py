@@ -29,9 +29,16 @@ def default_data() -> Path:
         return paths.OWN_DATA
     ns = records.neusight_dir()
     if ns is None:
+        own = (
+            f"{paths.OWN_DATA}/<gpu>/ holds no measurements (take them on a GPU: make collect)"
+            if paths.in_checkout()
+            else "this seer is installed, not a clone of its repository, so it has no measurements "
+            "of its own (a clone keeps them in data/<gpu>/)"
+        )
         raise SeerError(
-            "no data: the project has no measurements of its own yet and NeuSight's "
-            "were not found (set SEER_NEUSIGHT or pass --data)"
+            f"no data to fit or evaluate: {own}, and NeuSight's were not found ($SEER_NEUSIGHT, or "
+            "../shared/datasets/neusight from the repository or the current folder); pass --data "
+            "FILE_OR_FOLDER (harness CSVs, NeuSight's CSVs), set SEER_NEUSIGHT, or run from a clone"
         )
     return ns
 

@@ -171,6 +171,17 @@ def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:
     return sub.where(sub.notna(), None).to_dict(orient="records")
 
 
+def by_gpu(models: pd.DataFrame) -> dict[str, list[dict]]:
+    """Whole-model accuracy per GPU and overall (gpu "overall"), seer's and (on the graphs it
+    predicted) NeuSight's, for the JSON (python -m seer's headline reads it)."""
+    cols = ["gpu", *ACCURACY_KEYS]
+    out = {"by_gpu": _records(accuracy_table(models, "predicted_ms", "measured_ms", "gpu"), cols)}
+    ns = models[models["neusight_ms"].notna()]
+    if len(ns):
+        out["neusight_by_gpu"] = _records(accuracy_table(ns, "neusight_ms", "measured_ms", "gpu"), cols)
+    return out
+
+
 def run_set_models(args, fits_for_gpu) -> int:
     """The CLI of --set models (args: data, out, plots, gpu)."""
     folder = args.data if args.data is not None else default_graphs()
@@ -183,7 +194,7 @@ def run_set_models(args, fits_for_gpu) -> int:
         if not files:
             raise SeerError(f"no graphs of GPU {args.gpu!r} under {folder}")
     print(f"Whole models under {folder}: {len(files)} graphs, each timed by the fits --fits gives for its GPU.\n")
-    models, nodes = evaluate_graphs(files, fits_for_gpu)
+    models, nodes = evaluate_graphs(files, fits_for_gpu, log=lambda _line: None)  # the table below shows them
     overall = accuracy(models["predicted_ms"], models["measured_ms"])
     shown = models.assign(gpu=models["gpu"].str.replace("NVIDIA ", "").str.replace("Tesla ", ""))
     cols = ["gpu", "model", "measured_ms", "predicted_ms", "ape"] + (
@@ -229,6 +240,7 @@ def run_set_models(args, fits_for_gpu) -> int:
             "nodes": _records(nodes, ["source", "name", "kind", "measured_ms", "predicted_ms", "ape", "neusight_ms"]),
             "overall": {k: overall[k] for k in ACCURACY_KEYS},
             **{name: _records(t, list(t.columns)) for name, t in tables.items()},
+            **by_gpu(models),
         }
         write_out(Path(args.out), payload, {"models": models, **tables})
         print(f"\nwrote {args.out}")

@@ -52,6 +52,20 @@ def test_gpu_times_the_graphs_with_another_gpus_fits_and_says_so(t4_graph, capsy
     assert out.count("note: Tesla T4 data (t4, --gpu t4) is scored with the fits of Tesla V100-PCIE-32GB") == 1
 
 
+def test_each_model_once_and_per_gpu_figures_in_the_json(t4_graph, tmp_path, capsys):
+    """A graph's result is printed once (it was also logged while timing it, under the GPU's other
+    spelling), and the JSON holds per-GPU accuracy, seer's and NeuSight's (python -m seer's headline)."""
+    out = tmp_path / "models.json"
+    assert evaluate_cli.main(["--set", "models", "--data", str(t4_graph), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert text.count("bert_large-inf-512-8 ") == 1 and text.count("bert_large-inf-512-16 ") == 1
+    doc = json.loads(out.read_text())
+    (t4,) = [r for r in doc["by_gpu"] if r["gpu"] != "overall"]
+    apes = sorted(m["ape"] for m in doc["models"])
+    assert t4["gpu"] == "Tesla T4" and t4["n"] == 2 and t4["median_ape"] == pytest.approx(sum(apes) / 2)
+    assert [r["gpu"] for r in doc["by_gpu"]] == ["Tesla T4", "overall"]
+
+
 # ------------------------------------------------------------------ bad input files
 BLOCK = "{'nn_module_stack': OrderedDict([('m.h.0', <class 'Block'>)])}"
 GRAPH = f"""op,target,Name,input_shapes,output_shape,dtype,latency,meta
