@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     (report / "headline.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(
         f"\nheadline ({time.perf_counter() - t0:.0f} s): seer per GPU against the project's target and an anchor,\n"
-        "a published bar (REFERENCE.md section 9) or a rival on the same data (seer.evaluate.headline)\n"
+        "a published bar (docs/reference.md, Published bars) or a rival on the same data (seer.evaluate.headline)\n"
     )
     print(headline.format_rows(rows))
     return 0

@@ -75,12 +75,13 @@ def test_default_fit_output_of_an_installed_seer_is_not_the_package(installed, t
 
 def test_harness_imports_light():
     """The harness's record store and `import seer` load neither statsmodels nor scipy (PEP 562
-    lazy attributes): a GPU host starts collecting at once."""
+    lazy attributes): a GPU host starts collecting at once; prediction never loads statsmodels."""
     code = ("import sys, seer, cudnn_bench.store, cudnn_bench.plan\n"
             "heavy = [m for m in ('statsmodels', 'scipy', 'seer.predict', 'seer.models') if m in sys.modules]\n"
             "assert not heavy, heavy\n"
             "assert callable(seer.load) and 'statsmodels' not in sys.modules\n"
-            "seer.load('t4')\n"
-            "assert 'statsmodels' in sys.modules  # loaded on first use\n")
+            "seer.load('t4').predict(op='bmm', batch=8, m=64, n=64, k=64)\n"
+            "assert 'scipy' in sys.modules  # loaded on first use\n"
+            "assert 'statsmodels' not in sys.modules  # fitting needs it, predicting does not\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr

@@ -26,15 +26,12 @@ import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from seer import fitsfile
 from seer.cli import data_path, known_gpu, run, writable_dir, writable_file
-from seer.evaluate.noise import run_noise
-from seer.evaluate.report import fits_for, pyplot
-from seer.evaluate.selection import run_set_two
-from seer.evaluate.set_one import run_set_one
-from seer.hardware import gpus
-from seer.predict import Fits
+
+if TYPE_CHECKING:  # the evaluations load pandas, statsmodels and the fits: after --help, not before
+    from seer.predict import Fits
 
 
 def workspace_bytes(text: str) -> float:
@@ -52,6 +49,9 @@ def workspace_bytes(text: str) -> float:
 def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
     """GPU name -> its fits (fits_for, paired with the data by GPU), each GPU looked up once so
     that a cross-GPU note (--gpu) is said once, not once per graph."""
+    from seer.evaluate.report import fits_for
+    from seer.hardware import gpus
+
     cache: dict[str, Fits] = {}
 
     def of(name: str) -> Fits:
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
     )
-    ap.add_argument("--fits", default=str(fitsfile.FITS_DIR), help="fits folder or file (default: %(default)s)")
+    ap.add_argument("--fits", help="fits folder or file (default: the bundled fits, seer.fitsfile.FITS_DIR)")
     ap.add_argument("--gpu", help="only this GPU")
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
     ap.add_argument("--out", help="write the metrics to this .json or .csv")
@@ -96,18 +96,30 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from seer import fitsfile
+
+    if args.fits is None:
+        args.fits = str(fitsfile.FITS_DIR)
     if args.gpu:  # an unknown GPU lists the known ones, before any data is read
         known_gpu(args.gpu, fits_file=False)
     if args.out:  # output paths are checked before the work, not after it
         writable_file(args.out, "--out", (".json", ".csv"))
     if args.plots:
+        from seer.evaluate.report import pyplot
+
         writable_dir(args.plots, "--plots")
         pyplot()
     if args.set == "I":
+        from seer.evaluate.set_one import run_set_one
+
         return run_set_one(args)
     if args.set == "II":
+        from seer.evaluate.selection import run_set_two
+
         return run_set_two(args)
     if args.set == "noise":
+        from seer.evaluate.noise import run_noise
+
         return run_noise(args)
     if args.set == "models":
         from seer.evaluate.models import run_set_models

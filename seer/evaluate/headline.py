@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass
 from seer.hardware import gpus
 
 SOURCES = (
-    "Targets are the project's own, as the README's results sections state them (Test-set-I on NeuSight's "
+    "Targets are the project's own, as docs/results.md states them (Test-set-I on NeuSight's "
     "data: bmm and linear <= 10% RMSPE, conv <= 12%; Test-set-II's final targets: top-1 >= 95%, within 10% "
-    ">= 99%, mean slowdown <= 1%; whole models: <= 5% per model). Anchors are the bars of REFERENCE.md "
-    "section 9 (Bars set by the systems we compete with): SEER's published 14.71% RMSPE on conv kernels, "
+    ">= 99%, mean slowdown <= 1%; whole models: <= 5% per model). Anchors are the bars of docs/reference.md "
+    "(Published bars): SEER's published 14.71% RMSPE on conv kernels, "
     "NeuSight's published per-op errors (BMM 26%, FC 20%), and, measured on the same data by the "
     "evaluations themselves, cuDNN's heuristic pick (Get_v7) for Test-set-II and NeuSight's own "
     "predictions of the same graphs for whole models."
@@ -34,7 +34,7 @@ class Bar:
     published: float | None = None  # the anchor's published figure; None: measured on the same data
 
 
-# Test-set-I per op (configuration-only prediction). REFERENCE.md section 9 for the anchors.
+# Test-set-I per op (configuration-only prediction). docs/reference.md, Published bars, for the anchors.
 SET_ONE = {
     "conv_fwd": Bar("Test-set-I conv RMSPE", "rmspe", 0.12, False, "SEER", "published", 0.1471),
     "bmm": Bar("Test-set-I bmm RMSPE", "rmspe", 0.10, False, "NeuSight BMM", "published", 0.26),

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-import statsmodels.api as sm
 
 from seer.models.features import Design
 from seer.models.law import Regime, TimeLaw
@@ -96,6 +95,8 @@ def fit_law(
         lt = np.log(b.law.time(D))
         if np.ptp(lt) <= 1e-12 * max(1.0, float(np.abs(lt).max())):  # a constant law: no clock slope to fit
             return fit_bounds(D, y, floor, options=options) if plain is None else plain
+        import statsmodels.api as sm  # fitting only: predicting never loads statsmodels (1 s)
+
         # hasconst: the first column is the constant (statsmodels need not search for one)
         r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt]), hasconst=True).fit()
         new = (float(r.params[0]), float(r.params[1]))

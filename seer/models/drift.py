@@ -16,8 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
-from scipy.stats import spearmanr
 
 from seer.data import configs
 
@@ -70,6 +68,8 @@ def order_is_random(df: pd.DataFrame) -> bool:
         pts = configs.log_config(df, op)
     except Exception:
         return False
+    from scipy.stats import spearmanr  # fitting only, as statsmodels below
+
     pos = df["call_id"].to_numpy(dtype="float64", na_value=np.nan)
     for j in range(pts.shape[1]):
         if np.ptp(pts[:, j]) == 0:
@@ -88,6 +88,8 @@ def _hats(pos: np.ndarray) -> np.ndarray:
 def fit_drift(source: str, pos: np.ndarray, log_ratio: np.ndarray) -> Drift | None:
     """Fit log(measured / predicted) as a smooth function of position (OLS, statsmodels);
     None unless it beats a constant clearly (F test) and spans more than MIN_SPAN."""
+    import statsmodels.api as sm  # fitting only: predicting never loads statsmodels (1 s)
+
     X = _hats(pos)
     full = sm.OLS(log_ratio, X).fit()
     flat = sm.OLS(log_ratio, np.ones((len(pos), 1))).fit()

@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-import statsmodels.api as sm
 from scipy.optimize import lsq_linear, nnls
 
 
 def wls_relative(X: np.ndarray, y: np.ndarray):
     """statsmodels' WLS with weights 1/t^2: least squares on relative error (SEER's nlinfit objective)."""
+    import statsmodels.api as sm  # fitting only: predicting never loads statsmodels (1 s)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return sm.WLS(y, X, weights=1.0 / y**2).fit()

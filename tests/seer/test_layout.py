@@ -72,4 +72,4 @@ def test_tests_mirror_the_tree():
     stray = sorted(str(f) for f in folders if str(f) != "." and not (ROOT / f / "__init__.py").is_file())
     assert not stray, stray
     top = sorted(p.name for p in tests.glob("test_*.py"))
-    assert top == ["test_packaging.py", "test_structure.py"], top
+    assert top == ["test_docs.py", "test_packaging.py", "test_structure.py"], top
