@@ -64,13 +64,9 @@ def known_gpu(name: str, fits_file: bool = True) -> str:
     try:
         gpus.lookup(name)
     except UnknownGPUError:
-        from seer.fitsfile import bundled
+        from seer.fitsfile import unknown_gpu
 
-        raise SeerError(
-            f"unknown GPU {name!r}: seer knows {', '.join(sorted(gpus.GPUS))} (bundled fits: "
-            f"{', '.join(bundled()) or 'none'}; the others get fits moved from those)"
-            + ("; or give a fits file (.json)" if fits_file else "")
-        ) from None
+        raise SeerError(unknown_gpu(name, fits_file)) from None
     return name
 
 

@@ -98,6 +98,18 @@ def resolve(name: str | os.PathLike[str] | None) -> Path:
     )
 
 
+def unknown_gpu(name: str, fits_file: bool = True) -> str:
+    """The sentence for a GPU seer neither has fits for nor can move fits to (not in its spec
+    table): the GPUs it knows and the bundled fits, so that a typo does not end in a bare "no fits"."""
+    from seer.hardware import gpus
+
+    return (
+        f"unknown GPU {name!r}: seer knows {', '.join(sorted(gpus.GPUS))} (bundled fits: "
+        f"{', '.join(bundled()) or 'none'}; the others get fits moved from those)"
+        + ("; or give a fits file (.json)" if fits_file else "")
+    )
+
+
 def bundled() -> list[str]:
     return sorted(p.stem for p in FITS_DIR.glob("*.json")) if FITS_DIR.is_dir() else []
 

@@ -309,11 +309,11 @@ def load_or_transfer(name: str | os.PathLike[str] | gpus.GPUSpec) -> Fits:
         name = name.slug
     try:
         return load(name)
-    except SeerError as exc:
-        if not isinstance(name, str) or name.endswith(".json"):
+    except SeerError:
+        if not isinstance(name, str) or not name.strip() or name.endswith(".json"):  # not a GPU name: as load said
             raise
         try:
             spec = gpus.lookup(str(name))
-        except SeerError:
-            raise exc from None
+        except SeerError:  # neither fits nor a spec to move fits to: say what seer knows
+            raise SeerError(f"no fits for GPU {name!r}, and {fitsfile.unknown_gpu(name)}") from None
         return transfer(spec, default_sources(spec, other_chips=False))  # it has no fits: its chip's are the best

@@ -31,6 +31,8 @@ def test_a_gpu_without_fits_is_transferred_and_says_so():
     assert sorted(r["rank"]) == list(range(1, len(r) + 1)) and set(r["algo"]) == set(l4.algorithms)
     with pytest.raises(SeerError, match="no fits for GPU 'frobnitz'"):
         seer.load("frobnitz")  # neither bundled nor in seer.hardware.gpus
+    with pytest.raises(SeerError, match=r"no fits for GPU 'rtx4090', and unknown GPU 'rtx4090': seer knows a10, .*l4"):
+        seer.load("rtx4090")  # the API names the GPUs it knows, as the command lines do
 
 
 def test_sources_never_include_the_target_or_its_chip():
