@@ -10,11 +10,20 @@ The whole model runs ops one after another from one host thread: each op costs t
 dispatch time and a kernel starts when both the host has launched it and the GPU is free (the
 DLRM performance model's rule). Big models are GPU-bound, so this is the sum of kernel times
 plus the host time before the first kernel; small ones are host-bound.
+
+An op's predicted time is what timing the op alone gives (NeuSight's per-node times and the
+memory-bound data behind the fits are times of whole calls): its host call, then its kernels.
+On the timeline the host part is the dispatch time and the GPU's share is the rest (at least
+KERNEL_FLOOR_MS): in a whole run the next call is issued while the kernels run. Without this
+split a whole model is predicted as the sum of its ops timed alone, which on NeuSight's graphs
+exceeds the measured whole by 3-19% (V100; `docs/model.md`, Whole models).
+A training step (seer.workload.training) is the forward ops, then the backward and gradient
+accumulation ops in reverse order, on the same timeline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -26,6 +35,7 @@ from seer.predict.gemms import timed_as
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
+KERNEL_FLOOR_MS = 0.002  # the least a launched kernel occupies the GPU (an assumed 2 us)
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,9 @@ class WholeModel:
     replay_ms: float  # host dispatch and GPU in one timeline (the prediction)
     unmodelled_ms: float  # measured time of ops seer has no predictor for (included as measured)
     dispatch_ms: float  # host time per op used
+    by_direction: dict[str, float] = field(
+        default_factory=dict
+    )  # training: forward, backward (+ accumulation) on the timeline
 
 
 def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -59,38 +72,64 @@ def _seer_op(kind: str, cfg: dict, covered: set[str]) -> str | None:
     return cfg["op"] if cfg["op"] in covered else None
 
 
+def _kernels(out: pd.DataFrame, i: int, kind: str) -> list[tuple[str, dict, str]]:
+    """(kind, config, label) of each kernel of row i: its `parts` (an op of several kernels,
+    seer.workload.ops.Mapped) or its own kind and config."""
+    parts = out["parts"].iat[i] if "parts" in out else None
+    if parts:
+        return [(p.kind, p.config, p.label) for p in parts]
+    return [(kind, out["config"].iat[i], "")]
+
+
 def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
-    """The op table with `predicted_ms` (GPU time of the op's kernels; the host dispatch time for
-    ops that launch none), `predictor` (the seer op that timed it), `extrapolated` (its config
-    lies outside the fitted range of the model that timed it) and, for ops seer could not
-    time, `kind` = unmodelled with the reason in `why`."""
+    """The op table with `predicted_ms` (GPU time of the op's kernels, summed where it has several
+    `parts`; the host dispatch time for ops that launch none), `predictor` (the seer op that
+    timed each kernel, with its label: `linear[dgrad]+linear[wgrad]`), `extrapolated` (a config
+    lies outside the fitted range of the model that timed it) and, for ops seer could not time,
+    `kind` = unmodelled with the reason in `why`."""
     out = ops.copy()
     pred = np.full(len(out), np.nan)
-    predictor = np.full(len(out), "", dtype=object)
     outside = np.zeros(len(out), dtype=bool)
     kind = out["kind"].to_numpy(dtype=object).copy()
     why = out["why"].to_numpy(dtype=object).copy() if "why" in out else np.full(len(out), "", dtype=object)
     covered = set(fits.ops)  # memory-bound ops: the datasheet where not fitted
-    timed = np.flatnonzero(np.isin(kind, KERNEL_KINDS))
+    items: list[tuple[int, str, dict, str]] = []  # (row, kind, config, label) of every kernel
+    for i in np.flatnonzero(np.isin(kind, KERNEL_KINDS)):
+        items += [(int(i), k, c, lab) for k, c, lab in _kernels(out, int(i), kind[i])]
+    t = np.full(len(items), np.nan)
+    far = np.zeros(len(items), dtype=bool)
+    by = np.full(len(items), "", dtype=object)
+    failed: dict[int, str] = {}
     groups: dict[tuple[str, str], list[int]] = {}
-    for i in timed:
-        cfg = out["config"].iat[i]
-        op = _seer_op(kind[i], cfg, covered)
+    for j, (row, k, cfg, _) in enumerate(items):
+        op = _seer_op(k, cfg, covered)
         if op is None:
-            kind[i], why[i] = "unmodelled", f"the fits for {fits.gpu.name} do not cover {cfg['op']}"
+            failed.setdefault(row, f"the fits for {fits.gpu.name} do not cover {cfg['op']}")
             continue
-        groups.setdefault((op, str(cfg.get("dtype", ""))), []).append(int(i))
+        groups.setdefault((op, str(cfg.get("dtype", ""))), []).append(j)
     for (op, _), idx in groups.items():
-        df = pd.DataFrame([out["config"].iat[i] for i in idx]).assign(op=op)
+        df = pd.DataFrame([items[j][2] for j in idx]).assign(op=op)
         try:
-            pred[idx], outside[idx], predictor[idx] = _predict_group(fits, op, df)
+            t[idx], far[idx], by[idx] = _predict_group(fits, op, df)
         except SeerError:  # one config the model refuses: time the others one by one
-            for j, row in enumerate(idx):
+            for n, j in enumerate(idx):
                 try:
-                    t, far, by = _predict_group(fits, op, df.iloc[[j]])
-                    pred[row], outside[row], predictor[row] = t[0], far[0], by[0]
+                    a, b, c = _predict_group(fits, op, df.iloc[[n]])
+                    t[j], far[j], by[j] = a[0], b[0], c[0]
                 except SeerError as exc:
-                    kind[row], why[row] = "unmodelled", str(exc)
+                    failed.setdefault(items[j][0], str(exc))
+    rows = np.array([it[0] for it in items], dtype=int)
+    if len(items):
+        sums = np.bincount(rows, weights=np.nan_to_num(t), minlength=len(out))
+        has = np.bincount(rows, minlength=len(out)) > 0
+        pred[has] = sums[has]
+        np.logical_or.at(outside, rows, far)
+    label = [f"{b}[{it[3]}]" if it[3] else str(b) for it, b in zip(items, by)]
+    predictor = np.full(len(out), "", dtype=object)
+    for row, name in zip(rows, label):
+        predictor[row] = f"{predictor[row]}+{name}" if predictor[row] else name
+    for row, reason in failed.items():
+        kind[row], why[row], pred[row], predictor[row] = "unmodelled", reason, np.nan, ""
     pred[kind == "dispatch"] = dispatch_ms
     return out.assign(kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside)
 
@@ -109,29 +148,48 @@ def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:
 
 def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> WholeModel:
     """Whole-model time of a predicted op table (predict_ops): each op repeated `count` times in
-    graph order (a block's ops run num_layer times in a row, block after block); ops seer does
-    not model count with their measured time."""
+    graph order (a block's ops run num_layer times in a row, block after block; a training step's
+    backward rows, which come after the forward ones in reverse order, run epilogue first); ops seer
+    does not model count with their measured time."""
     k = ops["kind"].to_numpy(dtype=object)
     kernel = np.isin(k, KERNEL_KINDS)
     unmodelled = k == "unmodelled"
-    gpu = np.where(kernel, ops["predicted_ms"].to_numpy(dtype=float), 0.0)
+    pred = ops["predicted_ms"].to_numpy(dtype=float)
+    gpu = np.where(kernel, pred, 0.0)
     meas = ops["measured_ms"].to_numpy(dtype=float) if "measured_ms" in ops else np.full(len(ops), np.nan)
     gpu = np.where(unmodelled, np.nan_to_num(meas), gpu)
     count = ops["count"].to_numpy(dtype=int) if "count" in ops else np.ones(len(ops), dtype=int)
     part = ops["part"].to_numpy(dtype=object) if "part" in ops else np.full(len(ops), "block", dtype=object)
-    order = _unrolled(part, count)
+    direction = ops["direction"].to_numpy(dtype=object) if "direction" in ops else np.full(len(ops), "forward")
+    back = direction != "forward"
+    order = _unrolled(part, count, back)
     host = np.full(len(order), dispatch_ms)
+    # on the timeline an op's host call overlaps the previous kernels: the GPU's share is the rest
+    device = np.where(kernel, np.maximum(gpu - dispatch_ms, KERNEL_FLOOR_MS), gpu)[order]
+    total = timeline(host, device)
+    n_forward = int((~back[order]).sum())
+    forward = timeline(host[:n_forward], device[:n_forward])
+    by_direction = {"forward": forward, "backward": total - forward} if back.any() else {}
     return WholeModel(
         kernel_sum_ms=float((gpu * count).sum()),
-        replay_ms=timeline(host, gpu[order]),
+        replay_ms=total,
         unmodelled_ms=float((np.nan_to_num(meas) * count)[unmodelled].sum()),
         dispatch_ms=dispatch_ms,
+        by_direction=by_direction,
     )
 
 
-def _unrolled(part: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """Row positions in execution order: prologue, the block `count` times, epilogue."""
+def _unrolled(part: np.ndarray, count: np.ndarray, backward: np.ndarray | None = None) -> np.ndarray:
+    """Row positions in execution order: prologue, the block `count` times, epilogue; then the
+    backward rows (already in reverse order) epilogue, the block `count` times, prologue."""
     idx = np.arange(len(part))
-    block = idx[part == "block"]
-    reps = int(count[block[0]]) if len(block) else 0
-    return np.concatenate([idx[part == "prologue"], np.tile(block, reps), idx[part == "epilogue"]]).astype(int)
+    back = np.zeros(len(part), dtype=bool) if backward is None else backward
+
+    def run(rows: np.ndarray, sections: tuple[str, str]) -> list[np.ndarray]:
+        block = rows[part[rows] == "block"]
+        reps = int(count[block[0]]) if len(block) else 0
+        return [rows[part[rows] == sections[0]], np.tile(block, reps), rows[part[rows] == sections[1]]]
+
+    forward = run(idx[~back], ("prologue", "epilogue"))
+    reverse = run(idx[back], ("epilogue", "prologue"))
+    return np.concatenate([*forward, *reverse]).astype(int)

@@ -20,7 +20,7 @@ import ast
 import io
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +28,15 @@ import pandas as pd
 
 from seer.data.records import data_path, numeric, read_bytes, read_json
 from seer.errors import DataError, SeerError
-from seer.workload.ops import classify
+from seer.workload.ops import classify, op_name
+from seer.workload.training import training_step
 
 # columns of the op table that seer.workload.estimate reads
 COLUMNS = (
-    "source", "name", "target", "module", "kind", "config", "why",
-    "input_shapes", "output_shape", "dtype", "part", "count", "measured_ms",
+    "source", "name", "target", "module", "kind", "config", "parts", "why",
+    "input_shapes", "output_shape", "dtype", "part", "count", "direction", "measured_ms",
 )  # fmt: skip
+TRAINING = ("fw_latency", "bw_latency", "acc_latency")  # NeuSight's training layout: per node and direction
 PARTS = ("prologue", "block", "epilogue")
 _NEEDED = ("op", "target", "Name", "input_shapes", "output_shape", "latency")
 FX_OPS = ("placeholder", "get_attr", "call_function", "call_method", "call_module", "output")
@@ -52,7 +54,9 @@ class Graph:
     model: str  # the file's stem, e.g. gpt2_large-inf-1024-4
     num_layer: int
     measured_ms: float | None  # whole-model latency where measured (e2e_latency)
-    ops: pd.DataFrame  # one row per fx node: COLUMNS
+    ops: pd.DataFrame  # one row per fx node (training: per node and direction): COLUMNS
+    training: bool = False  # a training step (forward, backward, accumulation), not a forward pass
+    measured_by_direction: dict[str, float] = field(default_factory=dict)  # forward, backward (ms)
 
 
 def _literal(text, column: str, file: str, line: int, kind: type):
@@ -80,8 +84,9 @@ def _output_shape(value, file: str, line: int) -> list[int] | None:
     return None
 
 
-def _meta(path: Path) -> tuple[int, float | None]:
-    """num_layer and e2e_latency of the JSON beside a graph, both checked."""
+def _meta(path: Path) -> tuple[int, float | None, dict[str, float]]:
+    """num_layer, e2e_latency and (training steps) the forward and backward times of the JSON
+    beside a graph, all checked."""
     meta_path = path.with_suffix(".json")
     file = str(meta_path)
     if not meta_path.exists():
@@ -108,7 +113,15 @@ def _meta(path: Path) -> tuple[int, float | None]:
         if not ok:
             raise DataError(file, None, "e2e_latency", "a whole-model time in ms > 0, or null where not measured", e2e)
         e2e = float(e2e)
-    return int(n), e2e
+    parts = {}
+    for key, direction in (("fw_latency", "forward"), ("bwall_latency", "backward")):
+        v = meta.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise DataError(file, None, key, "a time in ms >= 0", v)
+        parts[direction] = float(v)
+    return int(n), e2e, parts
 
 
 def _module_stack(meta) -> list[tuple[str, str]]:
@@ -131,10 +144,20 @@ def read_graph(path: str | Path) -> Graph:
         raise DataError(file, None, None, expected)
     if not len(raw):
         raise DataError(file, None, None, "a torch.fx graph with at least one node, got only the header row")
-    n, e2e = _meta(path)
+    n, e2e, by_direction = _meta(path)
+    step = by_direction.get("backward", 0.0) > 0  # the JSON gives a training step's backward time
     lines = np.arange(len(raw)) + 2
     # as Python objects: a bad value is quoted as written (-3.0), not as numpy spells it
-    latency = numeric(raw["latency"].astype(object), file, "latency", lines, minimum=0, expected="a latency in ms")
+    columns = [c for c in ("latency", *TRAINING) if c in raw]
+    times = {c: numeric(raw[c].astype(object), file, c, lines, minimum=0, expected="a latency in ms") for c in columns}
+    training = all(c in raw for c in TRAINING) and (step or bool((times["bw_latency"] > 0).any()))
+    if step and not training:
+        raise DataError(
+            file, None, None,
+            f"per-node {', '.join(TRAINING)} columns: its JSON gives a training step (bwall_latency > 0), and "
+            "a forward pass is not to be scored against it",
+        )  # fmt: skip
+    latency = times["fw_latency" if training else "latency"]
     fx_op = raw["op"].astype(str).str.strip()
     bad = ~fx_op.isin(FX_OPS).to_numpy()
     if bad.any():
@@ -150,10 +173,13 @@ def read_graph(path: str | Path) -> Graph:
         out = _output_shape(_literal(r.output_shape, "output_shape", file, line, tuple), file, line)
         dtype = str(getattr(r, "dtype", "") or "")
         dtype = "" if dtype == "nan" else dtype.replace("torch.", "")
+        target = str(r.target)
+        if training and op_name(target, module) == "dropout":  # in training, dropout is a kernel
+            target, module = "native_dropout", ""
         if fx_op.iat[i] in ("placeholder", "get_attr", "output") or not dtype:
             m = classify("identity", [])  # no kernel: an input, a parameter or a Python value
         else:
-            m = classify(str(r.target), shapes, out, module=module, dtype=dtype)
+            m = classify(target, shapes, out, module=module, dtype=dtype)
         rows.append(
             {
                 "source": str(path),
@@ -162,12 +188,17 @@ def read_graph(path: str | Path) -> Graph:
                 "module": module,
                 "kind": m.kind,
                 "config": m.config,
+                "parts": m.parts,
                 "why": m.why,
                 "input_shapes": shapes,
                 "output_shape": out,
                 "dtype": dtype,
                 "in_layer": any(_LAYER.search(p) for p, _ in stack),
+                "direction": "forward",
                 "measured_ms": float(latency.iat[i]),
+                "fx_op": fx_op.iat[i],
+                "op": op_name(target, module),
+                "inputs": _input_nodes(raw["_input_nodes"].iat[i] if "_input_nodes" in raw else None),
             }
         )
     ops = pd.DataFrame(rows)
@@ -179,7 +210,18 @@ def read_graph(path: str | Path) -> Graph:
             "repeat", n,
         )  # fmt: skip
     ops["part"], ops["count"] = _parts(in_layer, n)
-    return Graph(path, path.parent.name.replace("_", " "), path.stem, n, e2e, ops[list(COLUMNS)])
+    if training:
+        ops = training_step(ops, times["bw_latency"].to_numpy(float), times["acc_latency"].to_numpy(float))
+    gpu = path.parent.name.replace("_", " ")
+    return Graph(path, gpu, path.stem, n, e2e, ops[list(COLUMNS)], training, by_direction)
+
+
+def _input_nodes(text) -> list[str] | None:
+    """The names of a node's input nodes (fx's `_input_nodes`, "{x: None, y: None}"); None where
+    the graph does not record them."""
+    if not isinstance(text, str):
+        return None
+    return re.findall(r"(\w+): None", text)
 
 
 def _parts(in_layer: np.ndarray, num_layer: int) -> tuple[np.ndarray, np.ndarray]:

@@ -85,11 +85,21 @@ MODULES = {
 
 @dataclass(frozen=True)
 class Mapped:
-    """What seer does with one op: its kind and, for kinds it times, a seer config."""
+    """What seer does with one op: its kind and, for kinds it times, a seer config.
+
+    An op that launches several kernels (a backward: a linear's two GEMMs) has them as `parts`,
+    each a Mapped with its own config; its time is theirs summed, its `config` the first part's."""
 
     kind: str
     config: dict | None = None
     why: str = ""  # for unmodelled ops: what was missing
+    parts: tuple[Mapped, ...] = ()
+    label: str = ""  # what this kernel is, where the op's name does not say (dgrad, wgrad, ...)
+
+    @property
+    def kernels(self) -> tuple[Mapped, ...]:
+        """The kernels seer times for this op: its parts, or itself."""
+        return self.parts or ((self,) if self.config is not None else ())
 
 
 @dataclass(frozen=True)

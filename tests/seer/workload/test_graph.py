@@ -135,7 +135,9 @@ def test_whole_model_repeats_the_block(tiny_graph):
     w = whole_model(pred, dispatch_ms=0.001)
     t = pred.set_index("name")["predicted_ms"]
     assert w.kernel_sum_ms == pytest.approx(t["m_fc0"] + 3 * t["tanh"] + t["m_out"])
-    assert w.replay_ms >= w.kernel_sum_ms and w.unmodelled_ms == 0
+    assert w.unmodelled_ms == 0
+    # on the timeline each op's host call (0.001 ms) overlaps the kernels before it
+    assert w.kernel_sum_ms - 5 * 0.001 <= w.replay_ms <= w.kernel_sum_ms + 7 * 0.001
     assert t["size"] == 0.001  # dispatch-only nodes cost the host time
 
 
