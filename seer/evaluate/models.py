@@ -58,12 +58,28 @@ def dispatch_by_graph(graphs: list[Graph]) -> dict[Path, float]:
     return out
 
 
-def _neusight(source: Path) -> tuple[pd.Series | None, float | None]:
-    """NeuSight's per-node (by Name) and whole-model predictions of a graph, where they lie beside it
-    (read through seer's one opener and checked: a bad file is a DataError, not a wrong comparison)."""
-    base = source.parent.parent.parent / "neusight-predictions" / source.parent.name / source.name
+NEUSIGHT_COLUMNS = {"forward": "fw_latency", "backward": "bw_latency", "accumulate": "acc_latency"}
+
+
+def _neusight_file(source: Path) -> Path:
+    """Where NeuSight's predictions of a graph lie: `predictions/<GPU>/` beside its GPU folder
+    (neusight-train's layout), else `neusight-predictions/<GPU>/` beside its data set."""
+    beside = source.parent.parent / "predictions" / source.parent.name / source.name
+    return (
+        beside
+        if beside.exists()
+        else source.parent.parent.parent / "neusight-predictions" / source.parent.name / source.name
+    )
+
+
+def _neusight(source: Path) -> tuple[pd.DataFrame | None, dict[str, float]]:
+    """NeuSight's per-node predictions of a graph (index Name; a column per direction it gives:
+    forward, backward, accumulate) and its whole-model ones (e2e, and forward and backward of a
+    training step), where they lie beside it (read through seer's one opener and checked: a bad
+    file is a DataError, not a wrong comparison)."""
+    base = _neusight_file(source)
     if not base.exists():
-        return None, None
+        return None, {}
     file = str(base)
     try:
         raw = pd.read_csv(io.BytesIO(records.read_bytes(base, "NeuSight's per-node predictions (CSV)")))
@@ -73,26 +89,51 @@ def _neusight(source: Path) -> tuple[pd.Series | None, float | None]:
         if col not in raw:
             raise DataError(file, None, col, f"a column named '{col}' (NeuSight's predictions)")
     lines = np.arange(len(raw)) + 2
-    times = raw["fw_latency"].astype(object)  # a bad value quoted as written, not as numpy spells it
-    times = records.numeric(times, file, "fw_latency", lines, minimum=0, expected="a predicted time in ms")
     names = raw["Name"].astype(str)
     if (dup := np.flatnonzero(names.duplicated().to_numpy())).size:
         raise DataError(file, int(lines[dup[0]]), "Name", "each node once", names.iat[dup[0]], where="line")
-    nodes = pd.Series(times.to_numpy(float), index=names.to_numpy(), name="fw_latency")
+    nodes = pd.DataFrame(index=names.to_numpy())
+    for direction, col in NEUSIGHT_COLUMNS.items():
+        if col in raw:  # a bad value quoted as written, not as numpy spells it
+            times = records.numeric(
+                raw[col].astype(object), file, col, lines, minimum=0, expected="a predicted time in ms"
+            )
+            nodes[direction] = times.to_numpy(float)
     meta = base.with_suffix(".json")
-    whole = None
+    whole: dict[str, float] = {}
     if meta.exists():
         doc = records.read_json(meta, "NeuSight's whole-model prediction (JSON with e2e_latency)")
-        whole = doc.get("e2e_latency") if isinstance(doc, dict) else None
-        ok = isinstance(whole, (int, float)) and not isinstance(whole, bool) and np.isfinite(whole) and whole > 0
-        if whole is not None and not ok:
-            raise DataError(str(meta), None, "e2e_latency", "a predicted whole-model time in ms > 0", whole)
+        for key, name in (("e2e_latency", "e2e"), ("fw_latency", "forward"), ("bwall_latency", "backward")):
+            v = doc.get(key) if isinstance(doc, dict) else None
+            if v is None:
+                continue
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v >= 0
+            if not ok or (key == "e2e_latency" and v <= 0):
+                raise DataError(str(meta), None, key, "a predicted time in ms (> 0 for the whole model)", v)
+            whole[name] = float(v)
     return nodes, whole
 
 
+def _read_all(files: list[Path], log) -> tuple[list[Graph], list[tuple[Path, str]]]:
+    """The graphs that read, and (file, reason) for each that did not: one bad file never stops
+    an evaluation over a folder."""
+    graphs, skipped = [], []
+    for f in files:
+        try:
+            graphs.append(read_graph(f))
+        except SeerError as exc:
+            skipped.append((f, str(exc)))
+            log(f"  skipped {f}: {exc}")
+    return graphs, skipped
+
+
 def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(models, nodes): one row per graph and one per node that launches a kernel."""
-    graphs = [read_graph(f) for f in files]
+    """(models, nodes): one row per graph and one per node (and direction, for a training step)
+    that launches a kernel. Files that do not read are left out with their reason (log), and
+    listed in `models.attrs["skipped"]`."""
+    graphs, skipped = _read_all(files, log)
+    if not graphs:
+        raise SeerError(f"none of the {len(files)} graphs could be read; the first: {skipped[0][1]}")
     dispatch = dispatch_by_graph(graphs)
     models, nodes = [], []
     for g in graphs:
@@ -101,26 +142,31 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
         w = whole_model(ops, dispatch[g.source])
         ns_nodes, ns_whole = _neusight(g.source)
         measured_kernel = (ops["measured_ms"].fillna(0) * ops["count"])[ops["kind"] != "dispatch"].sum()
-        models.append(
-            {
-                "source": str(g.source),
-                "gpu": g.gpu,
-                "model": g.model,
-                "num_layer": g.num_layer,
-                "measured_ms": g.measured_ms,
-                "predicted_ms": w.replay_ms,
-                "kernel_sum_ms": w.kernel_sum_ms,
-                "unmodelled_share": w.unmodelled_ms / measured_kernel if measured_kernel else 0.0,
-                "dispatch_ms": w.dispatch_ms,
-                "neusight_ms": ns_whole,
-            }
-        )
+        row = {
+            "source": str(g.source),
+            "gpu": g.gpu,
+            "model": g.model,
+            "step": "training" if g.training else "inference",
+            "num_layer": g.num_layer,
+            "measured_ms": g.measured_ms,
+            "predicted_ms": w.replay_ms,
+            "kernel_sum_ms": w.kernel_sum_ms,
+            "unmodelled_share": w.unmodelled_ms / measured_kernel if measured_kernel else 0.0,
+            "dispatch_ms": w.dispatch_ms,
+            "neusight_ms": ns_whole.get("e2e"),
+        }
+        if g.training:
+            for d in ("forward", "backward"):
+                row.update({f"measured_{d}_ms": g.measured_by_direction.get(d), f"predicted_{d}_ms": w.by_direction.get(d),
+                            f"neusight_{d}_ms": ns_whole.get(d)})  # fmt: skip
+        models.append(row)
         k = ops[ops["kind"].isin([*KERNEL_KINDS, "unmodelled"])]
-        rows = k[["source", "name", "kind", "part", "count", "measured_ms", "predicted_ms"]].assign(
+        rows = k[["source", "name", "kind", "direction", "part", "count", "measured_ms", "predicted_ms"]].assign(
             gpu=g.gpu, model=g.model
         )
         if ns_nodes is not None:
-            rows = rows.assign(neusight_ms=rows["name"].map(ns_nodes))
+            ns = ns_nodes.stack()  # (Name, direction) -> NeuSight's time
+            rows = rows.assign(neusight_ms=[ns.get((n, d), np.nan) for n, d in zip(rows["name"], rows["direction"])])
         nodes.append(rows)
         log(
             f"  {g.gpu:24s} {g.model:26s} measured {g.measured_ms or float('nan'):9.1f} ms"
@@ -129,6 +175,7 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
     m = pd.DataFrame(models)
     m["ape"] = (m["predicted_ms"] - m["measured_ms"]).abs() / m["measured_ms"]
     m["neusight_ape"] = (m["neusight_ms"] - m["measured_ms"]).abs() / m["measured_ms"]
+    m.attrs["skipped"] = [(str(f), why) for f, why in skipped]
     n = pd.concat(nodes, ignore_index=True)
     if "neusight_ms" not in n:
         n["neusight_ms"] = np.nan
@@ -141,9 +188,16 @@ def node_tables(nodes: pd.DataFrame) -> dict[str, pd.DataFrame]:
     nodes measured above KERNEL_NODE_MS that both predicted."""
     k = nodes[(nodes["measured_ms"] > KERNEL_NODE_MS) & nodes["predicted_ms"].notna()]
     both = k[k["neusight_ms"].notna()] if k["neusight_ms"].notna().any() else k
-    out = {"nodes_seer": accuracy_table(k, "predicted_ms", "measured_ms", ["gpu", "kind"])}
+    keys = ["gpu", "direction", "kind"] if k["direction"].nunique() > 1 else ["gpu", "kind"]
+    out = {"nodes_seer": accuracy_table(k, "predicted_ms", "measured_ms", keys)}
     if k["neusight_ms"].notna().any():
-        out["nodes_neusight"] = accuracy_table(both, "neusight_ms", "measured_ms", ["gpu", "kind"])
+        out["nodes_neusight"] = accuracy_table(both, "neusight_ms", "measured_ms", keys)
+        if k["direction"].nunique() > 1:  # a training step: each direction, seer and NeuSight on the same nodes
+            seer = accuracy_table(both, "predicted_ms", "measured_ms", ["gpu", "direction"])
+            ns = accuracy_table(both, "neusight_ms", "measured_ms", ["gpu", "direction"])
+            out["nodes_by_direction"] = seer[["gpu", "direction", "n", "median_ape", "mape"]].assign(
+                neusight_median_ape=ns["median_ape"].to_numpy(), neusight_mape=ns["mape"].to_numpy()
+            )
     return out
 
 
@@ -197,12 +251,13 @@ def run_set_models(args, fits_for_gpu) -> int:
     models, nodes = evaluate_graphs(files, fits_for_gpu, log=lambda _line: None)  # the table below shows them
     overall = accuracy(models["predicted_ms"], models["measured_ms"])
     shown = models.assign(gpu=models["gpu"].str.replace("NVIDIA ", "").str.replace("Tesla ", ""))
-    cols = ["gpu", "model", "measured_ms", "predicted_ms", "ape"] + (
+    training = (models["step"] == "training").any()
+    cols = ["gpu", "model", *(["step"] if training else []), "measured_ms", "predicted_ms", "ape"] + (
         ["neusight_ape"] if shown["neusight_ms"].notna().any() else []
     )
-    print("\nWhole model (prologue + num_layer x block + epilogue):\n")
-    shown = shown.round({"measured_ms": 1, "predicted_ms": 1})
-    print(format_table(shown[cols], percent=("ape", "neusight_ape")))
+    what = "a training step: forward, then backward and gradient accumulation" if training else ""
+    print(f"\nWhole model (prologue + num_layer x block + epilogue{'; ' + what if what else ''}):\n")
+    print(format_table(shown.round({"measured_ms": 1, "predicted_ms": 1})[cols], percent=("ape", "neusight_ape")))
     print(
         f"\nover {len(models)} models: mean APE {100 * overall['mape']:.1f}%, median {100 * overall['median_ape']:.1f}%"
     )
@@ -211,13 +266,31 @@ def run_set_models(args, fits_for_gpu) -> int:
         better = int((models["ape"] < models["neusight_ape"]).sum())
         print(f"NeuSight's own predictions: mean APE {100 * ns['mape']:.1f}%, median {100 * ns['median_ape']:.1f}%;"
               f" seer is closer on {better} of {int(models['neusight_ms'].notna().sum())} models")  # fmt: skip
+    if training:
+        print("\nTraining steps by direction (backward includes the gradient accumulation, as NeuSight's bwall):\n")
+        print(format_table(direction_table(shown), percent=("ape", "neusight_ape")))
     tables = node_tables(nodes)
     for name, t in tables.items():
+        if name == "nodes_by_direction":
+            print(
+                f"\nPer node and direction, seer and NeuSight on the same nodes (measured above {KERNEL_NODE_MS} ms):\n"
+            )
+            print(format_table(t, percent=("median_ape", "mape", "neusight_median_ape", "neusight_mape")))
+            continue
         who = "seer" if name == "nodes_seer" else "NeuSight (same nodes)"
         print(f"\nPer node ({who}), nodes measured above {KERNEL_NODE_MS} ms:\n")
-        print(format_table(t[["gpu", "kind", "n", "median_ape", "mape", "within_10pct"]]))
+        print(
+            format_table(
+                t[[c for c in ("gpu", "direction", "kind", "n", "median_ape", "mape", "within_10pct") if c in t]]
+            )
+        )
     unm = models["unmodelled_share"].max()
     print(f"\nunmodelled ops: at most {100 * unm:.1f}% of a model's measured kernel time (counted as measured)")
+    skipped = models.attrs.get("skipped", [])
+    if skipped:
+        print(f"\n{len(skipped)} of {len(files)} graphs skipped (they did not read):")
+        for f, why in skipped:
+            print(f"  {f}: {why}")
     if args.out:
         payload = {
             "set": "models",
@@ -235,9 +308,18 @@ def run_set_models(args, fits_for_gpu) -> int:
                     "unmodelled_share",
                     "neusight_ms",
                     "neusight_ape",
+                    "step",
+                    *[
+                        f"{who}_{d}_ms"
+                        for d in ("forward", "backward")
+                        for who in ("measured", "predicted", "neusight")
+                    ],
                 ],
             ),
-            "nodes": _records(nodes, ["source", "name", "kind", "measured_ms", "predicted_ms", "ape", "neusight_ms"]),
+            "skipped": [{"file": f, "reason": why} for f, why in skipped],
+            "nodes": _records(
+                nodes, ["source", "name", "kind", "direction", "measured_ms", "predicted_ms", "ape", "neusight_ms"]
+            ),
             "overall": {k: overall[k] for k in ACCURACY_KEYS},
             **{name: _records(t, list(t.columns)) for name, t in tables.items()},
             **by_gpu(models),
@@ -248,6 +330,18 @@ def run_set_models(args, fits_for_gpu) -> int:
         for p in plot_models(models, nodes, Path(args.plots)):
             print(f"wrote {p}")
     return 0
+
+
+def direction_table(models: pd.DataFrame) -> pd.DataFrame:
+    """Forward and backward time of each training step: measured, seer's and NeuSight's, with errors."""
+    rows = []
+    for _, m in models[models["step"] == "training"].iterrows():
+        for d in ("forward", "backward"):
+            meas, pred, ns = (m.get(f"{who}_{d}_ms") for who in ("measured", "predicted", "neusight"))
+            rows.append({"gpu": m["gpu"], "model": m["model"], "direction": d, "measured_ms": meas, "predicted_ms": pred,
+                         "ape": abs(pred / meas - 1) if meas else np.nan, "neusight_ms": ns,
+                         "neusight_ape": abs(ns / meas - 1) if meas and ns is not None and pd.notna(ns) else np.nan})  # fmt: skip
+    return pd.DataFrame(rows).round({"measured_ms": 1, "predicted_ms": 1, "neusight_ms": 1})
 
 
 def trace_files(folder: Path) -> list[tuple[Path, Path | None]]:

@@ -36,7 +36,7 @@ FORMATS = ("json", "csv")
 TRACE_DESCRIPTION = (
     "seer trace TRACE [--gpu GPU]: a profiler trace's ops and step time on a GPU (seer.predict on a trace)."
 )
-TABLE = ["name", "site", "shapes", "kind", "count", "measured_ms", "predicted_ms", "total_ms"]
+TABLE = ["name", "site", "shapes", "kind", "direction", "count", "measured_ms", "predicted_ms", "total_ms"]
 
 
 def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
@@ -135,8 +135,10 @@ def report(mt: ModelTime, top_n: int) -> None:
     ops = mt.ops.assign(total_ms=mt.ops["predicted_ms"].fillna(0) * mt.ops["count"])
     top = ops[ops["kind"] != "dispatch"].nlargest(top_n, "total_ms")
     print(f"The {len(top)} longest ops (time per call; total = per call x count):\n")
-    print(top[[c for c in TABLE if c in top]].round(4).to_string(index=False))
-    print("\nPer op kind (whole model):\n")
+    training = len(mt.directions) > 1
+    cols = [c for c in TABLE if c in top and (c != "direction" or training)]
+    print(top[cols].round(4).to_string(index=False))
+    print(f"\nPer op kind{' and direction' if training else ''} (whole model):\n")
     print(format_table(mt.by_kind().round(3), percent=("measured_share", "predicted_share")))
     t = mt.totals
     print()
@@ -150,6 +152,9 @@ def report(mt: ModelTime, top_n: int) -> None:
     ):
         if key in t:
             print(f"{label:36s} {t[key]:10.3f} ms")
+        for d in mt.directions if training else ():
+            if f"{key}_{d}" in t:
+                print(f"{'  ' + d:36s} {t[f'{key}_{d}']:10.3f} ms")
     measured, predicted = t.get("measured_ms", math.nan), t.get("predicted_ms", math.nan)
     if measured > 0 and math.isfinite(measured) and math.isfinite(predicted):  # never an error against no time
         print(f"{'error':36s} {100 * (predicted / measured - 1):+9.1f} %")

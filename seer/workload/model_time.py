@@ -25,6 +25,7 @@ from seer.workload.graph import read_graph
 from seer.workload.ops import KERNEL_KINDS, classify, conv_params
 
 TRACE_SUFFIXES = (".json", ".json.gz")
+DIRECTIONS = ("forward", "backward", "accumulate", "optimizer")  # a training step's, in order
 
 
 @dataclass
@@ -37,17 +38,30 @@ class ModelTime:
     ops: pd.DataFrame  # name, (traces: site, shapes), kind, count, measured_ms, predicted_ms, extrapolated, why
     totals: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def directions(self) -> list[str]:
+        """The directions the ops run in, in step order (['forward'] for inference)."""
+        have = set(self.ops["direction"]) if "direction" in self.ops else {"forward"}
+        return [d for d in DIRECTIONS if d in have] + sorted(have - set(DIRECTIONS))
+
     def by_kind(self) -> pd.DataFrame:
-        """Time per op kind in the whole model (op time x count), measured and predicted, and shares."""
+        """Time per op kind (and direction, for a training step) in the whole model (op time x
+        count), measured and predicted, and shares."""
         t = self.ops.assign(
             measured=self.ops["measured_ms"].fillna(0) * self.ops["count"],
             predicted=self.ops["predicted_ms"].fillna(0) * self.ops["count"],
             ops=self.ops["count"],
         )
-        t = t[t["kind"] != "dispatch"].groupby("kind")[["ops", "measured", "predicted"]].sum()
+        keys = ["direction", "kind"] if len(self.directions) > 1 else ["kind"]
+        t = t[t["kind"] != "dispatch"].groupby(keys)[["ops", "measured", "predicted"]].sum()
         t["measured_share"] = t["measured"] / max(t["measured"].sum(), 1e-12)
         t["predicted_share"] = t["predicted"] / max(t["predicted"].sum(), 1e-12)
-        return t.sort_values("predicted", ascending=False).reset_index()
+        t = t.reset_index()
+        if len(keys) > 1:
+            order = {d: i for i, d in enumerate(self.directions)}
+            t = t.assign(_d=t["direction"].map(order)).sort_values(["_d", "predicted"], ascending=[True, False])
+            return t.drop(columns="_d").reset_index(drop=True)
+        return t.sort_values("predicted", ascending=False).reset_index(drop=True)
 
 
 def _same_gpu(fits: Fits, name: str) -> bool:
@@ -92,9 +106,23 @@ def model_time(
     ops = predict_ops(g.ops, fits, dispatch_ms)
     w = whole_model(ops, dispatch_ms)
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
+    totals.update({f"predicted_ms_{d}": v for d, v in w.by_direction.items()})
     if g.measured_ms is not None and _same_gpu(fits, g.gpu):
         totals["measured_ms"] = g.measured_ms
-    cols = ["name", "kind", "part", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
+        if g.training:
+            totals.update({f"measured_ms_{d}": v for d, v in g.measured_by_direction.items()})
+    cols = [
+        "name",
+        "kind",
+        "direction",
+        "part",
+        "count",
+        "measured_ms",
+        "predicted_ms",
+        "predictor",
+        "extrapolated",
+        "why",
+    ]
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
 
 
