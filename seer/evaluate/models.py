@@ -157,8 +157,9 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
         }
         if g.training:
             for d in ("forward", "backward"):
-                row.update({f"measured_{d}_ms": g.measured_by_direction.get(d), f"predicted_{d}_ms": w.by_direction.get(d),
-                            f"neusight_{d}_ms": ns_whole.get(d)})  # fmt: skip
+                row[f"measured_{d}_ms"] = g.measured_by_direction.get(d)
+                row[f"predicted_{d}_ms"] = w.by_direction.get(d)
+                row[f"neusight_{d}_ms"] = ns_whole.get(d)
         models.append(row)
         k = ops[ops["kind"].isin([*KERNEL_KINDS, "unmodelled"])]
         rows = k[["source", "name", "kind", "direction", "part", "count", "measured_ms", "predicted_ms"]].assign(
@@ -338,9 +339,14 @@ def direction_table(models: pd.DataFrame) -> pd.DataFrame:
     for _, m in models[models["step"] == "training"].iterrows():
         for d in ("forward", "backward"):
             meas, pred, ns = (m.get(f"{who}_{d}_ms") for who in ("measured", "predicted", "neusight"))
-            rows.append({"gpu": m["gpu"], "model": m["model"], "direction": d, "measured_ms": meas, "predicted_ms": pred,
-                         "ape": abs(pred / meas - 1) if meas else np.nan, "neusight_ms": ns,
-                         "neusight_ape": abs(ns / meas - 1) if meas and ns is not None and pd.notna(ns) else np.nan})  # fmt: skip
+            has_ns = meas and ns is not None and pd.notna(ns)
+            rows.append(
+                {
+                    "gpu": m["gpu"], "model": m["model"], "direction": d, "measured_ms": meas, "predicted_ms": pred,
+                    "ape": abs(pred / meas - 1) if meas else np.nan, "neusight_ms": ns,
+                    "neusight_ape": abs(ns / meas - 1) if has_ns else np.nan,
+                }
+            )  # fmt: skip
     return pd.DataFrame(rows).round({"measured_ms": 1, "predicted_ms": 1, "neusight_ms": 1})
 
 
