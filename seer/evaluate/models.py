@@ -202,22 +202,32 @@ def node_tables(nodes: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-def share_by_kind(nodes: pd.DataFrame, models: pd.DataFrame) -> pd.DataFrame:
-    """Whole-model time per (graph, kind): measured and predicted node time x repeats."""
+def share_by_kind(nodes: pd.DataFrame, models: pd.DataFrame, by: str = "kind") -> pd.DataFrame:
+    """Whole-model time per (graph, kind) (or per `by`: direction): measured and predicted node
+    time x repeats, in a column named `kind`."""
     t = nodes.assign(
         measured=nodes["measured_ms"].fillna(0) * nodes["count"],
         predicted=nodes["predicted_ms"].fillna(nodes["measured_ms"]).fillna(0) * nodes["count"],
     )
-    return t.groupby(["source", "kind"], sort=False)[["measured", "predicted"]].sum().reset_index()
+    out = t.groupby(["source", by], sort=False)[["measured", "predicted"]].sum().reset_index()
+    return out.rename(columns={by: "kind"})
 
 
 def plot_models(models: pd.DataFrame, nodes: pd.DataFrame, folder: Path) -> list[Path]:
-    """The whole-model plot (seer.evaluate.plots.models_figure) of these models and nodes."""
+    """The whole-model plot (seer.evaluate.plots.models_figure) of these models and nodes: stacked
+    by op kind, and training steps (if any) by direction in a second figure."""
     from seer.evaluate.plots import models_figure, save
 
     shares = share_by_kind(nodes, models)
     kinds = [k for k in (*KERNEL_KINDS, "unmodelled") if k in set(shares["kind"])]
-    return [save(models_figure(models, shares, kinds), folder / "models_by_kind.png")]
+    out = [save(models_figure(models, shares, kinds), folder / "models_by_kind.png")]
+    steps = models[models["step"] == "training"]
+    if len(steps):
+        train = nodes[nodes["source"].isin(steps["source"])]
+        by_dir = share_by_kind(train, steps, by="direction")
+        directions = [d for d in ("forward", "backward", "accumulate", "optimizer") if d in set(by_dir["kind"])]
+        out.append(save(models_figure(steps, by_dir, directions, "direction"), folder / "training_by_direction.png"))
+    return out
 
 
 def _records(df: pd.DataFrame, cols: list[str]) -> list[dict]:

@@ -204,16 +204,20 @@ def set_one_plots(test: pd.DataFrame, folder: Path) -> list[Path]:
 
 
 # ---------------------------------------------------------------- whole models
-def models_figure(models: pd.DataFrame, shares: pd.DataFrame, kinds: list[str]) -> Any:
+def models_figure(models: pd.DataFrame, shares: pd.DataFrame, kinds: list[str], what: str = "op kind") -> Any:
     """Whole models, one panel per GPU: per model a solid bar of the measured node times and a
     hatched bar of seer's prediction, both stacked by op kind, the measured whole-model time
     as a black line and the prediction's signed error above the bars. Times in ms.
 
-    `shares`: share_by_kind's (source, kind, measured, predicted) rows in ms."""
+    `shares`: share_by_kind's (source, kind, measured, predicted) rows in ms; `what` the kinds are
+    (op kinds, or the directions of a training step)."""
     plt = pyplot()
     colour = _colours(kinds)
     gpus_ = list(dict.fromkeys(models["gpu"]))
-    fig, axes, spare = _grid(len(gpus_), 4.8, 4.2, ncols=2 if len(gpus_) <= 4 else 3)
+    one = len(gpus_) == 1  # one panel: a second one beside it holds the legend
+    fig, axes, spare = _grid(len(gpus_) + one, 4.8, 4.2, ncols=2 if len(gpus_) <= 4 else 3)
+    if one:
+        axes, spare = axes[:1], axes[1:]
     for ax, gpu in zip(axes, gpus_):
         ms = models[models["gpu"] == gpu].reset_index(drop=True)
         highest = 0.0
@@ -236,12 +240,13 @@ def models_figure(models: pd.DataFrame, shares: pd.DataFrame, kinds: list[str]) 
                     ax.annotate(_signed(err, "%"), (i, top), xytext=(0, 3), textcoords="offset points",
                                 ha="center", va="bottom", fontsize=8)  # fmt: skip
             highest = max(highest, top)
-        ax.set_xticks(range(len(ms)), [m.replace("-inf-", "\n") for m in ms["model"]], fontsize=8)
+        names = [m.replace("-inf-", "\n").replace("-train-", "\ntrain ") for m in ms["model"]]
+        ax.set_xticks(range(len(ms)), names, fontsize=8)
         ax.set_ylim(0, highest * 1.15 if highest > 0 else 1)
         ax.set_title(gpu, fontsize=10)
         ax.set_ylabel("whole-model time (ms)")
     handles = [plt.Rectangle((0, 0), 1, 1, color=colour[k]) for k in kinds]
-    labels = [f"op kind: {k}" for k in kinds]
+    labels = [f"{what}: {k}" for k in kinds]
     handles += [
         plt.Rectangle((0, 0), 1, 1, fc="0.6", ec="white"),
         plt.Rectangle((0, 0), 1, 1, fc="0.6", ec="white", hatch="//"),
@@ -253,7 +258,7 @@ def models_figure(models: pd.DataFrame, shares: pd.DataFrame, kinds: list[str]) 
         "black line: measured whole model",
     ]
     title = (
-        "Whole models: measured vs predicted time by op kind\n"
+        f"Whole models: measured vs predicted time by {what}\n"
         "(above the bars: the prediction's error vs the measured whole model)"
     )
     if spare:  # the legend fills the grid's empty panel

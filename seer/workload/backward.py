@@ -6,9 +6,11 @@ kernels PyTorch's autograd formulas launch, each by a predictor seer already has
 (`Mapped.label`):
 
 - a GEMM y = x W (x: m x k, W: k x n) -> dgrad dx = dy W^T (m x n -> k) and wgrad dW = x^T dy
-  (k rows x m -> n), each timed by the GEMM fits at its own sizes (NeuSight's fits time one
-  operand layout, so the transposed layouts of cuBLAS's `nt`/`tn` kernels are timed as that
-  one), plus the bias gradient, a column sum of dy; a batched product likewise, per batch.
+  (k rows x m -> n), each timed by the GEMM fits at its own sizes and tagged with its cuBLAS
+  layout (`trans`: a linear's forward is `tn`, its dgrad `nn`, its wgrad `nt`). No fits tell
+  layouts apart yet (NeuSight timed one per op; the harness times `nn` and `tn` but its models do
+  not key on it), so every layout is timed as the one measured. Plus the bias gradient, a column
+  sum of dy; a batched product likewise, per batch.
 - a convolution -> dgrad, a convolution of dy with the transposed filter (K -> C channels over
   the output's size: the forward fits at those sizes), and wgrad, the same FLOPs and tensors as
   the forward (the forward's predictor stands in for it until the harness times wgrad kernels).
@@ -51,11 +53,15 @@ def gemm_backward(cfg: dict, *, dgrad: bool, wgrad: bool, bias: bool = False) ->
     b, m, k, n = int(cfg.get("batch", 1)), int(cfg["m"]), int(cfg["k"]), int(cfg["n"])
     dtype = cfg.get("dtype")
     extra = {"dtype": dtype} if dtype else {}
+    # cuBLAS's (column-major) transposes of each product: a linear's forward runs `tn`, a bmm's `nn`
+    trans = {"dgrad": "nn", "wgrad": "nt"} if kind == "linear" else {"dgrad": "tn", "wgrad": "nt"}
     parts = []
     if dgrad:
-        parts.append(Mapped(kind, {**cfg, "batch": b, "m": m, "k": n, "n": k, **extra}, label="dgrad"))
+        dx = {**cfg, "batch": b, "m": m, "k": n, "n": k, "trans": trans["dgrad"], **extra}
+        parts.append(Mapped(kind, dx, label="dgrad"))
     if wgrad:
-        parts.append(Mapped(kind, {**cfg, "batch": b, "m": k, "k": m, "n": n, **extra}, label="wgrad"))
+        dw = {**cfg, "batch": b, "m": k, "k": m, "n": n, "trans": trans["wgrad"], **extra}
+        parts.append(Mapped(kind, dw, label="wgrad"))
     if bias:
         parts.append(_stream("fill", b * m, n, dtype or "float32", "bias grad", kind="reduction"))
     return tuple(parts)

@@ -20,6 +20,7 @@ def test_linear_backward_is_dgrad_wgrad_and_bias():
     assert (wgrad.config["m"], wgrad.config["k"], wgrad.config["n"]) == (1024, 4096, 768)  # dW = x^T dy
     assert bias.kind == "reduction" and (bias.config["rows"], bias.config["cols"]) == (4096, 768)
     assert [p.label for p in bw.parts] == ["dgrad", "wgrad", "bias grad"]
+    assert (dgrad.config["trans"], wgrad.config["trans"]) == ("nn", "nt")  # cuBLAS's layouts of each product
     # an input that needs no gradient (the first layer's): no dgrad; no parameters: no wgrad
     assert [p.label for p in backward_of(fwd, "addmm", dgrad=False).parts] == ["wgrad", "bias grad"]
     assert [p.label for p in backward_of(classify("mm", [[8, 4], [4, 2]]), "mm", wgrad=False).parts] == ["dgrad"]
@@ -28,8 +29,8 @@ def test_linear_backward_is_dgrad_wgrad_and_bias():
 def test_batched_backward_keeps_the_batch():
     fwd = classify("bmm", [[32, 128, 64], [32, 64, 256]])
     a, b = backward_of(fwd, "bmm").parts
-    assert a.config == {"op": "bmm", "batch": 32, "m": 128, "k": 256, "n": 64}
-    assert b.config == {"op": "bmm", "batch": 32, "m": 64, "k": 128, "n": 256}
+    assert a.config == {"op": "bmm", "batch": 32, "m": 128, "k": 256, "n": 64, "trans": "tn"}
+    assert b.config == {"op": "bmm", "batch": 32, "m": 64, "k": 128, "n": 256, "trans": "nt"}
     assert gemm_backward(fwd.config, dgrad=False, wgrad=False) == ()
 
 
