@@ -406,12 +406,14 @@ def run_set_traces(args) -> int:
         try:
             mt = model_time(path, execution_trace=et)
             row.update({k: mt.totals.get(k) for k in TRACE_TOTALS})
+            if mt.gpu_note:  # the trace's GPU resolved from its deviceProperties
+                row["gpu_note"] = mt.gpu_note
         except SeerError as exc:  # a GPU without fits: the replay with measured times only
             from seer.workload.replay import replay
 
-            r = replay(trace)
+            r, why = replay(trace), str(exc).removeprefix(f"{path}: ")[:160]
             row.update({"measured_ms": r.measured_ms, "replay_measured_ms": r.step_ms,
-                        "measured_kernel_sum_ms": r.kernel_ms, "note": str(exc)[:60]})  # fmt: skip
+                        "measured_kernel_sum_ms": r.kernel_ms, "note": why})  # fmt: skip
         rows.append(row)
     t = pd.DataFrame(rows)
     t["replay_error"] = t["replay_measured_ms"] / t["measured_ms"] - 1
@@ -420,9 +422,13 @@ def run_set_traces(args) -> int:
     shown = t.round({c: 2 for c in t.columns if c.endswith("_ms")})
     print(
         format_table(
-            shown.drop(columns=["note"], errors="ignore"), percent=("attributed", "replay_error", "kernel_error")
+            shown.drop(columns=["note", "gpu_note"], errors="ignore"),
+            percent=("attributed", "replay_error", "kernel_error"),
         )
     )
+    if "gpu_note" in t:
+        for _, r in t[t["gpu_note"].notna()].iterrows():
+            print(f"  {r['trace']}: {r['gpu_note']}")
     if "note" in t:
         for _, r in t[t["note"].notna()].iterrows():
             print(f"  {r['trace']}: no prediction ({r['note']})")

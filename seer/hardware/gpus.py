@@ -102,6 +102,18 @@ def _model(toks: list[str]) -> tuple[str, ...]:
     return tuple(t for t in toks if t not in _FORM and not _MEM.match(t))
 
 
+def model_tokens(name: str) -> tuple[str, ...]:
+    """What names a GPU's model: the name's tokens without vendor words, form factor and memory
+    size ('Tesla V100-SXM2-16GB' -> ('v100',))."""
+    return _model(_tokens(name))
+
+
+def register(name: str, spec: GPUSpec) -> None:
+    """Make lookup() find `spec` by `name` and by its slug (a GPU described at run time)."""
+    _REGISTERED[name.strip().lower()] = spec
+    _REGISTERED[spec.slug] = spec
+
+
 def _pick(model: tuple[str, ...], toks: list[str]) -> GPUSpec | None:
     cands = [g for g in GPUS.values() if _model(_tokens(g.slug)) == model]
     if not cands:

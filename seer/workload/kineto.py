@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import pandas as pd
 
 from seer.data.records import read_json
 from seer.errors import DataError
+from seer.hardware.device import Device
 from seer.workload.sites import sites
 
 OP_CATS = {"cpu_op", "operator"}
@@ -81,14 +82,19 @@ class Trace:
     steps: pd.DataFrame
     step_marker: str = STEP_PREFIX
     device: str = ""  # the GPU the trace was taken on (deviceProperties), '' where not recorded
+    device_props: Device | None = None  # what deviceProperties say of it (CC, SMs, memory), None where absent
 
 
-def _device(doc: Any) -> str:
-    """The name of the first GPU in the trace's deviceProperties."""
+def _device(doc: Any, kernels: pd.DataFrame) -> Device | None:
+    """The trace's GPU as its deviceProperties describe it: the entry of the device most of its
+    kernels ran on (a node's GPUs are listed by id), else the first."""
     props = doc.get("deviceProperties") if isinstance(doc, dict) else None
-    if isinstance(props, list) and props and isinstance(props[0], dict):
-        return str(props[0].get("name", ""))
-    return ""
+    entries = [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+    if not entries:
+        return None
+    used = Counter(d for d in kernels["device"] if d is not None).most_common(1)
+    chosen = next((p for p in entries if used and p.get("id") == used[0][0]), entries[0])
+    return Device.from_properties(chosen)
 
 
 def _time(e: dict, key: str, i: int, path: Path) -> float:
@@ -468,7 +474,8 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
     ops = ops[[*cols, "external_id", "site"]]
     if execution_trace is not None:
         _join_et(ops, Path(execution_trace), path)
-    return Trace(str(path), ops, launches, kernels, steps, marker, _device(doc))
+    device = _device(doc, kernels)
+    return Trace(str(path), ops, launches, kernels, steps, marker, device.name if device else "", device)
 
 
 def _dtype(types: Any) -> str:

@@ -18,6 +18,7 @@ import pandas as pd
 from seer.data.records import data_path
 from seer.errors import DataError, SeerError
 from seer.hardware import gpus
+from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
@@ -37,6 +38,7 @@ class ModelTime:
     measured_on: str  # the GPU the input was measured on ('' where unknown)
     ops: pd.DataFrame  # name, (traces: site, shapes), kind, count, measured_ms, predicted_ms, extrapolated, why
     totals: dict[str, float] = field(default_factory=dict)
+    gpu_note: str = ""  # how a trace's GPU was resolved where seer assumed something (seer.hardware.device)
 
     @property
     def directions(self) -> list[str]:
@@ -132,10 +134,11 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
 
     trace = read_trace(path, et)
     device = trace.device
+    measured_on, note = _measured_on(path, trace.device_props, must=fits is None and gpu is None)
     if fits is None:
-        if gpu is None and not device:
-            raise SeerError(f"{path}: the trace does not name its GPU; give one (--gpu)")
-        fits = load(gpu or device)
+        target = gpu if gpu is not None else measured_on
+        assert target is not None  # _measured_on raised where the prediction needs it
+        fits = load(target)
     kops = kernel_ops(trace)
     if not len(kops):
         raise DataError(
@@ -183,10 +186,28 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
         "measured_kernel_sum_ms": measured.kernel_ms,
         "unmodelled_ms": float(per_step["unmodelled"]),
     }
-    if not _same_gpu(fits, device):  # measured on another GPU: not a measurement of this prediction
+    same = measured_on is not None and measured_on.slug == fits.gpu.slug
+    if not same:  # measured on another GPU: not a measurement of this prediction
         for key in ("measured_ms", "replay_measured_ms", "measured_kernel_sum_ms"):
             totals.pop(key)
     # one row per op of one step (the first), not per repetition
     first = in_step[in_step["step"] == in_step["step"].min()]
     cols = ["name", "site", "shapes", "kind", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
-    return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)
+    note = note if same else ""  # says how the predicted GPU was found, not one --gpu replaced
+    return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note)
+
+
+def _measured_on(path: Path, props: Device | None, must: bool) -> tuple[gpus.GPUSpec | None, str]:
+    """The spec of the GPU a trace was taken on and what was assumed to get it (resolve); where
+    it has none, or is not one seer can describe, an error if the prediction needs it (`must`)."""
+    if props is None:
+        if must:
+            raise SeerError(f"{path}: the trace records no deviceProperties, so not its GPU; give one (--gpu)")
+        return None, ""
+    try:
+        spec, note = resolve(props)
+    except SeerError as exc:
+        if must:
+            raise SeerError(f"{path}: {exc}") from None
+        return None, ""
+    return spec, (f"GPU: {note}" if note else "")
