@@ -127,7 +127,7 @@ def summary(done: Done, fitted: list[str]) -> str:
             f"memory-bound kernels: median APE {_pct(o['median_ape'])}, RMSPE {_pct(o['rmspe'])}; "
             f"targets <= {_pct(t['median_ape'])}, {_pct(t['rmspe'])} {verdict} ops x GPUs"
         )
-    if name == "whole models":
+    if name in ("whole models", "training steps"):
         o = doc["overall"]
         ns = [r for r in doc.get("neusight_by_gpu", []) if r["gpu"] == "overall"]
         vs = f" (NeuSight's {_pct(ns[0]['median_ape'])} on {ns[0]['n']})" if ns else ""
@@ -185,6 +185,10 @@ def steps(args: argparse.Namespace, out: Path, plots: Path | None) -> list[Step]
         todo.append(Step("analytical", "analytical", evaluate, ["--set", "analytical"]))
         if (ns.parent / "neusight-models").is_dir():
             todo.append(Step("whole models", "whole-models", evaluate, ["--set", "models", *pl]))
+        if (ns.parent / "neusight-train").is_dir():  # training steps: their plots beside, not over, the above
+            pl_train = ["--plots", str(plots / "training")] if plots is not None else []
+            train = ["--set", "models", "--data", str(ns.parent / "neusight-train"), *pl_train]
+            todo.append(Step("training steps", "training-steps", evaluate, train))
     return todo
 
 
@@ -249,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         fitted = sorted(p.stem for p in out.glob("*.json") if p.stat().st_mtime >= started)
         if args.verbose and d.errors:
             print("\n".join(d.errors))
-        print(f"[{i}/{len(todo)}] {step.name:<12} {summary(d, fitted)} ({d.seconds:.1f} s)", flush=True)
+        print(f"[{i}/{len(todo)}] {step.name:<14} {summary(d, fitted)} ({d.seconds:.1f} s)", flush=True)
         if args.verbose:
             print()
     print(
@@ -268,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         *headline.set_one_rows(_doc(done, "Test-set-I")),
         *headline.set_two_rows(_doc(done, "Test-set-II")),
         *headline.models_rows(_doc(done, "whole models")),
+        *headline.models_rows(_doc(done, "training steps"), headline.TRAINING),
     ]
     doc = {
         "data": str(data),

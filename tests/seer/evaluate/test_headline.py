@@ -41,6 +41,8 @@ def test_models_rows_skip_the_overall_row_and_pair_neusight_by_gpu():
     (row,) = headline.models_rows(doc)
     assert (row.gpu, row.value, row.target_met, row.anchor_value, row.beats_anchor) == ("t4", 0.03, True, 0.02, False)
     assert headline.models_rows({"by_gpu": doc["by_gpu"]})[0].anchor_value is None  # no NeuSight beside the graphs
+    (step,) = headline.models_rows(doc, headline.TRAINING)  # training steps: their own row
+    assert step.evaluation == "training steps median APE" and step.anchor_source == "same steps"
 
 
 def test_table_shows_targets_verdicts_and_anchors():
