@@ -13,7 +13,8 @@ from seer.hardware import gpus
 SOURCES = (
     "Targets are the project's own, as docs/results.md states them (Test-set-I on NeuSight's "
     "data: bmm and linear <= 10% RMSPE, conv <= 12%; Test-set-II's final targets: top-1 >= 95%, within 10% "
-    ">= 99%, mean slowdown <= 1%; whole models and training steps: <= 5% per model). Anchors are the bars of docs/reference.md "
+    ">= 99%, mean slowdown <= 1%; whole models and training steps: <= 5% per model). Anchors are the bars of "
+    "docs/reference.md "
     "(Published bars): SEER's published 14.71% RMSPE on conv kernels, "
     "NeuSight's published per-op errors (BMM 26%, FC 20%), and, measured on the same data by the "
     "evaluations themselves, cuDNN's heuristic pick (Get_v7) for Test-set-II and NeuSight's own "
