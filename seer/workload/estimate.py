@@ -16,7 +16,7 @@ memory-bound data behind the fits are times of whole calls): its host call, then
 On the timeline the host part is the dispatch time and the GPU's share is the rest (at least
 KERNEL_FLOOR_MS): in a whole run the next call is issued while the kernels run. Without this
 split a whole model is predicted as the sum of its ops timed alone, which on NeuSight's graphs
-exceeds the measured whole by 3-19% (V100; `docs/model.md`, Whole models).
+exceeds the measured whole by 3-54% (docs/results.md, Whole models).
 A training step (seer.workload.training) is the forward ops, then the backward and gradient
 accumulation ops in reverse order, on the same timeline.
 """
