@@ -274,7 +274,7 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         sess.log("nothing was measured: see the lines above")
         return 1
     pack(data, sess.out_dir)
-    if "traces" not in args.skip and not (folder / "traces" / "traces.json").is_file():
+    if "traces" not in args.skip:  # torch_traces keeps the traces recorded before: it adds what is missing
         step(
             sess,
             "traces: PyTorch profiler",

@@ -1,13 +1,18 @@
 """python3 -m cudnn_bench.torch_traces: record PyTorch profiler (Kineto) Chrome traces of two
-plain-PyTorch inference models, so that seer's trace parser and replay have real traces from a
-known GPU, known models and known settings to work on.
+plain-PyTorch models, inference and training steps, so that seer's trace parser and replay have
+real traces from a known GPU, known models and known settings to work on.
 
 Models (no model hub, no torchvision): a GPT-style decoder stack whose attention is written out
 as matmul / masked_fill / softmax / matmul, so that each op and its kernels show in the trace,
 and a ResNet-style bottleneck conv stack on 224x224 images. FP32 with TF32 off and
 cudnn.benchmark off, so that cuBLAS and cuDNN make their deterministic heuristic picks.
 
-For each model and batch size this writes, under --out:
+A training step (--modes training) is zero_grad, forward, cross-entropy loss, backward and an
+SGD step (momentum 0.9) in train mode: the backward kernels, batch norm's training kernels and
+the optimizer's `Optimizer.step#SGD.step` range all show in the trace. Its files end in _train.
+
+For each model, batch size and mode this writes, under --out (a trace already listed in
+traces.json with its file present is kept, not recorded again: a rerun adds what is missing):
   <model>_b<batch>.pt.trace.json.gz   the Kineto Chrome trace (gzip), ProfilerStep#N ranges,
                                       cpu_op events with "Input Dims" (record_shapes=True)
   <model>_b<batch>.et.json.gz         the execution trace of the same profiled steps, when
@@ -41,6 +46,7 @@ from .cli import Parser
 PROG = "python3 -m cudnn_bench.torch_traces"
 NAME = "cudnn_bench.torch_traces"
 MODELS = ("gpt", "resnet")
+MODES = ("inference", "training")
 DEFAULT_BATCHES: dict[str, tuple[int, ...]] = {"gpt": (1, 8), "resnet": (1, 32)}
 WAIT_STEPS = 1  # profiler schedule: steps skipped before the profiler warms up
 WARMUP_STEPS = 1  # profiler schedule: steps recorded and thrown away (profiler warm-up)
@@ -51,7 +57,8 @@ EXAMPLES = """
 (gpt: 1,8; resnet: 1,32).
 
 examples:
-  python3 -m cudnn_bench.torch_traces --out traces     # gpt b1,b8 + resnet b1,b32
+  python3 -m cudnn_bench.torch_traces --out traces     # gpt b1,b8 + resnet b1,b32, inference and training
+  python3 -m cudnn_bench.torch_traces --out traces --modes training --models resnet --batches 32
   python3 -m cudnn_bench.torch_traces --out traces --models gpt --batches 1,4,16 --steps 5
   python3 -m cudnn_bench.torch_traces --out traces --batches 'gpt=8;resnet=64' --no-et
   python3 -m cudnn_bench.torch_traces --out /tmp/t --device cpu --batches 1   # no GPU needed
@@ -95,6 +102,8 @@ class ResNetConfig:
     classes: int = 1000
 
 
+MODE_TRAINING = "training (train mode; zero_grad, forward, cross-entropy, backward, SGD momentum 0.9)"
+
 FULL: dict[str, Any] = {"gpt": GPTConfig(), "resnet": ResNetConfig()}
 # --tiny (hidden, for tests): the same graph at toy sizes, a CPU step in milliseconds.
 TINY: dict[str, Any] = {
@@ -131,6 +140,14 @@ def model_list(text: str) -> tuple[str, ...]:
     bad = [n for n in names if n not in MODELS]
     if not names or bad:
         raise argparse.ArgumentTypeError(f"expected models out of {','.join(MODELS)}, got {text!r}")
+    return tuple(dict.fromkeys(names))
+
+
+def mode_list(text: str) -> tuple[str, ...]:
+    """argparse type: comma-separated modes out of MODES, in the order given, no repeats."""
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    if not names or any(n not in MODES for n in names):
+        raise argparse.ArgumentTypeError(f"expected modes out of {','.join(MODES)}, got {text!r}")
     return tuple(dict.fromkeys(names))
 
 
@@ -175,6 +192,13 @@ def build_parser() -> Parser:
         type=model_list,
         default=MODELS,
         help="comma-separated models to record: gpt, resnet (default: both)",
+    )
+    p.add_argument(
+        "--modes",
+        type=mode_list,
+        default=MODES,
+        help="comma-separated steps to record: inference (eval, no grad), training (forward, backward, "
+        "SGD step) (default: both)",
     )
     p.add_argument(
         "--batches",
@@ -318,17 +342,44 @@ def define_models(torch: Any) -> tuple[Callable[[GPTConfig], Any], Callable[[Res
     return GPT, ResNet
 
 
-def make_workload(torch: Any, model: str, cfg: Any, batch: int, device: str) -> tuple[Any, Any]:
-    """The model (eval mode, on device) and one fixed input batch for it (seeded: repeatable)."""
+def make_workload(torch: Any, model: str, cfg: Any, batch: int, device: str) -> tuple[Any, Any, Any]:
+    """The model (eval mode, on device), one fixed input batch and its class targets (next
+    tokens, image labels) for it (seeded: repeatable)."""
     gpt_cls, resnet_cls = define_models(torch)
     torch.manual_seed(0)
     if model == "gpt":
         net = gpt_cls(cfg)
         x = torch.randint(0, cfg.vocab, (batch, cfg.seq))
+        y = torch.randint(0, cfg.vocab, (batch * cfg.seq,))
     else:
         net = resnet_cls(cfg)
         x = torch.randn(batch, cfg.in_channels, cfg.image, cfg.image)
-    return net.to(device).eval(), x.to(device)
+        y = torch.randint(0, cfg.classes, (batch,))
+    return net.to(device).eval(), x.to(device), y.to(device)
+
+
+def make_step(torch: Any, net: Any, x: Any, y: Any, mode: str) -> Callable[[], Any]:
+    """One step: a no-grad forward (inference), or zero_grad, forward, cross-entropy loss,
+    backward and an SGD step (training, the model in train mode)."""
+    if mode == "inference":
+
+        def infer() -> Any:
+            with torch.inference_mode():
+                return net(x)
+
+        return infer
+    net.train()
+    opt = torch.optim.SGD(net.parameters(), lr=1e-4, momentum=0.9)
+
+    def train() -> Any:
+        opt.zero_grad(set_to_none=True)
+        out = net(x)
+        loss = torch.nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return train
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -421,17 +472,18 @@ def profile_steps(torch: Any, step: Callable[[], Any], trace: Path, steps: int, 
         raise RuntimeError(f"the profiler did not hand back a trace for {trace.name}")
 
 
+def stem_of(model: str, batch: int, mode: str) -> str:
+    return f"{model}_b{batch}" + ("_train" if mode == "training" else "")
+
+
 def record_one(
-    torch: Any, model: str, cfg: Any, batch: int, args: argparse.Namespace, env: dict[str, Any]
+    torch: Any, model: str, cfg: Any, batch: int, mode: str, args: argparse.Namespace, env: dict[str, Any]
 ) -> dict[str, Any]:
     """Warm up, time un-profiled steps, profile, and return this trace's traces.json entry."""
-    net, x = make_workload(torch, model, cfg, batch, args.device)
-    stem = f"{model}_b{batch}"
+    net, x, y = make_workload(torch, model, cfg, batch, args.device)
+    stem = stem_of(model, batch, mode)
     trace = args.out / f"{stem}.pt.trace.json.gz"
-
-    def step() -> Any:
-        with torch.inference_mode():
-            return net(x)
+    step = make_step(torch, net, x, y, mode)
 
     time_steps(torch, step, args.warmup, args.device)
     times = time_steps(torch, step, args.timed, args.device)
@@ -450,7 +502,7 @@ def record_one(
         "batch": batch,
         "config": dataclasses.asdict(cfg),
         "dtype": "float32",
-        "mode": "inference (eval, inference_mode)",
+        "mode": "inference (eval, inference_mode)" if mode == "inference" else MODE_TRAINING,
         "device": args.device,
         "steps": args.steps,
         "schedule": {"wait": WAIT_STEPS, "warmup": WARMUP_STEPS, "active": args.steps},
@@ -523,24 +575,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{NAME}: torch {env['torch']}, CUDA {env['cuda']}, cuDNN {env['cudnn']}, "
         f"{env['gpu'] or 'CPU ' + env['cpu']}, out {args.out}"
     )
-    entries: list[dict[str, Any]] = []
+    entries = recorded(args.out)
+    done = {e["file"] for e in entries}
     t0 = time.perf_counter()
-    for model in args.models:
-        for batch in batches_for(model, args.batches):
-            try:
-                entry = record_one(torch, model, configs[model], batch, args, env)
-            except torch.cuda.OutOfMemoryError:
-                fail(f"{model} at batch {batch} ran out of GPU memory; pass smaller --batches.")
-            if args.device == "cuda":
-                torch.cuda.empty_cache()  # the last model's tensors are gone with record_one's frame
-            entries.append(entry)
-            write_index(args.out, entries)
-            print(
-                f"  {entry['file']}: {entry['bytes'] / 2**20:.2f} MiB, "
-                f"{entry['median_ms_per_step']:.3f} ms/step (median of {entry['timed_steps']})"
-            )
+    for mode in args.modes:
+        for model in args.models:
+            for batch in batches_for(model, args.batches):
+                if f"{stem_of(model, batch, mode)}.pt.trace.json.gz" in done:
+                    print(f"  {stem_of(model, batch, mode)}: recorded before, kept")
+                    continue
+                entries.append(record_traced(torch, model, configs[model], batch, mode, args, env))
+                write_index(args.out, entries)
     print(f"{NAME}: {len(entries)} traces + traces.json in {args.out} ({time.perf_counter() - t0:.1f} s)")
     return 0
+
+
+def recorded(out: Path) -> list[dict[str, Any]]:
+    """The entries of an earlier run's traces.json whose trace files are still there."""
+    try:
+        entries = json.loads((out / "traces.json").read_text())
+    except (OSError, ValueError):
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict) and (out / str(e.get("file", ""))).is_file()]
+
+
+def record_traced(
+    torch: Any, model: str, cfg: Any, batch: int, mode: str, args: argparse.Namespace, env: dict[str, Any]
+) -> dict[str, Any]:
+    """record_one with a one-sentence end on running out of GPU memory, and a printed line."""
+    try:
+        entry = record_one(torch, model, cfg, batch, mode, args, env)
+    except torch.cuda.OutOfMemoryError:
+        fail(f"{model} at batch {batch} ({mode}) ran out of GPU memory; pass smaller --batches.")
+    if args.device == "cuda":
+        torch.cuda.empty_cache()  # the last model's tensors are gone with record_one's frame
+    print(
+        f"  {entry['file']}: {entry['bytes'] / 2**20:.2f} MiB, "
+        f"{entry['median_ms_per_step']:.3f} ms/step (median of {entry['timed_steps']})"
+    )
+    return entry
 
 
 if __name__ == "__main__":

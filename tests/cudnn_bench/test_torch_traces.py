@@ -112,7 +112,7 @@ def test_tiny_cpu_recording(tmp_path, capsys):
     pytest.importorskip("torch")
     out = tmp_path / "traces"
     argv = ["--out", str(out), "--device", "cpu", "--tiny", "--batches", "gpt=2;resnet=1",
-            "--steps", "2", "--timed", "3", "--warmup", "1"]
+            "--steps", "2", "--timed", "3", "--warmup", "1", "--modes", "inference"]
     assert T.main(argv) == 0
     printed = capsys.readouterr().out
     index = json.loads((out / "traces.json").read_text())
@@ -141,3 +141,23 @@ def test_tiny_cpu_recording(tmp_path, capsys):
         if entry["execution_trace"]:  # optional: skipped with a note where the observer fails
             with gzip.open(out / entry["execution_trace"], "rt") as f:
                 assert json.load(f)["nodes"]
+
+
+def test_tiny_cpu_training_steps_and_a_rerun_keeps_what_is_there(tmp_path, capsys):
+    pytest.importorskip("torch")
+    out = tmp_path / "traces"
+    argv = ["--out", str(out), "--device", "cpu", "--tiny", "--batches", "1", "--models", "resnet",
+            "--steps", "1", "--timed", "1", "--warmup", "1", "--no-et"]  # fmt: skip
+    assert T.main(argv) == 0
+    index = json.loads((out / "traces.json").read_text())
+    assert [e["file"] for e in index] == ["resnet_b1.pt.trace.json.gz", "resnet_b1_train.pt.trace.json.gz"]
+    assert index[1]["mode"].startswith("training")
+    names = {e.get("name", "") for e in _events(out / index[1]["file"])}
+    assert "autograd::engine::evaluate_function: ConvolutionBackward0" in names  # the backward ...
+    assert any(n.startswith("Optimizer.step#SGD.step") for n in names)  # ... and the optimizer step
+    (out / index[0]["file"]).unlink()  # a rerun records only what is missing
+    capsys.readouterr()
+    assert T.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "resnet_b1_train: recorded before, kept" in printed and "resnet_b1.pt.trace.json.gz:" in printed
+    assert {e["file"] for e in json.loads((out / "traces.json").read_text())} == {e["file"] for e in index}
