@@ -162,10 +162,13 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     if not _same_gpu(fits, device):  # measured on another GPU: not a measurement of this prediction
         for key in [k for k in totals if k.startswith(("measured_", "replay_measured_"))]:
             totals.pop(key)
-    # one row per op of one step, not per repetition: the first of the steps with the usual number of
-    # ops (a first iteration that also moves the model or creates the optimizer's state is not typical)
+    # one row per op of one step, not per repetition: of the steps with the usual number of ops (a first
+    # iteration that also moves the model or creates the optimizer's state is not typical), the first whose
+    # measured time is the median's (a warm-up step's kernels can run 10% slower)
     counts = in_step.groupby("step").size()
-    first = in_step[in_step["step"] == counts.index[counts == counts.mode().iloc[0]][0]]
+    usual = in_step[in_step["step"].isin(counts.index[counts == counts.mode().iloc[0]])]
+    sums = usual.groupby("step")["measured_ms"].sum()
+    first = in_step[in_step["step"] == (sums - sums.median()).abs().idxmin()]
     cols = ["name", "site", "shapes", "direction", "kind", "count", "measured_ms", "predicted_ms", "predictor",
             "extrapolated", "why"]  # fmt: skip
     return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals)
