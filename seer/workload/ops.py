@@ -442,7 +442,3 @@ def classify(
         mapped = handler(call)
         return mapped if mapped is not None else call.unmodelled(f"shapes {call.tensors}")
     return call.unmodelled("no tensor shapes" if call.result is None else "no predictor")
-
-
-# the training ops of a trace (backward, optimizer, batch norm, pooling) register their handlers
-from seer.workload import trace_ops as _trace_ops  # noqa: E402, F401
