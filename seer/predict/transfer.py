@@ -13,8 +13,10 @@ chooser, and recomputes what depends on the target:
   (a power-capped card) has its per-wave time scaled down accordingly;
 - per-wave overheads (W, S) by the clock; megabytes by the DRAM bandwidth;
 - the launch floor and constant terms stay (they are the host's and the driver's);
-- the sustained-clock law of a source is kept for a target of its architecture (same chip
-  family, same power behaviour under load) and dropped for others (it describes that card).
+- the sustained-clock law of a source is kept for a target of its chip (an A100-80GB from the
+  A100-40GB: the same power behaviour under load) and dropped for others, even of its
+  architecture: it describes that card's power cap (a 70 W T4's law slowed every convolution of
+  a 250 W RTX 2080 Ti by a further 20-37%).
 
 Memory-bound ops take the effective fraction of datasheet bandwidth and the launch floors of
 the sources. Every source that covers an op predicts it; the target's time is the median over
@@ -138,7 +140,7 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
                 memory=_regime(v.law.memory, ratio),
                 helpers=_regime(v.law.helpers, ratio) or v.law.helpers,
                 under=_regime(v.law.under, ratio),
-                clock=v.law.clock if target.cc == src.cc else None,
+                clock=v.law.clock if chip(target.slug) == chip(src.slug) else None,  # that card's power cap
             )
             variants[key] = dataclasses.replace(
                 v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)

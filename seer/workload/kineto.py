@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ import pandas as pd
 from seer.data.records import read_json
 from seer.errors import DataError
 from seer.hardware.device import Device
+from seer.workload.directions import directions
 from seer.workload.sites import sites
 
 OP_CATS = {"cpu_op", "operator"}
@@ -69,7 +71,8 @@ class Trace:
     """One profiled run as tables (times in microseconds as the trace has them; -1 where a link is missing).
 
     ops: name, ts, dur, tid, depth, parent, input_dims, input_types, concrete (scalar arguments), step,
-        site (where in the model it was called: seer.workload.sites).
+        site (where in the model it was called: seer.workload.sites), direction (forward, backward or
+        optimizer: seer.workload.directions).
     launches: name, ts, dur, correlation, tid, op, step.
     kernels: name, cat, ts, dur, correlation, stream, device, launch, op, step.
     steps: name, ts, dur (the CPU side of each iteration).
@@ -282,10 +285,35 @@ def _et_order(value: Any, i: int, path: Path) -> int:
     return value
 
 
-def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
-    """(name, input shapes, input types) of an execution trace's ops in start order (schema 1.0 and 1.1);
-    a node that is not an object, or whose order, shapes or types are malformed, is a DataError naming it
-    by its index in ``nodes``."""
+def _et_type(t: Any) -> str:
+    """The dtype of a tensor argument ('float' of 'Tensor(float)'), of a tensor list its first tensor's
+    ('GenericList[Tensor(float),...]'), '' for anything else."""
+    if not isinstance(t, str):
+        return ""
+    m = re.match(r"(?:GenericList\[)?Tensor\(([^)]*)\)", t)
+    return m.group(1) if m else ""
+
+
+def _et_value(value: Any, etype: Any) -> str:
+    """A non-tensor argument as Kineto's ``Concrete Inputs`` spell it ('[2, 2]', '1', 'False'); '' for
+    tensors and tensor lists (their values are ids, not arguments)."""
+    if isinstance(etype, str) and ("Tensor" in etype or etype.startswith("None")):
+        return ""
+
+    def text(v: Any) -> str:
+        if isinstance(v, bool):
+            return str(v)
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(text(x) for x in v) + "]"
+        return "" if v is None else str(v)
+
+    return text(value)
+
+
+def _et_nodes(path: Path) -> list[tuple[str, list, list, list]]:
+    """(name, input shapes, input types, concrete arguments) of an execution trace's ops in start order
+    (schema 1.0 and 1.1); a node that is not an object, or whose order, shapes or types are malformed, is a
+    DataError naming it by its index in ``nodes``."""
     doc = read_json(path, "a PyTorch execution trace (JSON with a nodes list)")
     nodes = doc.get("nodes") if isinstance(doc, dict) else None
     if not isinstance(nodes, list):
@@ -299,7 +327,7 @@ def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
             continue
         inputs = n.get("inputs")
         if isinstance(inputs, dict):  # schema 1.1: {"values", "shapes", "types"}, rf_id among attrs
-            shapes, types = inputs.get("shapes", []), inputs.get("types", [])
+            shapes, types, values = inputs.get("shapes", []), inputs.get("types", []), inputs.get("values", [])
             listed = n.get("attrs")
             attrs = (
                 {a.get("name"): a.get("value") for a in listed if isinstance(a, dict)}
@@ -308,15 +336,16 @@ def _et_nodes(path: Path) -> list[tuple[str, list, list]]:
             )
             order = _et_order(attrs.get("rf_id", n.get("id")), i, path)
         else:
-            shapes, types = n.get("input_shapes", []), n.get("input_types", [])
+            shapes, types, values = n.get("input_shapes", []), n.get("input_types", []), inputs
             order = _et_order(n.get("rf_id", n.get("id")), i, path)
         for key, v in (("shapes", shapes), ("types", types)):
             if not isinstance(v, list):
                 raise DataError(str(path), i, f"input {key}", "a list, one entry per input", str(v)[:60], where="node")
-        types = [t[7:-1] if isinstance(t, str) and t.startswith("Tensor(") else "" for t in types]
-        rows.append((order, name, shapes, types))
+        values = values if isinstance(values, list) and len(values) == len(types) else []
+        concrete = [_et_value(v, t) for v, t in zip(values, types)]
+        rows.append((order, name, shapes, [_et_type(t) for t in types], concrete))
     rows.sort(key=lambda r: r[0])
-    return [(name, shapes, types) for _, name, shapes, types in rows]
+    return [(name, shapes, types, concrete) for _, name, shapes, types, concrete in rows]
 
 
 def _tensor_shapes(dims: Any) -> list[list[int]]:
@@ -338,9 +367,11 @@ def _join_et(ops: pd.DataFrame, path: Path, trace_path: Path) -> None:
         raise DataError(str(path), None, None, "a PyTorch execution trace with op nodes, found none")
     n_et = len(et)
     et = et + et  # the trace's iteration may start elsewhere in the loop than the execution trace's: a rotation
-    et_names = [n for n, _, _ in et]
+    et_names = [n for n, _, _, _ in et]
     missing = ops["input_dims"].isna().to_numpy()
     dims, types = ops["input_dims"].to_numpy(object).copy(), ops["input_types"].to_numpy(object).copy()
+    concrete = ops["concrete"].to_numpy(object).copy()
+    no_args = np.array([not isinstance(c, list) or not c for c in concrete])
     groups = ops.groupby("step", sort=False).indices if (ops["step"] >= 0).any() else {0: np.arange(len(ops))}
     n_ops = n_found = n_both = n_same = 0
     for step, idx in groups.items():
@@ -356,6 +387,8 @@ def _join_et(ops: pd.DataFrame, path: Path, trace_path: Path) -> None:
         for a, b, size in blocks:
             for k in range(size):
                 i = idx[b + k]
+                if no_args[i] and et[a + k][3]:  # stride, padding, output_mask, ...: what PARAM's trace lacks
+                    concrete[i] = et[a + k][3]
                 if missing[i]:
                     dims[i], types[i] = et[a + k][1], et[a + k][2]
                 else:
@@ -377,7 +410,7 @@ def _join_et(ops: pd.DataFrame, path: Path, trace_path: Path) -> None:
             f"the {n_both} ops both record, they agree on {n_same / n_both:.0%}; is it another batch size's or "
             "model's?",
         )  # fmt: skip
-    ops["input_dims"], ops["input_types"] = dims, types
+    ops["input_dims"], ops["input_types"], ops["concrete"] = dims, types, concrete
 
 
 def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> Trace:
@@ -455,6 +488,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
     ops["step"] = _step_of(ops["ts"].to_numpy(float), steps)
     scopes = pd.DataFrame(scope_rows, columns=["name", "ts", "dur", "tid", "cat"])
     ops["site"] = sites(ops, scopes, ops["module"].tolist(), ops["stack"].tolist(), marker)
+    ops["direction"] = directions(ops, scopes)
     launches["op"] = _enclosing(ops, launches)
     launches["step"] = _step_of(launches["ts"].to_numpy(float), steps)
     for df in (launches, kernels):
@@ -471,7 +505,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
         has, launches["step"].to_numpy()[np.clip(li, 0, None)] if len(launches) else -1, own_step
     )
     cols = ["name", "ts", "dur", "tid", "depth", "parent", "input_dims", "input_types", "concrete", "step"]
-    ops = ops[[*cols, "external_id", "site"]]
+    ops = ops[[*cols, "external_id", "site", "direction"]]
     if execution_trace is not None:
         _join_et(ops, Path(execution_trace), path)
     device = _device(doc, kernels)
@@ -488,25 +522,83 @@ def _dtype(types: Any) -> str:
     return ""
 
 
+def _is_tensor_type(t: Any) -> bool:
+    return isinstance(t, str) and t.lower() in _DTYPES
+
+
+def _arg_shapes(dims: Any, types: Any) -> list[list[int]]:
+    """One shape per argument: a tensor's ([1] for a 0-d tensor, whose type says it is one: a
+    counter's `add_`), [] for a scalar, a list or a tensor list."""
+    if not isinstance(dims, list):
+        return []
+    types = types if isinstance(types, list) else []
+    out = []
+    for i, d in enumerate(dims):
+        shape = _shape(d)
+        if not shape and isinstance(d, list) and not d and i < len(types) and _is_tensor_type(types[i]):
+            shape = [1]
+        out.append(shape)
+    return out
+
+
+def _tensor_lists(dims: Any) -> list[list[list[int]]]:
+    """The shapes of the tensors of each tensor-list argument (a `_foreach_` op's parameters,
+    gradients, ...): the arguments whose dims are a list of shapes."""
+    if not isinstance(dims, list):
+        return []
+    out = []
+    for d in dims:
+        if isinstance(d, list) and d and all(isinstance(x, list) for x in d):
+            shapes = [_shape(x) for x in d]
+            if any(shapes):
+                out.append([x or [1] for x in shapes])
+    return out
+
+
+_COPY_KINDS = {"htod": "h2d", "dtoh": "d2h", "dtod": "d2d", "ptop": "d2d"}
+
+
+def _memcpy(kernels: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """Per op: the direction of its copies (h2d, d2h, d2d) where all its GPU work is copies of one
+    direction ('' otherwise), and whether one of them is from or to pageable host memory."""
+    name = kernels["name"].astype(str).str.lower()
+    word = name.str.extract(r"memcpy\s+(htod|dtoh|dtod|ptop)", expand=False)
+    kind = word.map(_COPY_KINDS).where(kernels["cat"].astype(str).str.contains("memcpy"), None)
+    by = pd.DataFrame(
+        {"op": kernels["op"].to_numpy(), "kind": kind.to_numpy(object), "page": name.str.contains("pageable")}
+    )
+    g = by.groupby("op", sort=True)
+    direction = g["kind"].agg(lambda k: k.iat[0] if k.notna().all() and k.nunique() == 1 else "")
+    return direction, g["page"].any()
+
+
 def kernel_ops(trace: Trace) -> pd.DataFrame:
     """One row per launching op (innermost cpu op that launched GPU work) per step, with its measured kernel time.
 
     Columns: step, op (row of trace.ops), name (without ``aten::``), site (where in the model it was called:
-    seer.workload.sites), input_shapes (a list per argument, [] for non-tensors), dtype, kernel_ms (sum of its
-    kernels' durations), n_kernels.
+    seer.workload.sites), direction (forward, backward, optimizer: seer.workload.directions), input_shapes (a
+    list per argument, [] for non-tensors, [1] for a 0-d tensor), tensor_lists (the shapes in each tensor-list
+    argument), dtype, concrete, memcpy (h2d, d2h, d2d where the op's GPU work is copies, else ''), pageable
+    (a copy from or to pageable host memory), kernel_ms (sum of its kernels' durations), n_kernels.
     """
     k = trace.kernels[trace.kernels["op"] >= 0]
     g = k.groupby("op", sort=True).agg(kernel_us=("dur", "sum"), n_kernels=("dur", "size"))
+    copy, pageable = _memcpy(k)
     ops = trace.ops.iloc[g.index.to_numpy()]
+    direction = ops["direction"] if "direction" in ops else pd.Series("forward", index=ops.index)
     out = pd.DataFrame(
         {
             "step": ops["step"].to_numpy(),
             "op": g.index.to_numpy(),
             "name": ops["name"].str.removeprefix("aten::").to_numpy(),
             "site": ops["site"].to_numpy(object),
-            "input_shapes": [[_shape(x) for x in d] if isinstance(d, list) else [] for d in ops["input_dims"]],
+            "direction": direction.to_numpy(object),
+            "input_shapes": [_arg_shapes(d, t) for d, t in zip(ops["input_dims"], ops["input_types"])],
+            "tensor_lists": [_tensor_lists(d) for d in ops["input_dims"]],
             "dtype": [_dtype(t) for t in ops["input_types"]],
             "concrete": [c if isinstance(c, list) else [] for c in ops["concrete"]],
+            "memcpy": copy.reindex(g.index).fillna("").to_numpy(object),
+            "pageable": pageable.reindex(g.index).fillna(False).to_numpy(bool),
             "kernel_ms": g["kernel_us"].to_numpy(float) / 1e3,
             "n_kernels": g["n_kernels"].to_numpy(np.int64),
         }

@@ -21,12 +21,13 @@ from seer.hardware import gpus
 from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
+from seer.workload.directions import DIRECTIONS
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.graph import read_graph
-from seer.workload.ops import KERNEL_KINDS, classify, conv_params
+from seer.workload.ops import KERNEL_KINDS, classify
+from seer.workload.trace_ops import trace_params
 
 TRACE_SUFFIXES = (".json", ".json.gz")
-DIRECTIONS = ("forward", "backward", "accumulate", "optimizer")  # a training step's, in order
 
 
 @dataclass
@@ -147,16 +148,21 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
             "(through its launch's correlation id and an enclosing cpu_op), so there is nothing to predict",
         )  # fmt: skip
     mapped = [
-        classify(n, s, dtype=d or "float32", params=conv_params(n, c))
-        for n, s, d, c in zip(kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"])
-    ]
+        classify(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, pageable))
+        for n, s, d, c, lists, copy, pageable in zip(
+            kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"],
+            kops["memcpy"], kops["pageable"],
+        )
+    ]  # fmt: skip
     table = pd.DataFrame(
         {
             "name": kops["name"],
             "site": kops["site"],
+            "direction": kops["direction"],
             "shapes": [shapes_text(s) for s in kops["input_shapes"]],
             "kind": [m.kind for m in mapped],
             "config": [m.config for m in mapped],
+            "parts": [m.parts for m in mapped],
             "why": [m.why for m in mapped],
             "count": 1,
             "step": kops["step"],
@@ -176,23 +182,26 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     measured = replay(trace)
     predicted = replay(trace, k["dur"].to_numpy(float) * scale / 1e3)
     in_step = ops[ops["step"] >= 0] if (ops["step"] >= 0).any() else ops
-    per_step = in_step.assign(unmodelled=np.where(timed[in_step.index], 0.0, in_step["measured_ms"]))
-    per_step = per_step.groupby("step")[["predicted_ms", "unmodelled"]].sum().median()
     totals = {
         "measured_ms": measured.measured_ms,
         "predicted_ms": predicted.step_ms,
         "replay_measured_ms": measured.step_ms,
-        "kernel_sum_ms": float(per_step["predicted_ms"]),
+        **_step_sums(in_step, timed[in_step.index]),
         "measured_kernel_sum_ms": measured.kernel_ms,
-        "unmodelled_ms": float(per_step["unmodelled"]),
     }
     same = measured_on is not None and measured_on.slug == fits.gpu.slug
     if not same:  # measured on another GPU: not a measurement of this prediction
-        for key in ("measured_ms", "replay_measured_ms", "measured_kernel_sum_ms"):
+        for key in [k for k in totals if k.startswith(("measured_", "replay_measured_"))]:
             totals.pop(key)
-    # one row per op of one step (the first), not per repetition
-    first = in_step[in_step["step"] == in_step["step"].min()]
-    cols = ["name", "site", "shapes", "kind", "count", "measured_ms", "predicted_ms", "extrapolated", "why"]
+    # one row per op of one step, not per repetition: of the steps with the usual number of ops (a first
+    # iteration that also moves the model or creates the optimizer's state is not typical), the first whose
+    # measured time is the median's (a warm-up step's kernels can run 10% slower)
+    counts = in_step.groupby("step").size()
+    usual = in_step[in_step["step"].isin(counts.index[counts == counts.mode().iloc[0]])]
+    sums = usual.groupby("step")["measured_ms"].sum()
+    first = in_step[in_step["step"] == (sums - sums.median()).abs().idxmin()]
+    cols = ["name", "site", "shapes", "direction", "kind", "count", "measured_ms", "predicted_ms", "predictor",
+            "extrapolated", "why"]  # fmt: skip
     note = note if same else ""  # says how the predicted GPU was found, not one --gpu replaced
     return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note)
 
@@ -211,3 +220,37 @@ def _measured_on(path: Path, props: Device | None, must: bool) -> tuple[gpus.GPU
             raise SeerError(f"{path}: {exc}") from None
         return None, ""
     return spec, (f"GPU: {note}" if note else "")
+
+
+def _step_sums(ops: pd.DataFrame, timed: np.ndarray) -> dict[str, float]:
+    """Per step, then the median over steps (ms): seer's kernel time (`kernel_sum_ms`), the measured
+    time of the ops it could not time (`unmodelled_ms`) and of host copies kept as measured
+    (`host_copy_ms`), and per direction (forward, backward, optimizer, where the trace has it) the
+    predicted and measured kernel time (`kernel_sum_ms_backward`, `measured_kernel_sum_ms_backward`)
+    and the unmodelled time."""
+    host = (ops["kind"] == "host_copy").to_numpy()
+    meas = ops["measured_ms"].to_numpy(float)
+    t = pd.DataFrame(
+        {
+            "step": ops["step"].to_numpy(),
+            "direction": ops["direction"].to_numpy(object) if "direction" in ops else "forward",
+            "predicted": ops["predicted_ms"].to_numpy(float),
+            "measured": meas,
+            "unmodelled": np.where(timed | host, 0.0, meas),
+            "host_copy": np.where(host, meas, 0.0),
+        }
+    )
+    steps = t.groupby("step")[["predicted", "unmodelled", "host_copy"]].sum().median()
+    out = {
+        "kernel_sum_ms": float(steps["predicted"]),
+        "unmodelled_ms": float(steps["unmodelled"]),
+        "host_copy_ms": float(steps["host_copy"]),
+    }
+    per = t.groupby(["step", "direction"])[["predicted", "measured", "unmodelled"]].sum()
+    per = per.unstack("direction", fill_value=0.0).median()
+    for d in DIRECTIONS:
+        if ("predicted", d) in per.index and d in set(t["direction"]):
+            out[f"kernel_sum_ms_{d}"] = float(per[("predicted", d)])
+            out[f"measured_kernel_sum_ms_{d}"] = float(per[("measured", d)])
+            out[f"unmodelled_ms_{d}"] = float(per[("unmodelled", d)])
+    return out

@@ -38,8 +38,11 @@ from seer.workload.registry import Registry
 
 GEMM_KINDS = ("linear", "bmm")
 MEMORY_KINDS = ("elementwise", "softmax", "layer_norm", "embedding", "copy")
-KERNEL_KINDS = (*GEMM_KINDS, "conv", *MEMORY_KINDS, "reduction", "concat")  # kinds that launch a kernel seer times
-KINDS = (*KERNEL_KINDS, "dispatch", "unmodelled")
+# kinds that launch a kernel seer times (norm, pool: training's batch norm and pooling, seer.workload.trace_ops;
+# memcpy: a copy over the host link)
+KERNEL_KINDS = (*GEMM_KINDS, "conv", *MEMORY_KINDS, "reduction", "concat", "norm", "pool", "memcpy")
+# host_copy: a copy from or to pageable host memory, paced by the host's memcpy: kept at its measured time
+KINDS = (*KERNEL_KINDS, "dispatch", "host_copy", "unmodelled")
 
 # element-wise ops by the name PyTorch gives them (function, method, aten op or module)
 UNARY = {
@@ -358,12 +361,20 @@ def _gather(c: OpCall, result: list[int]) -> Mapped | None:
     return Mapped("embedding", {"op": "elementwise", "fn": "copy", **_rows_cols(idx), "dtype": c.dtype})
 
 
-@register(*COPY, *NORM_INFERENCE)
+@register(*COPY)
 @_shaped
 def _copy(c: OpCall, result: list[int]) -> Mapped | None:
-    """A unary stream of the source (batch norm at inference: one pass, scale and shift)."""
+    """A unary stream of the source; where a trace says the copy crossed the host link
+    (`params["memcpy"]` h2d or d2h), seer's memcpy over PCIe, or, from or to pageable host memory
+    (staged through a pinned buffer by the host's own memcpy), the host's time: kind host_copy,
+    kept as measured like the host's other gaps."""
     t = c.tensors
     src = t[-1] if c.name == "copy_" and len(t) >= 2 else (t[0] if t else result)
+    link = (c.params or {}).get("memcpy")
+    if link in ("h2d", "d2h"):
+        if (c.params or {}).get("pageable"):
+            return Mapped("host_copy", why=f"{c.op}: {link} copy from pageable host memory (the host's memcpy)")
+        return Mapped("memcpy", {"op": "memcpy", "fn": link, **_rows_cols(src), "dtype": c.dtype}, label=link)
     return Mapped("copy", {"op": "elementwise", "fn": "copy", **_rows_cols(src), "dtype": c.dtype})
 
 

@@ -57,8 +57,10 @@ def test_reads_the_2022_layout_and_links(tmp_path):
     assert attribution(tr) == 1.0
     ko = kernel_ops(tr)
     assert list(ko.columns) == [
-        "step", "op", "name", "site", "input_shapes", "dtype", "concrete", "kernel_ms", "n_kernels"]  # fmt: skip
+        "step", "op", "name", "site", "direction", "input_shapes", "tensor_lists", "dtype", "concrete", "memcpy",
+        "pageable", "kernel_ms", "n_kernels"]  # fmt: skip
     assert ko["site"].tolist() == ["mm#1", "mm#2", "mm#3"]  # nothing but the op itself: its occurrence
+    assert ko["direction"].tolist() == ["forward"] * 3 and ko["memcpy"].tolist() == [""] * 3
     assert ko["name"].tolist() == ["mm"] * 3 and ko["input_shapes"].iat[0] == [[4, 8], [8, 16]]
     assert ko["dtype"].iat[0] == "float32" and np.allclose(ko["kernel_ms"], 0.02)
 
@@ -82,6 +84,7 @@ def test_reads_the_2021_layout(tmp_path):
     assert tr.kernels["cat"].tolist() == ["kernel", "memcpy"] and tr.kernels["launch"].tolist() == [0, 1]
     ko = kernel_ops(tr)
     assert ko["name"].tolist() == ["addmm"] and ko["n_kernels"].iat[0] == 2 and ko["dtype"].iat[0] == "float16"
+    assert ko["memcpy"].iat[0] == ""  # a kernel and a copy: not a host copy alone
 
 
 def test_launch_outside_every_op_is_unattributed(tmp_path):
@@ -388,3 +391,42 @@ def test_malformed_execution_traces_are_one_data_error(tmp_path, doc, expected):
     with pytest.raises(DataError) as e:
         read_trace(_write(tmp_path, _three_ops()), et)
     assert str(e.value).startswith(str(et)) and expected in str(e.value)
+
+
+def test_execution_trace_gives_arguments_0d_tensors_and_tensor_lists(tmp_path):
+    """PARAM's traces record no shapes nor arguments: the execution trace gives both, a 0-d tensor
+    (a counter's `add_`) is one element, not a missing shape, and a tensor list keeps its tensors' shapes."""
+    ev = [_x("user_annotation", "ProfilerStep#0", 0, 1000)]
+    for i, name in enumerate(["aten::cudnn_convolution", "aten::add_", "aten::_foreach_add_"]):
+        t = 100 + 200 * i
+        ev += [_x("cpu_op", name, t, 100), _x("cuda_runtime", "cudaLaunchKernel", t + 10, 5, correlation=i + 1),
+               _x("kernel", f"k{i}", t + 20, 10, tid=7, pid=0, correlation=i + 1, stream=7, device=0)]  # fmt: skip
+    ev += [
+        _x("cpu_op", "aten::copy_", 800, 100),
+        _x("cuda_runtime", "cudaMemcpyAsync", 810, 5, correlation=9),
+        _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 820, 50, tid=7, pid=0, correlation=9, stream=7),
+    ]
+    tensor = [1, 2, 0, 64, 4, "cuda:0"]
+    nodes = [
+        ("aten::cudnn_convolution", [[8, 3, 32, 32], [16, 3, 3, 3], [[], []], [[], []], [[], []], [], []],
+         ["Tensor(float)", "Tensor(float)", "GenericList[Int,Int]", "GenericList[Int,Int]", "GenericList[Int,Int]",
+          "Int", "Bool"], [tensor, tensor, [1, 1], [2, 2], [1, 1], 1, False]),
+        ("aten::add_", [[], [], []], ["Tensor(long int)", "Tensor(long int)", "Int"], [tensor, tensor, 1]),
+        ("aten::_foreach_add_", [[[16, 3, 3, 3], [16]], [[16, 3, 3, 3], [16]], []],
+         ["GenericList[Tensor(float),Tensor(float)]", "GenericList[Tensor(float),Tensor(float)]", "Double"],
+         [[tensor, tensor], [tensor, tensor], -0.1]),
+        ("aten::copy_", [[8, 3, 32, 32], [8, 3, 32, 32], []], ["Tensor(float)", "Tensor(float)", "Bool"],
+         [tensor, tensor, False]),
+    ]  # fmt: skip
+    doc = {"schema": "1.0.1", "nodes": [
+        {"id": i + 2, "rf_id": i + 1, "name": n, "input_shapes": s, "input_types": ty, "inputs": v}
+        for i, (n, s, ty, v) in enumerate(nodes)]}  # fmt: skip
+    et = tmp_path / "et.json"
+    et.write_text(json.dumps(doc))
+    ko = kernel_ops(read_trace(_write(tmp_path, ev), et))
+    assert ko["name"].tolist() == ["cudnn_convolution", "add_", "_foreach_add_", "copy_"]
+    assert ko["concrete"].iat[0] == ["", "", "[1, 1]", "[2, 2]", "[1, 1]", "1", "False"]
+    assert ko["input_shapes"].iat[1] == [[1], [1], []] and ko["dtype"].iat[1] == "int64"
+    assert ko["tensor_lists"].iat[2] == [[[16, 3, 3, 3], [16]]] * 2 and ko["dtype"].iat[2] == "float32"
+    assert ko["concrete"].iat[2] == ["", "", "-0.1"]
+    assert ko["memcpy"].tolist() == ["", "", "", "h2d"] and ko["pageable"].tolist() == [False] * 3 + [True]

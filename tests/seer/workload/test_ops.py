@@ -150,7 +150,7 @@ def test_classify_calls_the_handler_registered_for_each_name():
         (ops.LAYER_NORM, "_layer_norm"),
         (ops.EMBEDDING, "_embedding"),
         (ops.GATHER, "_gather"),
-        ({*ops.COPY, *ops.NORM_INFERENCE}, "_copy"),
+        (ops.COPY, "_copy"),
         (ops.REDUCTION, "_reduction"),
         (ops.CONCAT, "_concat"),
         (ops.FILL, "_fill"),
