@@ -137,7 +137,8 @@ def handler_of(op: str) -> tuple[str, Handler | None]:
 
 def op_name(target: str, module: str = "") -> str:
     """The bare op name of an fx target, a method, an aten op or a module class:
-    `<built-in method addmm of type object at 0x..>` -> addmm, `aten::add_` -> add_,
+    `<built-in method addmm of type object at 0x..>` -> addmm, `aten::add_` -> add_, `aten.add_.Tensor`
+    (an OpOverload, as torch.export and make_fx name it) -> add_,
     `<function softmax at 0x..>` -> softmax, module `NewGELUActivation` -> gelu."""
     if module:
         low = module.lower()
@@ -154,6 +155,9 @@ def op_name(target: str, module: str = "") -> str:
     m = re.match(r"<class '(?:[\w.]+\.)?(\w+)'>", t)
     if m:
         return m.group(1).lower()
+    m = re.match(r"(?:aten|prims)\.(\w+)(?:\.\w+)?$", t)  # torch.export / make_fx: aten.addmm.default
+    if m:
+        return m.group(1)
     t = t.split("::")[-1]
     return t.split(".")[-1]
 
