@@ -270,22 +270,30 @@ def _to_fake(mode: Any, x: Any) -> Any:
 
 
 def _forward_graph(module: Any, inputs: tuple, mode: Any) -> Any:
-    """The inference graph: make_fx of the forward on fake parameters and inputs, without
-    functionalization (which would add copies eager PyTorch never makes: a dropout at inference
-    returns its input, functionalized it is a clone)."""
+    """The inference graph: make_fx of the forward on fake inputs (real parameters are faked as
+    the ops meet them: nothing is computed), without functionalization, which would add copies
+    eager PyTorch never makes (a dropout at inference returns its input, functionalized a clone)."""
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
     mode = mode or fake_mode()
-    tensors = {**dict(module.named_parameters()), **dict(module.named_buffers())}
-    fake = {name: _to_fake(mode, t) for name, t in tensors.items()}
     inputs = tuple(_to_fake(mode, x) for x in inputs)
-
-    def forward(*args: Any) -> tuple:
-        return tuple(_leaves(torch.func.functional_call(module, fake, args)))
-
     with mode, torch.no_grad():
-        return make_fx(forward, record_module_stack=True)(*inputs)
+        return make_fx(_outputs_class(torch)(module))(*inputs)
+
+
+def _outputs_class(torch: Any) -> Any:
+    class Outputs(torch.nn.Module):
+        """The model with its outputs as a flat tuple of tensors (a ModelOutput, a dict, ...)."""
+
+        def __init__(self, module: Any) -> None:
+            super().__init__()
+            self.module = module  # WRAPPER
+
+        def forward(self, *args: Any) -> tuple:
+            return tuple(_leaves(self.module(*args)))
+
+    return Outputs
 
 
 def _step_class(torch: Any) -> Any:
@@ -400,3 +408,20 @@ def predict_model(
     return predict_capture(
         cap, gpu, fits=fits, optimizer=optimizer, dispatch_ms=dispatch_ms, source=source or type(module).__name__
     )
+
+
+def load_factory(spec: str) -> tuple[Any, Any]:
+    """(module, example inputs) from 'package.module:function' (the function returns them)."""
+    import importlib
+
+    mod_name, _, fn_name = spec.partition(":")
+    if not mod_name or not fn_name:
+        raise SeerError(f"--python {spec!r}: expected package.module:function returning (model, example_inputs)")
+    try:
+        fn = getattr(importlib.import_module(mod_name), fn_name)
+    except (ImportError, AttributeError) as exc:
+        raise SeerError(f"--python {spec!r}: {exc}") from None
+    made = fn()
+    if not isinstance(made, tuple) or len(made) != 2:
+        raise SeerError(f"--python {spec!r}: {fn_name}() must return (model, example_inputs)")
+    return made

@@ -75,9 +75,11 @@ def hf_model(
     *,
     dtype: str = "float32",
     architecture: str | None = None,
+    attention_mask: bool = False,
 ) -> tuple[Any, tuple]:
     """(model, example inputs): the architecture built on fake tensors (no weights) in `dtype`,
-    and input ids of batch x seq."""
+    and input ids of batch x seq (and an all-ones attention mask: the model's second argument,
+    which an encoder then adds to its attention scores in every layer, as a padded batch would)."""
     torch = require_torch()
     tf = require_transformers()
     if dtype not in DTYPES:
@@ -98,6 +100,28 @@ def hf_model(
         with mode:
             model = cls(cfg) if cls is not None else tf.AutoModel.from_config(cfg)
             ids = torch.zeros(batch, seq, dtype=torch.long)
+            mask = torch.ones(batch, seq, dtype=torch.long)
     finally:
         torch.set_default_dtype(default)
-    return model, (ids,)
+    return model, ((ids, mask) if attention_mask else (ids,))
+
+
+def predict_hf(
+    config: str | Path | dict,
+    gpu: str | None = "h100-sxm",
+    *,
+    batch: int = 1,
+    seq: int = 128,
+    dtype: str = "float32",
+    training: bool = False,
+    optimizer: str | None = "sgd",
+    architecture: str | None = None,
+    attention_mask: bool = False,
+) -> Any:
+    """A Hugging Face architecture's time on `gpu` (seer.workload.capture.predict_model)."""
+    from seer.workload.capture import predict_model
+
+    model, inputs = hf_model(config, batch, seq, dtype=dtype, architecture=architecture, attention_mask=attention_mask)
+    name = Path(str(config)).stem if not isinstance(config, dict) else type(model).__name__
+    source = f"{name} (batch {batch}, seq {seq}, {dtype}{', training' if training else ''})"
+    return predict_model(model, inputs, gpu, training=training, optimizer=optimizer, source=source)
