@@ -26,7 +26,6 @@ from typing import Any
 import pandas as pd
 
 from seer.errors import SeerError
-from seer.workload import aten as _aten  # noqa: F401  (registers the ATen handlers)
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.model_time import ModelTime, shapes_text
 from seer.workload.ops import Mapped, classify, op_name
@@ -360,7 +359,7 @@ def _optimizer_row(optimizer: str, label: str, m: Mapped) -> dict:
 
 
 COLUMNS = ["name", "site", "shapes", "kind", "direction", "count", "measured_ms", "predicted_ms", "predictor"]
-COLUMNS += ["extrapolated", "why", "op", "dtype"]
+COLUMNS += ["extrapolated", "why", "op", "dtype", "config"]
 
 
 def predict_capture(
