@@ -1,8 +1,8 @@
 """Benchmarks of seer.workload.capture (issue 30), each figure printed with what it compares.
 
-    python tools/capture_bench.py traces   # cudnn_bench.torch_traces' GPT and ResNet stacks (and a
-                                           # ResNet-50) captured on the CPU vs the H100 traces' kernel time
-    python tools/capture_bench.py billion  # capture + prediction time and memory of a 1e9-parameter GPT-2
+python tools/capture_bench.py traces   # cudnn_bench.torch_traces' GPT and ResNet stacks (and a
+                                       # ResNet-50) captured on the CPU vs the H100 traces' kernel time
+python tools/capture_bench.py billion  # capture + prediction time and memory of a 1e9-parameter GPT-2
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ TRACES = ROOT / "data" / "h100-sxm" / "traces"
 
 
 def traces() -> None:
-    import dataclasses
-
     import torch
 
     from cudnn_bench.torch_traces import GPTConfig, ResNetConfig, define_models
@@ -54,10 +52,8 @@ def traces() -> None:
             net = resnet_cls(r50)
             x = torch.zeros(batch, 3, 224, 224)
         t = predict_model(net, x, "h100-sxm").totals
-        print(f"ResNet-50 b{batch} (no trace): predicted kernels {t['kernel_sum_ms']:.3f} ms, whole "
-              f"{t['predicted_ms']:.3f} ms, {t['parameters'] / 1e6:.1f} M parameters" if False else
-              f"ResNet-50 b{batch} (no trace): predicted kernels {t['kernel_sum_ms']:.3f} ms, whole {t['predicted_ms']:.3f} ms")  # fmt: skip
-    _ = dataclasses
+        kernels, whole = t["kernel_sum_ms"], t["predicted_ms"]
+        print(f"ResNet-50 b{batch} (no trace): predicted kernels {kernels:.3f} ms, whole {whole:.3f} ms")
 
 
 def billion() -> None:

@@ -84,7 +84,9 @@ def _live_arguments(ap: argparse.ArgumentParser) -> None:
 
     live = ap.add_argument_group("a live model (needs the torch extra)")
     what = live.add_mutually_exclusive_group()
-    what.add_argument("--hf", metavar="CONFIG", help="a Hugging Face config.json (or hub model id), built without weights")
+    what.add_argument(
+        "--hf", metavar="CONFIG", help="a Hugging Face config.json (or hub model id), built without weights"
+    )
     what.add_argument("--python", metavar="MOD:FN", help="package.module:function returning (model, example_inputs)")
     live.add_argument("--batch", type=int, default=1, help="--hf: batch size (default: %(default)s)")
     live.add_argument("--seq", type=int, default=128, help="--hf: sequence length (default: %(default)s)")

@@ -107,9 +107,11 @@ def _logical(c: OpCall) -> Mapped | None:
 
 @_register_missing("index", "index_select")
 def _index(c: OpCall) -> Mapped | None:
-    """Advanced indexing: a gather of the result's elements."""
+    """Advanced indexing: a gather of the result's elements (an element-wise kernel, not a table lookup)."""
     out = c.out
-    return Mapped("embedding", {"op": "elementwise", "fn": "copy", **_rows_cols(out), "dtype": c.dtype}) if out else None
+    return (
+        Mapped("elementwise", {"op": "elementwise", "fn": "copy", **_rows_cols(out), "dtype": c.dtype}) if out else None
+    )
 
 
 @_register_missing("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "_local_scalar_dense")
@@ -171,7 +173,9 @@ def _layer_norm_backward(c: OpCall) -> Mapped | None:
     dx, dw, db = _mask(c, 3)
     cfg = _rows_cols(c.tensors[1])
     parts = norm_backward(cfg["rows"], cfg["cols"], c.dtype)
-    return _compound("layer_norm", (parts[0] if dx else Mapped("dispatch"), parts[1] if dw or db else Mapped("dispatch")))
+    return _compound(
+        "layer_norm", (parts[0] if dx else Mapped("dispatch"), parts[1] if dw or db else Mapped("dispatch"))
+    )
 
 
 @_register_missing("native_batch_norm_backward", "cudnn_batch_norm_backward", "_native_batch_norm_legit_backward")

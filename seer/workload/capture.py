@@ -132,7 +132,7 @@ def op_row(node: Any) -> dict | None:
     if op in CONV_ARGS:
         where = CONV_ARGS[op]
         stride, padding, dilation, groups = (node.args[i] if i < len(node.args) else None for i in where)
-        if stride is not None:
+        if stride is not None and padding is not None and dilation is not None and groups is not None:
             params.update(stride=(list(stride) * 2)[:2], padding=(list(padding) * 2)[:2])
             params.update(dilation=(list(dilation) * 2)[:2], groups=int(groups))
     shapes = [[int(s) for s in t.shape] for t in tensors]
@@ -193,12 +193,12 @@ def _hf_tracing() -> Iterator[None]:
         return
     saved = getattr(mu, "find_packed_sequence_indices", None)
     if saved is not None:
-        mu.find_packed_sequence_indices = lambda *a, **k: None  # type: ignore[attr-defined]
+        mu.find_packed_sequence_indices = lambda *a, **k: None
     try:
         yield
     finally:
         if saved is not None:
-            mu.find_packed_sequence_indices = saved  # type: ignore[attr-defined]
+            mu.find_packed_sequence_indices = saved
 
 
 def _fake_mode_of(module: Any) -> Any:

@@ -46,7 +46,9 @@ def load_config(config: str | Path | dict) -> Any:
         try:
             return tf.AutoConfig.from_pretrained(str(config))
         except Exception as exc:
-            raise SeerError(f"{config}: neither a config file nor a model id the hub gave a config for ({exc})") from None
+            raise SeerError(
+                f"{config}: neither a config file nor a model id the hub gave a config for ({exc})"
+            ) from None
     if not isinstance(values, dict) or "model_type" not in values:
         raise SeerError(f"{config}: a config needs model_type (as a Hugging Face config.json has)")
     model_type = values.pop("model_type")

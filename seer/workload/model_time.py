@@ -21,6 +21,7 @@ from seer.hardware import gpus
 from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
+from seer.workload import aten as _aten  # noqa: F401  (the ATen ops' handlers: traces and captures map alike)
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import KERNEL_KINDS, classify, conv_params

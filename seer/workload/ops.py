@@ -435,8 +435,3 @@ def classify(
         mapped = handler(call)
         return mapped if mapped is not None else call.unmodelled(f"shapes {call.tensors}")
     return call.unmodelled("no tensor shapes" if call.result is None else "no predictor")
-
-
-# the handlers of the ATen ops only a captured graph (or a trace's backward) has: registered here, so
-# a trace is mapped the same whether or not seer.workload.capture was imported
-from seer.workload import aten as _aten  # noqa: E402, F401
