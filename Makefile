@@ -1,6 +1,7 @@
 # seer: `make run` and `make test` do all the set-up on a fresh machine (a virtual env in .venv).
 # `make run` installs what running seer needs (its dependencies and matplotlib for the plots);
-# `make test` and `make lint` add the dev tools and Ray (the tests start a local cluster).
+# `make test` and `make lint` add the dev tools, Ray (the tests start a local cluster) and the torch
+# extra (PyTorch's CPU build and transformers: the tests capture live models).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -19,7 +20,8 @@ $(STAMP): pyproject.toml | $(PY)
 	touch $(STAMP)
 
 $(DEV_STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install --quiet -e ".[dev,plot,cluster]"
+	$(PY) -m pip install --quiet torch==2.13.0  # the CPU wheel first: the torch extra then keeps it
+	$(PY) -m pip install --quiet -e ".[dev,plot,cluster,torch]"
 	touch $(DEV_STAMP) $(STAMP)
 
 install: $(STAMP)     ## seer, its dependencies and the plot extra

@@ -10,11 +10,19 @@ the outermost op and its occurrence in the step (linear#5: the step's fifth aten
 --out writes the per-op table as .csv, or as .json with the whole-model totals; --out - writes
 it to stdout (--format, default json) and the report to stderr.
 
+A live model instead of a file (needs the torch extra: pip install 'seer[torch]'): --hf CONFIG
+(a Hugging Face config.json, or a hub model id where the hub is reachable; built without
+weights) with --batch, --seq, --dtype; or --python package.module:function returning (model,
+example_inputs). Captured on the CPU (seer.workload.capture), --train adds the backward from
+AOTAutograd's joint graph and the optimizer's step (--optimizer).
+
 Examples:
   python -m seer.predict ../shared/datasets/neusight-models/Tesla_T4/bert_large-inf-512-8.csv
   python -m seer.predict ../shared/datasets/neusight-models/Tesla_T4/bert_large-inf-512-8.csv --gpu v100
   python -m seer.predict data/h100-sxm/traces/gpt_b8.pt.trace.json.gz --out ops.json
   python -m seer.predict data/h100-sxm/traces/gpt_b8.pt.trace.json.gz --out - | jq '.ops[0]'
+  python -m seer.predict --hf tests/data/hf/gpt2-large.json --batch 4 --seq 1024 --gpu t4
+  python -m seer.predict --hf tests/data/hf/gpt2-large.json --batch 1 --seq 512 --train --optimizer adam
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
     if trace:
         ap.add_argument("model", metavar="trace", help="a PyTorch profiler trace (.json, .json.gz)")
     else:
-        ap.add_argument("model", help="a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
+        ap.add_argument("model", nargs="?", help="a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
+        _live_arguments(ap)
     ap.add_argument(
         "--gpu",
         help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file); any other GPU "
@@ -67,6 +76,42 @@ def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
     ap.add_argument("--format", choices=FORMATS, help="format of --out (default: the file's suffix; json for -)")
     args = ap.parse_args(argv)
     return run(lambda: _main(args, trace), "seer.trace" if trace else "seer.predict")
+
+
+def _live_arguments(ap: argparse.ArgumentParser) -> None:
+    """--hf / --python: a model captured on the CPU instead of a graph or trace file."""
+    from seer.workload.optimizer import OPTIMIZERS
+
+    live = ap.add_argument_group("a live model (needs the torch extra)")
+    what = live.add_mutually_exclusive_group()
+    what.add_argument(
+        "--hf", metavar="CONFIG", help="a Hugging Face config.json (or hub model id), built without weights"
+    )
+    what.add_argument("--python", metavar="MOD:FN", help="package.module:function returning (model, example_inputs)")
+    live.add_argument("--batch", type=int, default=1, help="--hf: batch size (default: %(default)s)")
+    live.add_argument("--seq", type=int, default=128, help="--hf: sequence length (default: %(default)s)")
+    live.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"), help="--hf: dtype")
+    live.add_argument("--arch", help="--hf: the model class (default: the config's first architecture)")
+    live.add_argument("--mask", action="store_true", help="--hf: pass an all-ones attention mask")
+    live.add_argument("--train", action="store_true", help="a training step: forward, loss, backward, optimizer")
+    live.add_argument(
+        "--optimizer", default="sgd", choices=OPTIMIZERS, help="--train: the optimizer step (default: %(default)s)"
+    )
+
+
+def _live(args: argparse.Namespace) -> ModelTime:
+    gpu = args.gpu or "h100-sxm"
+    if args.hf:
+        from seer.workload.hf import predict_hf
+
+        return predict_hf(
+            args.hf, gpu, batch=args.batch, seq=args.seq, dtype=args.dtype, training=args.train,
+            optimizer=args.optimizer, architecture=args.arch, attention_mask=args.mask,
+        )  # fmt: skip
+    from seer.workload.capture import load_factory, predict_model
+
+    model, inputs = load_factory(args.python)
+    return predict_model(model, inputs, gpu, training=args.train, optimizer=args.optimizer, source=args.python)
 
 
 def trace_main(argv: list[str] | None = None) -> int:
@@ -114,11 +159,14 @@ def _main(args: argparse.Namespace, trace: bool = False) -> int:
     fmt = out_format(args.out, args.format)
     if args.top < 0:
         raise SeerError(f"--top must be >= 0, got {args.top}")
+    live = not trace and (args.hf or args.python)
+    if not trace and bool(live) == bool(args.model):
+        raise SeerError("give one model: a graph or trace file, or --hf CONFIG, or --python MOD:FN")
     if trace and not is_trace(Path(args.model)):
         raise SeerError(f"{args.model}: expected a profiler trace (.json, .json.gz); a graph (.csv) is seer predict's")
     if args.gpu:
         known_gpu(args.gpu)
-    mt = model_time(Path(args.model), args.gpu, execution_trace=args.et)
+    mt = _live(args) if live else model_time(Path(args.model), args.gpu, execution_trace=args.et)
     to_stdout = args.out == "-"
     with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
         report(mt, args.top)

@@ -75,7 +75,9 @@ FILL = {"full", "fill_", "zero_", "zeros", "ones", "arange", "zeros_like", "ones
 REDUCTION = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "norm", "var", "std", "prod", "any",
              "all", "logsumexp", "cumsum", "topk", "sort"}  # fmt: skip
 CONCAT = {"cat", "concat", "stack"}
-NORM_INFERENCE = {"batch_norm", "batchnorm2d", "cudnn_batch_norm", "native_batch_norm", "_native_batch_norm_legit"}
+NORM_INFERENCE = {"batch_norm", "batchnorm2d", "cudnn_batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+                  "_native_batch_norm_legit_functional", "_native_batch_norm_legit_no_training",
+                  "_native_batch_norm_legit_no_stats"}  # fmt: skip
 # module classes (torch.nn, transformers) -> the op they run
 MODULES = {
     "linear": "linear", "embedding": "embedding", "layernorm": "layer_norm", "dropout": "dropout",
@@ -140,7 +142,8 @@ def handler_of(op: str) -> tuple[str, Handler | None]:
 
 def op_name(target: str, module: str = "") -> str:
     """The bare op name of an fx target, a method, an aten op or a module class:
-    `<built-in method addmm of type object at 0x..>` -> addmm, `aten::add_` -> add_,
+    `<built-in method addmm of type object at 0x..>` -> addmm, `aten::add_` -> add_, `aten.add_.Tensor`
+    (an OpOverload, as torch.export and make_fx name it) -> add_,
     `<function softmax at 0x..>` -> softmax, module `NewGELUActivation` -> gelu."""
     if module:
         low = module.lower()
@@ -157,6 +160,9 @@ def op_name(target: str, module: str = "") -> str:
     m = re.match(r"<class '(?:[\w.]+\.)?(\w+)'>", t)
     if m:
         return m.group(1).lower()
+    m = re.match(r"(?:aten|prims)\.(\w+)(?:\.\w+)?$", t)  # torch.export / make_fx: aten.addmm.default
+    if m:
+        return m.group(1)
     t = t.split("::")[-1]
     return t.split(".")[-1]
 

@@ -25,7 +25,8 @@ as forward]`):
 A trace's scalar arguments (stride, kernel size, `training`, `output_mask`) reach the handlers as
 `OpCall.params` (`trace_params`: `args`, the `Concrete Inputs` or an execution trace's values;
 `lists`, the shapes in each tensor-list argument), so a trace without them still maps, with the
-defaults each handler names.
+defaults each handler names. A graph captured from a live model (seer.workload.capture) names the
+same ATen ops and passes its arguments the same way (`named_args`), so these handlers serve it too.
 """
 
 from __future__ import annotations
@@ -60,8 +61,9 @@ NORM_BACKWARD = {"cudnn_batch_norm_backward", "native_batch_norm_backward", "mio
 LAYER_NORM_BACKWARD = {"native_layer_norm_backward", "layer_norm_backward"}
 CONV_BACKWARD = {"convolution_backward", "convolution_backward_overrideable"}
 POOL = {"max_pool2d_with_indices", "max_pool2d", "avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool2d",
-        "max_pool2d_with_indices_backward", "avg_pool2d_backward", "_adaptive_avg_pool2d_backward"}  # fmt: skip
-LOSS = {"nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward"}
+        "adaptive_max_pool2d", "max_pool2d_with_indices_backward", "avg_pool2d_backward",
+        "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward"}  # fmt: skip
+LOSS = {"nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward", "nll_loss"}
 FOREACH_FNS = {
     "add", "sub", "mul", "div", "addcmul", "addcdiv", "lerp", "sqrt", "neg", "abs", "exp", "sign", "reciprocal",
     "maximum", "minimum", "clamp_min", "clamp_max", "pow", "zero", "copy", "norm", "max",
@@ -78,6 +80,7 @@ _ARGS = {
     "avg_pool2d": {"kernel": 1, "stride": 2, "padding": 3, "ceil": 4},
     "_adaptive_avg_pool2d": {"size": 1},
     "adaptive_avg_pool2d": {"size": 1},
+    "adaptive_max_pool2d": {"size": 1},
     "embedding_dense_backward": {"num_weights": 2},
 }
 _ARGS["convolution_backward_overrideable"] = _ARGS["convolution_backward"]
@@ -117,17 +120,26 @@ def trace_params(
     tensor-list arguments (`lists`), and where its GPU work is a host copy, its direction
     (`memcpy`: h2d, d2h, d2d) and whether the host memory is pageable. None where there is nothing."""
     out: dict = dict(conv_params(name, concrete) or {})
-    args = [_parse(c) for c in concrete or []]
-    if any(a is not None for a in args):
-        out["args"] = args
-        for key, i in _ARGS.get(op_name(name), {}).items():
-            if i < len(args) and args[i] is not None:
-                out[key] = args[i]
+    out.update(named_args(name, [_parse(c) for c in concrete or []]))
     if lists:
         out["lists"] = [list(x) for x in lists]
     if memcpy:
         out["memcpy"], out["pageable"] = memcpy, bool(pageable)
     return out or None
+
+
+def named_args(name: str, args: Sequence) -> dict:
+    """An op's non-tensor arguments for its handler: `args`, one per argument in order (None for a
+    tensor or an unrecorded one), and the named ones of the ops in `_ARGS` (stride, output_mask,
+    ...). A trace's (trace_params) and a captured graph's (seer.workload.capture) alike."""
+    args = list(args)
+    if not any(a is not None for a in args):
+        return {}
+    out: dict = {"args": args}
+    for key, i in _ARGS.get(op_name(name), {}).items():
+        if i < len(args) and args[i] is not None:
+            out[key] = args[i]
+    return out
 
 
 def training_flag(params: dict | None) -> bool | None:

@@ -23,6 +23,8 @@ placeholder,x,x,[],"(2, 16)",torch.float32,0.0,{{}}
 call_function,tanh,tanh,"[[2, 16]]","(2, 16)",torch.float32,0.1,"{BLOCK}"
 output,output,output,"[[2, 16]]","(2, 16)",torch.float32,0.0,{{}}
 """
+
+
 def _graph(folder: Path, meta: dict | None = None) -> Path:
     gpu = folder / "Tesla_T4"
     gpu.mkdir(parents=True, exist_ok=True)
@@ -109,8 +111,11 @@ def test_out_dash_writes_the_table_to_stdout_and_the_report_to_stderr(capsys):
 
 @pytest.mark.parametrize(
     ("args", "msg"),
-    [(["--out", "x.txt"], "--out must end in .json or .csv"), (["--format", "csv"], "give --out FILE or --out -"),
-     (["--out", "x.json", "--format", "csv"], "--out must end in .csv")],
+    [
+        (["--out", "x.txt"], "--out must end in .json or .csv"),
+        (["--format", "csv"], "give --out FILE or --out -"),
+        (["--out", "x.json", "--format", "csv"], "--out must end in .csv"),
+    ],
 )
 def test_bad_out_is_one_line_before_the_work(args, msg, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -122,3 +127,16 @@ def test_trace_mode_refuses_a_graph(tmp_path, capsys):
 
     err = _one_line_error(capsys, trace_main([str(_graph(tmp_path))]))
     assert err.startswith("seer.trace: ") and "expected a profiler trace" in err
+
+
+def test_hf_config_is_predicted_from_the_command_line(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    config = tmp_path / "tiny.json"
+    config.write_text('{"model_type": "gpt2", "n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 256}')
+    out = tmp_path / "ops.json"
+    assert main(["--hf", str(config), "--batch", "2", "--seq", "16", "--train", "--gpu", "t4", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert {op["direction"] for op in doc["ops"]} == {"forward", "backward", "optimizer"}
+    assert doc["totals"]["predicted_ms"] > 0
+    assert main(["--hf", str(config), "model.csv"]) == 2  # a file and a live model: one model only
+    assert "give one model" in capsys.readouterr().err

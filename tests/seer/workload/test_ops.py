@@ -235,3 +235,12 @@ def ew(fn: str, rows: int, cols: int, kind: str = "elementwise", dtype: str = F3
 )  # fmt: skip
 def test_representative_ops(args, kwargs, expected):
     assert classify(*args, **kwargs) == expected
+
+
+def test_op_name_reads_an_op_overload_as_export_and_make_fx_spell_it():
+    assert op_name("aten.addmm.default") == "addmm"
+    assert op_name("aten.add_.Tensor") == "add_"
+    assert op_name("aten._softmax") == "_softmax"  # an OpOverloadPacket
+    assert op_name("prims.convert_element_type.default") == "convert_element_type"
+    assert classify("aten.addmm.default", [[8], [4, 16], [16, 8]], [4, 8]).config["m"] == 4
+    assert op_name("torch.nn.functional.softmax") == "softmax"  # a dotted path keeps its last part
