@@ -13,6 +13,10 @@ runs on a CPU; nothing imports GPU modules.
     f.rank_algorithms(op="gemm", batch=1, m=4096, n=4096, k=4096)   # cuBLASLt's: f.algorithms_of("gemm")
     seer.best_algorithm(dict(op="conv_fwd", batch=32, c_in=64, h_in=56, w_in=56, c_out=64,
                              kh=3, kw=3, pad_h=1, pad_w=1), gpu="t4")
+    with seer.fake_mode():                    # a live model, no weights allocated (pip install torch)
+        net, x = MyNet(), torch.randn(32, 3, 224, 224)
+    seer.predict_model(net, x, "h100-sxm", training=True).totals
+    seer.predict_hf("config.json", "l4", batch=8, seq=512).totals
 
 Times are in ms everywhere.
 """
@@ -33,9 +37,18 @@ if TYPE_CHECKING:
     from seer.hardware.gpus import GPUSpec
     from seer.predict import Fits, available
     from seer.predict.inputs import Configs
+    from seer.workload.capture import fake_mode, predict_model
+    from seer.workload.hf import predict_hf
     from seer.workload.model_time import model_time
 
-_LAZY = {"Fits": "seer.predict", "available": "seer.predict", "model_time": "seer.workload.model_time"}
+_LAZY = {
+    "Fits": "seer.predict",
+    "available": "seer.predict",
+    "model_time": "seer.workload.model_time",
+    "predict_model": "seer.workload.capture",  # a live PyTorch model (the torch extra)
+    "fake_mode": "seer.workload.capture",
+    "predict_hf": "seer.workload.hf",  # a Hugging Face architecture from its config
+}
 
 
 def __getattr__(name: str):
@@ -91,8 +104,11 @@ __all__ = [
     "__version__",
     "available",
     "best_algorithm",
+    "fake_mode",
     "load",
     "model_time",
+    "predict_hf",
+    "predict_model",
     "rank_algorithms",
     "transfer",
 ]

@@ -24,7 +24,7 @@ from seer.errors import DataError, SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.report import write_out
 from seer.hardware import gpus
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
+from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.graph import Graph, graph_files, read_graph
 from seer.workload.ops import KERNEL_KINDS
 
@@ -139,7 +139,7 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
     for g in graphs:
         fits = fits_for_gpu(g.gpu)
         ops = predict_ops(g.ops, fits, dispatch[g.source])
-        w = whole_model(ops, dispatch[g.source])
+        w = whole_model(ops, dispatch[g.source], times_calls(fits))
         ns_nodes, ns_whole = _neusight(g.source)
         measured_kernel = (ops["measured_ms"].fillna(0) * ops["count"])[ops["kind"] != "dispatch"].sum()
         row = {

@@ -139,6 +139,7 @@ def to_json(mt: ModelTime) -> str:
         "gpu": mt.gpu,
         "measured_on": mt.measured_on,
         **({"gpu_note": mt.gpu_note} if mt.gpu_note else {}),
+        **({"notes": mt.notes} if mt.notes else {}),
         "totals": {k: (v if math.isfinite(v) else None) for k, v in mt.totals.items()},
         "ops": json.loads(mt.ops.to_json(orient="records")),
     }
@@ -181,8 +182,9 @@ def report(mt: ModelTime, top_n: int) -> None:
     """The printed account: the longest ops, time per op kind, the whole model."""
     where = f" (measured on {mt.measured_on})" if mt.measured_on and mt.measured_on != mt.gpu else ""
     print(f"{mt.source.name} on {mt.gpu}{where}\n")
-    if mt.gpu_note:
-        print(f"{mt.gpu_note}\n")
+    for note in [mt.gpu_note, *mt.notes]:
+        if note:
+            print(f"{note}\n")
     ops = mt.ops.assign(total_ms=mt.ops["predicted_ms"].fillna(0) * mt.ops["count"])
     top = ops[ops["kind"] != "dispatch"].nlargest(top_n, "total_ms")
     print(f"The {len(top)} longest ops (time per call; total = per call x count):\n")

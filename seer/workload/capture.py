@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from seer.errors import SeerError
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
+from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.model_time import ModelTime, shapes_text
 from seer.workload.ops import Mapped, classify, op_name
 from seer.workload.optimizer import optimizer_passes
@@ -69,6 +69,7 @@ class Capture:
     parameters: list[tuple[list[int], str]] = field(default_factory=list)  # trainable ones: shape, dtype
     training: bool = False
     graph: Any = None  # the fx GraphModule AOTAutograd built
+    frozen: list[str] = field(default_factory=list)  # tied parameters left without a gradient (see _joint)
 
     @property
     def parameter_count(self) -> int:
@@ -185,21 +186,27 @@ def first_tensor(out: Any) -> Any:
 
 @contextlib.contextmanager
 def _hf_tracing() -> Iterator[None]:
-    """Hugging Face's mask code asks a tensor's values (packed sequences) unless it sees a tracer it
-    knows; under AOTAutograd it does not, so the check (no packed sequences here) is skipped."""
+    """Hugging Face's mask code asks a tensor's values (packed sequences; whether a padding mask is
+    all ones, to drop it) unless it sees a tracer it knows; under AOTAutograd it does not. Both
+    checks are answered without the values: no packed sequences, and a mask given is kept (the
+    model then adds it in every layer, as the measured graphs do)."""
     try:
         import transformers.masking_utils as mu
     except ImportError:
         yield
         return
-    saved = getattr(mu, "find_packed_sequence_indices", None)
-    if saved is not None:
-        mu.find_packed_sequence_indices = lambda *a, **k: None
+    patches = {
+        "find_packed_sequence_indices": lambda *a, **k: None,
+        "_ignore_bidirectional_mask_sdpa": lambda *a, **k: False,
+    }
+    saved = {name: getattr(mu, name) for name in patches if hasattr(mu, name)}
+    for name in saved:
+        setattr(mu, name, patches[name])
     try:
         yield
     finally:
-        if saved is not None:
-            mu.find_packed_sequence_indices = saved
+        for name, fn in saved.items():
+            setattr(mu, name, fn)
 
 
 def _fake_mode_of(module: Any) -> Any:
@@ -226,7 +233,6 @@ def capture(
     `example_inputs` (a tensor or a tuple of them: real, fake or meta; only their shapes count).
     A model on the meta device gets fake parameters (no memory); its mode is left as it was."""
     torch = require_torch()
-    from torch._functorch.aot_autograd import aot_export_module
 
     if any(t.device.type == "meta" for t in [*module.parameters(), *module.buffers()]):
         with fake_mode():
@@ -240,13 +246,10 @@ def capture(
     module.train(training)
     try:
         with _hf_tracing():
-            loss_name = None
+            loss_name: str | None = None
+            frozen: list[str] = []
             if training:
-                step = _step_class(torch)(module, loss or default_loss)
-                gm, sig = aot_export_module(step, inputs, trace_joint=True, output_loss_index=0)
-                # the step returns only the loss: its one user output (the signature's loss_output
-                # counts the buffers a batch norm updates first, and names one of those)
-                loss_name = sig.user_outputs[0] if sig.user_outputs else None
+                gm, loss_name, frozen = _joint(torch, module, inputs, loss or default_loss)
             else:
                 gm = _forward_graph(module, inputs, mode)
     except SeerError:
@@ -258,7 +261,42 @@ def capture(
         module.train(was_training)
     rows = _rows(gm, loss_name)
     params = [([int(s) for s in p.shape], _dtype(p)) for p in module.parameters() if p.requires_grad]
-    return Capture(pd.DataFrame(rows), params if training else [], training, gm)
+    return Capture(pd.DataFrame(rows), params if training else [], training, gm, frozen)
+
+
+def _joint(torch: Any, module: Any, inputs: tuple, loss: Callable[[Any], Any]) -> tuple[Any, str | None, list[str]]:
+    """AOTAutograd's joint forward/backward graph of the model and its loss, the loss node's name
+    and the tied parameters it had to leave without a gradient.
+
+    AOTAutograd gives every registered name of a tied parameter its own gradient and refuses a
+    name the forward never reads (BERT's `cls.predictions.bias`, tied to the decoder's bias that
+    the forward does read). Then each group of tied names is frozen in turn, the smallest first,
+    until the export succeeds; the names are reported (a bias: one column sum and its optimizer
+    passes fewer, about 0.1% of a step)."""
+    from torch._functorch.aot_autograd import aot_export_module
+
+    step = _step_class(torch)(module, loss)
+    tied: dict[int, list[str]] = {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        tied.setdefault(id(p), []).append(name)
+    by_name = dict(module.named_parameters(remove_duplicate=False))
+    groups = sorted((names for names in tied.values() if len(names) > 1), key=lambda n: by_name[n[0]].numel())
+    for frozen in ([], *[[g] for g in groups]):
+        for names in frozen:
+            by_name[names[0]].requires_grad_(False)
+        try:
+            gm, sig = aot_export_module(step, inputs, trace_joint=True, output_loss_index=0)
+        except AssertionError as exc:
+            if "did not receive a gradient" not in str(exc) or frozen == groups[-1:]:
+                raise
+            continue
+        finally:
+            for names in frozen:
+                by_name[names[0]].requires_grad_(True)
+        # the step returns only the loss: its one user output (the signature's loss_output counts
+        # the buffers a batch norm updates first, and names one of those)
+        return gm, (sig.user_outputs[0] if sig.user_outputs else None), [n for g in frozen for n in g]
+    raise AssertionError("unreachable")
 
 
 def _to_fake(mode: Any, x: Any) -> Any:
@@ -376,7 +414,7 @@ def predict_capture(
 
     fits = fits or load_or_transfer(gpu or "h100-sxm")
     ops = predict_ops(step_table(cap, optimizer), fits, dispatch_ms)
-    w = whole_model(ops, dispatch_ms)
+    w = whole_model(ops, dispatch_ms, times_calls(fits))
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
     if w.by_direction:
         totals["predicted_ms_forward"] = w.by_direction["forward"]
@@ -385,7 +423,11 @@ def predict_capture(
             totals[f"kernel_sum_ms_{d}"] = float(rows["predicted_ms"].where(rows["kind"] != "dispatch", 0).sum())
         totals["predicted_ms_backward"] = w.by_direction["backward"]
     totals["parameters"] = float(cap.parameter_count)
-    return ModelTime(Path(source), fits.gpu.name, "", ops[COLUMNS].reset_index(drop=True), totals)
+    notes = (
+        [f"tied parameters left without a gradient (AOTAutograd refuses a name the forward never reads): "
+         f"{', '.join(cap.frozen)}"] if cap.frozen else []
+    )  # fmt: skip
+    return ModelTime(Path(source), fits.gpu.name, "", ops[COLUMNS].reset_index(drop=True), totals, notes=notes)
 
 
 def predict_model(

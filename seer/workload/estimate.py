@@ -11,12 +11,13 @@ dispatch time and a kernel starts when both the host has launched it and the GPU
 DLRM performance model's rule). Big models are GPU-bound, so this is the sum of kernel times
 plus the host time before the first kernel; small ones are host-bound.
 
-An op's predicted time is what timing the op alone gives (NeuSight's per-node times and the
-memory-bound data behind the fits are times of whole calls): its host call, then its kernels.
-On the timeline the host part is the dispatch time and the GPU's share is the rest (at least
+An op's predicted time from fits of NeuSight's data is what timing the op alone gives (its
+per-node times and kernel data are times of whole calls): its host call, then its kernels. On
+the timeline the host part is the dispatch time and the GPU's share is the rest (at least
 KERNEL_FLOOR_MS): in a whole run the next call is issued while the kernels run. Without this
 split a whole model is predicted as the sum of its ops timed alone, which on NeuSight's graphs
-exceeds the measured whole by 3-54% (docs/results.md, Whole models).
+exceeds the measured whole by 3-54% (docs/results.md, Whole models). Fits of the GPU's time
+alone (the harness's records: times_calls is False) keep all of it on the GPU.
 A training step (seer.workload.training) is the forward ops, then the backward and gradient
 accumulation ops in reverse order, on the same timeline.
 """
@@ -146,11 +147,26 @@ def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:
     return float(max(host_end[-1] if len(host_end) else 0.0, gpu_end[-1] if len(gpu_end) else 0.0))
 
 
-def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> WholeModel:
+def times_calls(fits: Fits) -> bool:
+    """Whether the fits' times are of whole calls, host included (NeuSight timed each PyTorch call)
+    rather than of the GPU's work alone (the harness's records); transferred fits as their sources
+    (any that times calls)."""
+    if fits.source == "transferred":
+        from seer.predict import load
+
+        return any(times_calls(load(s)) for s in fits.transferred_from or [])
+    dataset = (fits.meta or {}).get("dataset") or {}
+    return "neusight" in str(dataset.get("path", "")) or any(
+        str(s).startswith("neusight") for s in dataset.get("sources", [])
+    )
+
+
+def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS, host_in_times: bool = True) -> WholeModel:
     """Whole-model time of a predicted op table (predict_ops): each op repeated `count` times in
     graph order (a block's ops run num_layer times in a row, block after block; a training step's
     backward rows, which come after the forward ones in reverse order, run epilogue first); ops seer
-    does not model count with their measured time."""
+    does not model count with their measured time. `host_in_times`: the predictions are times of
+    whole calls (times_calls), so the GPU's share of each is the rest after its dispatch."""
     k = ops["kind"].to_numpy(dtype=object)
     kernel = np.isin(k, KERNEL_KINDS)
     unmodelled = k == "unmodelled"
@@ -165,7 +181,8 @@ def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> 
     order = _unrolled(part, count, back)
     host = np.full(len(order), dispatch_ms)
     # on the timeline an op's host call overlaps the previous kernels: the GPU's share is the rest
-    device = np.where(kernel, np.maximum(gpu - dispatch_ms, KERNEL_FLOOR_MS), gpu)[order]
+    host_part = dispatch_ms if host_in_times else 0.0
+    device = np.where(kernel, np.maximum(gpu - host_part, KERNEL_FLOOR_MS), gpu)[order]
     total = timeline(host, device)
     n_forward = int((~back[order]).sum())
     forward = timeline(host[:n_forward], device[:n_forward])

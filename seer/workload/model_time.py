@@ -22,7 +22,7 @@ from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
 from seer.workload.directions import DIRECTIONS
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, whole_model
+from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import KERNEL_KINDS, classify
 from seer.workload.trace_ops import trace_params
@@ -40,6 +40,7 @@ class ModelTime:
     ops: pd.DataFrame  # name, (traces: site, shapes), kind, count, measured_ms, predicted_ms, extrapolated, why
     totals: dict[str, float] = field(default_factory=dict)
     gpu_note: str = ""  # how a trace's GPU was resolved where seer assumed something (seer.hardware.device)
+    notes: list[str] = field(default_factory=list)  # other assumptions the prediction made, one sentence each
 
     @property
     def directions(self) -> list[str]:
@@ -60,6 +61,8 @@ class ModelTime:
         t["measured_share"] = t["measured"] / max(t["measured"].sum(), 1e-12)
         t["predicted_share"] = t["predicted"] / max(t["predicted"].sum(), 1e-12)
         t = t.reset_index()
+        if self.ops["measured_ms"].isna().all():  # a captured model: nothing was measured
+            t = t.drop(columns=["measured", "measured_share"])
         if len(keys) > 1:
             order = {d: i for i, d in enumerate(self.directions)}
             t = t.assign(_d=t["direction"].map(order)).sort_values(["_d", "predicted"], ascending=[True, False])
@@ -107,7 +110,7 @@ def model_time(
     g = read_graph(path)
     fits = fits or load(gpu or g.gpu)
     ops = predict_ops(g.ops, fits, dispatch_ms)
-    w = whole_model(ops, dispatch_ms)
+    w = whole_model(ops, dispatch_ms, times_calls(fits))
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
     totals.update({f"predicted_ms_{d}": v for d, v in w.by_direction.items()})
     if g.measured_ms is not None and _same_gpu(fits, g.gpu):
