@@ -134,21 +134,22 @@ def _int_list(text: str) -> tuple[int, ...]:
     return tuple(positive_int(t) for t in items)
 
 
+def _names(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    """Comma-separated names out of `allowed`, in the order given, no repeats."""
+    names = [t.strip().lower() for t in text.split(",") if t.strip()]
+    if not names or any(n not in allowed for n in names):
+        raise argparse.ArgumentTypeError(f"expected {what} out of {','.join(allowed)}, got {text!r}")
+    return tuple(dict.fromkeys(names))
+
+
 def model_list(text: str) -> tuple[str, ...]:
     """argparse type: comma-separated model names out of MODELS, in the order given, no repeats."""
-    names = [t.strip().lower() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in MODELS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"expected models out of {','.join(MODELS)}, got {text!r}")
-    return tuple(dict.fromkeys(names))
+    return _names(text, MODELS, "models")
 
 
 def mode_list(text: str) -> tuple[str, ...]:
     """argparse type: comma-separated modes out of MODES, in the order given, no repeats."""
-    names = [t.strip().lower() for t in text.split(",") if t.strip()]
-    if not names or any(n not in MODES for n in names):
-        raise argparse.ArgumentTypeError(f"expected modes out of {','.join(MODES)}, got {text!r}")
-    return tuple(dict.fromkeys(names))
+    return _names(text, MODES, "modes")
 
 
 def batch_spec(text: str) -> dict[str, tuple[int, ...]]:

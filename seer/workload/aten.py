@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import math
 
+from seer.workload.backward import stream
 from seer.workload.ops import Mapped, OpCall, _elementwise, _rows_cols, register
-
-
-def _stream(fn: str, shape: list[int], dtype: str, label: str, kind: str = "elementwise") -> Mapped:
-    return Mapped(kind, {"op": "elementwise", "fn": fn, **_rows_cols(shape), "dtype": dtype}, label=label)
 
 
 @register("new_zeros", "new_ones", "new_full", "scalar_tensor", "empty_like", "new_empty")
@@ -23,7 +20,9 @@ def _new_fill(c: OpCall) -> Mapped | None:
     """Allocation with a fill (empty ones allocate only)."""
     if c.name in ("empty_like", "new_empty"):
         return Mapped("dispatch")
-    return _stream("fill", c.out or [1], c.dtype, "") if c.out is not None or c.name == "scalar_tensor" else None
+    if c.out is None and c.name != "scalar_tensor":
+        return None
+    return stream("fill", **_rows_cols(c.out or [1]), dtype=c.dtype, label="")
 
 
 @register(

@@ -25,11 +25,10 @@ kernels PyTorch's autograd formulas launch, each by a predictor seer already has
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from seer.analytical.memory import ELEMENTWISE
-from seer.workload.ops import UNARY, Mapped
+from seer.workload.ops import UNARY, Mapped, _numel
 
 # ops whose backward launches no kernel: the gradient is passed on (or a view of it)
 PASS_THROUGH = {"add", "sub", "rsub", "contiguous", "clone", "copy", "copy_", "_to_copy", "cat", "concat", "stack"}
@@ -38,13 +37,16 @@ NO_GRAD = {"eq", "ne", "lt", "gt", "le", "ge", "sign", "floor", "ceil", "round",
 NO_GRAD |= {"full", "fill_", "zero_", "zeros", "ones", "arange", "zeros_like", "ones_like", "full_like", "fill"}
 
 
-def _stream(fn: str, rows: int, cols: int, dtype: str, label: str, kind: str = "elementwise") -> Mapped:
+def stream(fn: str, rows: int, cols: int, dtype: str, label: str, kind: str = "elementwise") -> Mapped:
+    """One memory-bound kernel over rows x cols: the element-wise model's `fn`, labelled."""
     cfg = {"op": "elementwise", "fn": fn, "rows": max(int(rows), 1), "cols": max(int(cols), 1), "dtype": dtype}
     return Mapped(kind, cfg, label=label)
 
 
-def _numel(shape: Sequence[int]) -> int:
-    return math.prod(int(s) for s in shape)
+def compound(kind: str, parts: Sequence[Mapped]) -> Mapped:
+    """An op of these kernels (its config the first's); no kernels: host time only (dispatch)."""
+    parts = tuple(parts)
+    return Mapped(kind, parts[0].config, parts=parts) if parts else Mapped("dispatch")
 
 
 def gemm_backward(cfg: dict, *, dgrad: bool, wgrad: bool, bias: bool = False) -> tuple[Mapped, ...]:
@@ -63,7 +65,7 @@ def gemm_backward(cfg: dict, *, dgrad: bool, wgrad: bool, bias: bool = False) ->
         dw = {**cfg, "batch": b, "m": k, "k": m, "n": n, "trans": trans["wgrad"], **extra}
         parts.append(Mapped(kind, dw, label="wgrad"))
     if bias:
-        parts.append(_stream("fill", b * m, n, dtype or "float32", "bias grad", kind="reduction"))
+        parts.append(stream("fill", b * m, n, dtype or "float32", "bias grad", kind="reduction"))
     return tuple(parts)
 
 
@@ -96,8 +98,8 @@ def conv_backward(cfg: dict, *, dgrad: bool, wgrad: bool) -> tuple[Mapped, ...]:
 def norm_backward(rows: int, cols: int, dtype: str) -> tuple[Mapped, ...]:
     """dx from dy and x (one binary stream) and the gamma/beta sums over dy and x (a reduction)."""
     return (
-        _stream("add", rows, cols, dtype, "dx"),
-        _stream("fill", 2 * rows, cols, dtype, "dgamma, dbeta", kind="reduction"),
+        stream("add", rows, cols, dtype, "dx"),
+        stream("fill", 2 * rows, cols, dtype, "dgamma, dbeta", kind="reduction"),
     )
 
 
@@ -105,7 +107,7 @@ def embedding_backward(rows: int, dim: int, table_rows: int | None, dtype: str) 
     """Zero the table's gradient (table_rows x dim; the looked-up rows where the table's size is
     unknown), then add each looked-up row's gradient into it."""
     table = max(int(table_rows or rows), 1)
-    return (_stream("fill", table, dim, dtype, "zero table grad"), _stream("add", rows, dim, dtype, "index add"))
+    return (stream("fill", table, dim, dtype, "zero table grad"), stream("add", rows, dim, dtype, "index add"))
 
 
 def backward_of(m: Mapped, op: str, *, dgrad: bool = True, wgrad: bool = True, table_rows: int | None = None) -> Mapped:
@@ -129,27 +131,23 @@ def backward_of(m: Mapped, op: str, *, dgrad: bool = True, wgrad: bool = True, t
         return m
     rows, cols = int(cfg.get("rows", 1)), int(cfg.get("cols", 1))
     if m.kind in ("layer_norm",) or base in ("batch_norm", "native_batch_norm", "cudnn_batch_norm"):
-        return _compound("layer_norm" if m.kind == "layer_norm" else m.kind, norm_backward(rows, cols, dtype))
+        return compound("layer_norm" if m.kind == "layer_norm" else m.kind, norm_backward(rows, cols, dtype))
     if m.kind == "embedding":
-        return _compound("embedding", embedding_backward(rows, cols, table_rows, dtype))
+        return compound("embedding", embedding_backward(rows, cols, table_rows, dtype))
     if m.kind == "softmax":
-        return _compound("softmax", (_stream("mul", rows, cols, dtype, "dx from y, dy"),))
+        return compound("softmax", (stream("mul", rows, cols, dtype, "dx from y, dy"),))
     if m.kind == "reduction":  # the gradient broadcast back over the input
-        return _compound("elementwise", (_stream("copy", rows, cols, dtype, "expand dy"),))
+        return compound("elementwise", (stream("copy", rows, cols, dtype, "expand dy"),))
     if m.kind in ("copy", "concat"):
         return Mapped("dispatch")
     if m.kind == "elementwise":
         if base in PRODUCT:  # one kernel per streamed operand (at most two), of the forward's traffic
             streamed = min(max(ELEMENTWISE.get(str(cfg.get("fn")), (0, 2))[1] - 1, 1), 2)
-            return _compound("elementwise", (Mapped("elementwise", dict(cfg), label="d operand"),) * streamed)
+            return compound("elementwise", (Mapped("elementwise", dict(cfg), label="d operand"),) * streamed)
         if base in UNARY or base in ("native_dropout", "dropout", "gelu"):
-            return _compound("elementwise", (_stream("mul", rows, cols, dtype, "dy * f'(x)"),))
-        return _compound("elementwise", (Mapped("elementwise", dict(cfg), label="as forward"),))
+            return compound("elementwise", (stream("mul", rows, cols, dtype, "dy * f'(x)"),))
+        return compound("elementwise", (Mapped("elementwise", dict(cfg), label="as forward"),))
     return Mapped("unmodelled", why=f"{op}: no backward rule for kind {m.kind}")
-
-
-def _compound(kind: str, parts: tuple[Mapped, ...]) -> Mapped:
-    return Mapped(kind, parts[0].config, parts=parts)
 
 
 def accumulation(params: Sequence[Sequence[int]], dtype: str = "float32") -> Mapped:
@@ -162,4 +160,4 @@ def accumulation(params: Sequence[Sequence[int]], dtype: str = "float32") -> Map
         return Mapped("dispatch")
     width = int(params[0][-1]) if params[0] else 1
     rows = max(-(-numel // max(width, 1)), 1)
-    return _compound("elementwise", (_stream("add", rows, width, dtype, "grad += g"),))
+    return compound("elementwise", (stream("add", rows, width, dtype, "grad += g"),))

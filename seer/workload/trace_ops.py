@@ -35,13 +35,14 @@ import math
 from collections.abc import Sequence
 
 from seer.hardware.dtypes import DTYPE_BYTES
-from seer.workload.backward import conv_backward, embedding_backward, norm_backward
+from seer.workload.backward import compound, conv_backward, embedding_backward, norm_backward, stream
 from seer.workload.ops import (
     NORM_INFERENCE,
     Mapped,
     OpCall,
     _conv,
     _elementwise,
+    _numel,
     _rows_cols,
     _shaped,
     conv_params,
@@ -152,18 +153,8 @@ def training_flag(params: dict | None) -> bool | None:
     return None
 
 
-def _numel(shape: Sequence[int]) -> int:
-    return math.prod(int(s) for s in shape)
-
-
 def _elem(dtype: str) -> float:
     return float(DTYPE_BYTES.get(dtype, 4))
-
-
-def _stream(fn: str, rc: dict, dtype: str, label: str, kind: str = "elementwise") -> Mapped:
-    cfg = {"op": "elementwise", "fn": fn, "rows": max(int(rc["rows"]), 1), "cols": max(int(rc["cols"]), 1),
-           "dtype": dtype}  # fmt: skip
-    return Mapped(kind, cfg, label=label)
 
 
 def moved(nbytes: float, cols: int, dtype: str, label: str, kind: str) -> Mapped:
@@ -172,11 +163,6 @@ def moved(nbytes: float, cols: int, dtype: str, label: str, kind: str) -> Mapped
     cols = max(int(cols), 1)
     rows = max(math.ceil(nbytes / (2 * _elem(dtype) * cols)), 1)
     return Mapped(kind, {"op": "elementwise", "fn": "copy", "rows": rows, "cols": cols, "dtype": dtype}, label=label)
-
-
-def _compound(kind: str, parts: Sequence[Mapped]) -> Mapped:
-    parts = tuple(parts)
-    return Mapped(kind, parts[0].config, parts=parts) if parts else Mapped("dispatch")
 
 
 # ---- convolution ------------------------------------------------------------------------------------------------
@@ -211,8 +197,8 @@ def _convolution_backward(c: OpCall) -> Mapped | None:
     )
     parts = list(conv_backward({**cfg, "dtype": c.dtype} if c.dtype != "float32" else cfg, dgrad=dgrad, wgrad=wgrad))
     if bias:
-        parts.append(_stream("fill", _rows_cols(t[0]), c.dtype, "bias grad", kind="reduction"))
-    return _compound("conv", parts)
+        parts.append(stream("fill", **_rows_cols(t[0]), dtype=c.dtype, label="bias grad", kind="reduction"))
+    return compound("conv", parts)
 
 
 # ---- normalization ----------------------------------------------------------------------------------------------
@@ -227,7 +213,7 @@ def _batch_norm(c: OpCall, result: list[int]) -> Mapped | None:
     x = c.tensors[0] if c.tensors else result
     rc = _rows_cols(x)
     if training_flag(c.params):
-        return _compound("norm", [_stream("add", rc, c.dtype, "stats + normalize")])
+        return compound("norm", [stream("add", rc["rows"], rc["cols"], c.dtype, "stats + normalize")])
     return Mapped("copy", {"op": "elementwise", "fn": "copy", **rc, "dtype": c.dtype})
 
 
@@ -241,7 +227,7 @@ def _norm_backward(c: OpCall) -> Mapped | None:
     big = max(_numel(s) for s in t)
     x = next(s for s in t if _numel(s) == big)
     rc = _rows_cols(x)
-    return _compound("norm", norm_backward(rc["rows"], rc["cols"], c.dtype))
+    return compound("norm", norm_backward(rc["rows"], rc["cols"], c.dtype))
 
 
 @register(*LAYER_NORM_BACKWARD)
@@ -255,7 +241,7 @@ def _layer_norm_backward(c: OpCall) -> Mapped | None:
     n = _numel(x)
     # the weight's shape is the normalized one, a trailing part of x's (mean and rstd are [rows, 1])
     cols = next((_numel(s) for s in t[2:] if 0 < len(s) < len(x) and s == x[-len(s) :]), x[-1])
-    return _compound("layer_norm", norm_backward(n // max(cols, 1), cols, c.dtype))
+    return compound("layer_norm", norm_backward(n // max(cols, 1), cols, c.dtype))
 
 
 # ---- element-wise backward ------------------------------------------------------------------------------------
@@ -264,13 +250,13 @@ def _layer_norm_backward(c: OpCall) -> Mapped | None:
 @register(*ACTIVATION_BACKWARD)
 @_shaped
 def _activation_backward(c: OpCall, result: list[int]) -> Mapped | None:
-    return _compound("elementwise", [_stream("mul", _rows_cols(result), c.dtype, "dy * f'(x)")])
+    return compound("elementwise", [stream("mul", **_rows_cols(result), dtype=c.dtype, label="dy * f'(x)")])
 
 
 @register(*SOFTMAX_BACKWARD)
 @_shaped
 def _softmax_backward(c: OpCall, result: list[int]) -> Mapped | None:
-    return _compound("softmax", [_stream("mul", _rows_cols(result), c.dtype, "dx from y, dy")])
+    return compound("softmax", [stream("mul", **_rows_cols(result), dtype=c.dtype, label="dx from y, dy")])
 
 
 # ---- pooling -----------------------------------------------------------------------------------------------------
@@ -318,7 +304,7 @@ def _pool(c: OpCall) -> Mapped | None:
         dy, x = t[0], t[1]
         indices = INDEX_BYTES * _numel(dy) if c.name.startswith("max_pool") else 0
         nbytes = e * (_numel(x) + _numel(dy)) + indices
-        return _compound("pool", [moved(nbytes, x[-1], c.dtype, "dy (+ indices) in, dx out", "pool")])
+        return compound("pool", [moved(nbytes, x[-1], c.dtype, "dy (+ indices) in, dx out", "pool")])
     x = t[0]
     out = _pool_out(x, c.params or {}, c.name)
     if out is None:
@@ -326,7 +312,7 @@ def _pool(c: OpCall) -> Mapped | None:
     indices = INDEX_BYTES * _numel(out) if c.name == "max_pool2d_with_indices" else 0
     nbytes = e * (_numel(x) + _numel(out)) + indices
     label = "x in, y + indices out" if indices else "x in, y out"
-    return _compound("pool", [moved(nbytes, x[-1], c.dtype, label, "pool")])
+    return compound("pool", [moved(nbytes, x[-1], c.dtype, label, "pool")])
 
 
 # ---- loss and embedding ---------------------------------------------------------------------------------------------
@@ -342,7 +328,7 @@ def _nll_loss(c: OpCall) -> Mapped | None:
         return None
     target = t[i + 1]
     cfg = {"op": "elementwise", "fn": "copy", "rows": max(_numel(target), 1), "cols": 1, "dtype": c.dtype}
-    return _compound("embedding", [Mapped("embedding", cfg, label="one element per target")])
+    return compound("embedding", [Mapped("embedding", cfg, label="one element per target")])
 
 
 @register("embedding_dense_backward", "embedding_backward")
@@ -354,7 +340,7 @@ def _embedding_backward(c: OpCall) -> Mapped | None:
         return None
     dy, idx = t[0], t[1]
     table = (c.params or {}).get("num_weights")
-    return _compound("embedding", embedding_backward(_numel(idx), dy[-1], table if isinstance(table, int) else None,
+    return compound("embedding", embedding_backward(_numel(idx), dy[-1], table if isinstance(table, int) else None,
                                                      c.dtype))  # fmt: skip
 
 
@@ -377,12 +363,12 @@ def _foreach(c: OpCall) -> Mapped | None:
     label = f"{len(lists)} list(s) of {len(lists[0])} tensors, {n} elements"
     fn = c.name.removeprefix("_foreach_")
     if fn in ("norm", "max"):
-        return _compound("reduction", [_stream("fill", {"rows": 1, "cols": n}, c.dtype, label, kind="reduction")])
+        return compound("reduction", [stream("fill", 1, n, c.dtype, label, kind="reduction")])
     if fn == "zero":
-        return _compound("elementwise", [_stream("fill", {"rows": 1, "cols": n}, c.dtype, label)])
+        return compound("elementwise", [stream("fill", 1, n, c.dtype, label)])
     operands = [[n]] * len(lists) + [s for s in c.tensors if _numel(s) * 2 >= n]
     m = _elementwise(fn, operands, [n], c.dtype)
-    return _compound("elementwise", [Mapped("elementwise", m.config, label=label)])
+    return compound("elementwise", [Mapped("elementwise", m.config, label=label)])
 
 
 @register(*FUSED_OPTIMIZERS)
@@ -396,4 +382,4 @@ def _fused_optimizer(c: OpCall) -> Mapped | None:
     n = sizes[0]
     nbytes = _elem(c.dtype) * (sum(sizes) + sum(sizes) - sizes[1])
     label = f"{len(lists)} lists read, {len(lists) - 1} written, {n} parameters"
-    return _compound("elementwise", [moved(nbytes, 1024, c.dtype, label, "elementwise")])
+    return compound("elementwise", [moved(nbytes, 1024, c.dtype, label, "elementwise")])
