@@ -63,7 +63,7 @@ def training_step(ops: pd.DataFrame, bw_ms: np.ndarray, acc_ms: np.ndarray) -> p
     shape_of = dict(zip(ops["name"], ops["output_shape"]))
     is_param: dict[str, bool] = {}
     needs: dict[str, bool] = {}
-    extra = []
+    per_node: list[list[dict]] = []  # each node's backward, then its accumulation
     for i, r in enumerate(ops.itertuples(index=False)):
         fx, name, inputs = r.fx_op, r.name, r.inputs
         if fx == "get_attr":
@@ -83,25 +83,12 @@ def training_step(ops: pd.DataFrame, bw_ms: np.ndarray, acc_ms: np.ndarray) -> p
         bw = backward_of(
             Mapped(r.kind, r.config, r.why, r.parts), r.op, dgrad=dgrad, wgrad=bool(params), table_rows=table
         )
-        extra.append(_row_of(r, bw, "backward", bw_ms[i]))
+        rows = [_row_of(r, bw, "backward", bw_ms[i])]
         if params:
-            extra.append(_row_of(r, accumulation(params), "accumulate", acc_ms[i]))
-    backward = pd.DataFrame(_reversed_pairs(extra), columns=ops.columns)
+            rows.append(_row_of(r, accumulation(params), "accumulate", acc_ms[i]))
+        per_node.append(rows)
+    backward = pd.DataFrame([row for rows in reversed(per_node) for row in rows], columns=ops.columns)
     return pd.concat([ops, backward], ignore_index=True)
-
-
-def _reversed_pairs(rows: list[dict]) -> list[dict]:
-    """Rows in reverse node order, each node's backward before its accumulation."""
-    out: list[dict] = []
-    i = len(rows) - 1
-    while i >= 0:
-        if rows[i]["direction"] == "accumulate" and i > 0 and rows[i - 1]["name"] == rows[i]["name"]:
-            out += [rows[i - 1], rows[i]]
-            i -= 2
-        else:
-            out.append(rows[i])
-            i -= 1
-    return out
 
 
 def _row_of(r, m: Mapped, direction: str, measured: float) -> dict:
