@@ -20,7 +20,16 @@ from seer.errors import DataError, UnknownGPUError
 
 @dataclass(frozen=True)
 class GPUSpec:
-    """One GPU model. Units: TFLOP/s, GB/s (1e9 bytes), MB of L2 (2**20 bytes), MHz."""
+    """One GPU model. Units: TFLOP/s, GB/s (1e9 bytes), MB of L2 (2**20 bytes), MHz, W, GB of
+    board memory (1e9 bytes, as datasheets count it).
+
+    The power fields (base_mhz, tdp_w, process, memory_type) are what every datasheet gives and
+    the transfer's sustained-clock model reads; None / '' where a description did not give them.
+    `fp16_tensor_tflops` is the dense FP16 tensor-core peak with FP32 accumulation (what
+    PyTorch's half-precision matmuls use; half the FP16-accumulate figure on GeForce cards),
+    None on GPUs without tensor cores. `aliases`: other names the driver gives the same board
+    (memory sizes, board codes) that are this row, with its fits.
+    """
 
     slug: str
     name: str
@@ -31,6 +40,19 @@ class GPUSpec:
     l2_mb: float
     boost_mhz: float
     source: str = "docs/reference.md, GPU specifications"
+    base_mhz: float | None = None
+    tdp_w: float | None = None
+    process: str = ""  # foundry node as NVIDIA names it: 'TSMC 16FF', 'Samsung 8N', 'TSMC 4N'
+    memory_type: str = ""  # 'GDDR6', 'HBM2e', ...
+    memory_gb: float | None = None
+    fp16_tensor_tflops: float | None = None
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def process_nm(self) -> float | None:
+        """The node's number as named ('TSMC 12FFN' -> 12, 'TSMC 4N' -> 4); None where unknown."""
+        m = re.search(r"(\d+(?:\.\d+)?)", self.process)
+        return float(m.group(1)) if m else None
 
     @property
     def fp32_flops(self) -> float:
@@ -78,11 +100,51 @@ _EXTRA = [
     ("rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti", "7.5", 68, 13.4, 616, 5.5, 1545, "NVIDIA RTX 2080 Ti specifications"),
 ]
 
+# slug -> (base MHz, TDP W, process, memory type, memory GB, FP16 tensor TFLOP/s dense with FP32
+# accumulation or None), from each GPU's datasheet / whitepaper (the `source` of its row).
+_POWER: dict[str, tuple[float, float, str, str, float, float | None]] = {
+    "titan-xp": (1405, 250, "TSMC 16FF", "GDDR5X", 12, None),
+    "titan-v": (1200, 250, "TSMC 12FFN", "HBM2", 12, 110),
+    "p100-sxm2": (1328, 300, "TSMC 16FF", "HBM2", 16, None),
+    "p100-pcie": (1126, 250, "TSMC 16FF", "HBM2", 16, None),
+    "v100-sxm2": (1290, 300, "TSMC 12FFN", "HBM2", 16, 125),
+    "v100-pcie": (1245, 250, "TSMC 12FFN", "HBM2", 32, 112),
+    "t4": (585, 70, "TSMC 12FFN", "GDDR6", 16, 65),
+    "a100-40gb": (765, 250, "TSMC 7N", "HBM2", 40, 312),
+    "a100-80gb-sxm": (1275, 400, "TSMC 7N", "HBM2e", 80, 312),
+    "a100-80gb-pcie": (1065, 300, "TSMC 7N", "HBM2e", 80, 312),
+    "a10": (885, 150, "Samsung 8N", "GDDR6", 24, 125),
+    "rtx-3090": (1395, 350, "Samsung 8N", "GDDR6X", 24, 71),
+    "l4": (795, 72, "TSMC 4N", "GDDR6", 24, 121),
+    "l40s": (1110, 350, "TSMC 4N", "GDDR6", 48, 362),
+    "h100-sxm": (1590, 700, "TSMC 4N", "HBM3", 80, 989),
+    "h100-pcie": (1125, 350, "TSMC 4N", "HBM2e", 80, 756),
+    "h200": (1590, 700, "TSMC 4N", "HBM3e", 141, 989),
+    "p4": (810, 75, "TSMC 16FF", "GDDR5", 8, None),
+    "rtx-2080-ti": (1350, 250, "TSMC 12FFN", "GDDR6", 11, 53.8),
+}
+
 GPUS: dict[str, GPUSpec] = {}
-for _row in _TABLE:
-    GPUS[_row[0]] = GPUSpec(*_row)
-for _extra in _EXTRA:
-    GPUS[_extra[0]] = GPUSpec(*_extra)
+for _row in [*_TABLE, *_EXTRA]:
+    _base, _tdp, _proc, _mem, _gb, _fp16 = _POWER[_row[0]]
+    GPUS[_row[0]] = GPUSpec(*_row, base_mhz=_base, tdp_w=_tdp, process=_proc, memory_type=_mem, memory_gb=_gb,
+                            fp16_tensor_tflops=_fp16)  # fmt: skip
+
+_CORE = ("slug", "name", "cc", "sms", "fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
+_EXTRA_FIELDS = ("base_mhz", "tdp_w", "process", "memory_type", "memory_gb", "fp16_tensor_tflops")
+
+
+def spec_from_dict(g: dict) -> GPUSpec:
+    """A spec as a fits file stores it (GPUSpec.to_dict()). The stored figures are what the fits
+    were made with and are kept; fields a file made before they existed lacks (TDP, base clock,
+    process, memory) come from the table's row of that slug."""
+    row = GPUS.get(str(g.get("slug", "")))
+    extra = {k: g[k] for k in _EXTRA_FIELDS if g.get(k) is not None}
+    if row is not None:
+        extra = {**{k: getattr(row, k) for k in _EXTRA_FIELDS}, **extra}
+    aliases = tuple(g.get("aliases") or (row.aliases if row is not None else ()))
+    return GPUSpec(**{k: g[k] for k in _CORE}, source=g.get("source", ""), aliases=aliases, **extra)
+
 
 # Tokens that describe memory size or form factor rather than the chip. They pick between
 # entries of one model (A100 40GB vs 80GB PCIe) but never make a different model.

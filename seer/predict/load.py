@@ -23,10 +23,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
     """The facade over a fits document: per-variant models, memory-bound fits (the datasheet
     where the document has none) and the embedding model, each registered for its ops."""
     g = doc["gpu"]
-    spec = gpus.GPUSpec(
-        **{k: g[k] for k in ("slug", "name", "cc", "sms", "fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")},
-        source=g.get("source", ""),
-    )
+    spec = gpus.spec_from_dict(g)
     try:
         variants = {k: VariantFit.from_dict(v) for k, v in doc["variants"].items()}
         choosers = {k: Chooser.from_dict(v) for k, v in doc["choosers"].items()}
