@@ -43,13 +43,6 @@ FP32_LANES: dict[str, int] = {
     "9.0": 128, "10.0": 128, "10.3": 128, "11.0": 128, "12.0": 128, "12.1": 128,
 }  # fmt: skip
 
-# Board memory in GB of the table's GPUs (their datasheets): picks between boards of one chip.
-MEMORY_GB: dict[str, float] = {
-    "titan-xp": 12, "titan-v": 12, "p100-sxm2": 16, "p100-pcie": 16, "v100-sxm2": 16, "v100-pcie": 32,
-    "t4": 16, "a100-40gb": 40, "a100-80gb-sxm": 80, "a100-80gb-pcie": 80, "a10": 24, "rtx-3090": 24,
-    "l4": 24, "l40s": 48, "h100-sxm": 80, "h100-pcie": 80, "h200": 141, "p4": 8, "rtx-2080-ti": 11,
-}  # fmt: skip
-
 _VENDORS = re.compile(r"\b(amd|radeon|instinct|intel|arc)\b", re.IGNORECASE)
 
 
@@ -173,7 +166,7 @@ def _board(device: Device) -> gpus.GPUSpec | None:
     gib = device.memory_gib
     if gib is None:
         return same[0]
-    return min(same, key=lambda g: abs(math.log(MEMORY_GB.get(g.slug, gib) / gib)))
+    return min(same, key=lambda g: abs(math.log((g.memory_gb or gib) / gib)))
 
 
 def _mig(device: Device) -> Resolved | None:

@@ -46,12 +46,25 @@ LIMITS = ("warps", "blocks", "registers", "shared_memory")
 
 
 def arch(cc: str | float) -> Arch:
+    """Per-SM limits of `cc`. A CC newer than the model's (Blackwell's 10.0, 12.0: the table has
+    such GPUs) takes the newest major's limits it has, as seer.hardware.device.occupancy_cc does."""
     key = f"{float(cc):.1f}" if not isinstance(cc, str) else cc
+    newest = max(ARCH, key=float)
+    if key not in ARCH and _is_cc(key) and float(key) > float(newest):
+        return ARCH[newest]
     if key not in ARCH:
         raise SeerError(
             f"compute capability {cc} is not supported by the occupancy model (supported: {', '.join(ARCH)})"
         )
     return ARCH[key]
+
+
+def _is_cc(key: str) -> bool:
+    try:
+        float(key)
+    except ValueError:
+        return False
+    return True
 
 
 def _ceil_to(x, unit):

@@ -25,11 +25,11 @@ def _fresh_registry(monkeypatch):
 
 
 def test_the_lanes_per_sm_give_the_datasheet_peaks():
-    """SMs x FP32 lanes x 2 x boost clock is each table entry's FP32 TFLOP/s (the P4's datasheet
-    quotes 5.5 at a clock below its 1114 MHz boost: 3.6% apart)."""
+    """SMs x FP32 lanes x 2 x boost clock is each table entry's FP32 TFLOP/s within 2% (the P4's
+    datasheet quotes 5.5 at a clock below its 1114 MHz boost: 3.6% apart)."""
     for g in gpus.GPUS.values():
         peak = g.sms * FP32_LANES[g.cc] * 2 * g.boost_mhz * 1e6 / 1e12
-        assert peak == pytest.approx(g.fp32_tflops, rel=0.04), g.slug
+        assert peak == pytest.approx(g.fp32_tflops, rel=0.04 if g.slug == "p4" else 0.02), g.slug
 
 
 def test_from_properties_reads_kineto_and_drops_what_is_not_a_number():
@@ -55,11 +55,24 @@ def test_a_known_name_is_the_table_entry_and_assumes_nothing():
 @pytest.mark.parametrize(
     ("name", "cc", "sms", "gib", "slug"),
     [
-        ("Tesla V100-DGXS-32GB", "7.0", 80, 31.7, "v100-pcie"),  # the 32 GB board of the chip
-        ("Tesla V100-DGXS-16GB", "7.0", 80, 15.8, "v100-sxm2"),
-        ("Tesla V100S-PCIE-32GB", "7.0", 80, 31.7, "v100-pcie"),
-        ("NVIDIA A100-PG509-200", "8.0", 108, 39.4, "a100-40gb"),
-        ("NVIDIA H100 NVL", "9.0", 132, 93.1, "h100-sxm"),
+        ("Tesla V100-DGXS-32GB", "7.0", 80, 31.7, "v100-sxm2"),  # names of the table's boards
+        ("NVIDIA A100-PG509-200", "8.0", 108, 39.4, "a100-40gb-sxm"),
+        ("NVIDIA H100 NVL", "9.0", 132, 93.1, "h100-nvl"),
+        ("Tesla V100S-PCIE-32GB", "7.0", 80, 31.7, "v100s-pcie"),
+    ],
+)
+def test_a_board_the_table_names_assumes_nothing(name, cc, sms, gib, slug):
+    r = resolve(Device(name, cc, sms, int(gib * GIB), 32))
+    assert r.spec is gpus.GPUS[slug] and r.note == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "cc", "sms", "gib", "slug"),
+    [
+        ("Tesla V100-SXM3-32GB", "7.0", 80, 31.7, "v100-pcie"),  # the 32 GB board of the chip
+        ("Tesla V100-FHHL-16GB", "7.0", 80, 15.8, "v100-sxm2"),
+        ("NVIDIA A100-PG506-207", "8.0", 108, 79.2, "a100-80gb-sxm"),
+        ("NVIDIA H100 PG530", "9.0", 132, 93.1, "h100-nvl"),
     ],
 )
 def test_a_board_variant_is_its_chip(name, cc, sms, gib, slug):
@@ -73,11 +86,12 @@ def test_a_board_variant_is_its_chip(name, cc, sms, gib, slug):
 
 
 def test_a_chip_with_other_sm_counts_is_no_board_of_it():
-    """The A10G has the A10's name family and CC but 80 SMs, not 72: a built spec on the A10's clock."""
-    r = resolve(Device("NVIDIA A10G", "8.6", 80, 22 * GIB, 32))
+    """A board with 70 SMs has the A10's name family and CC but not its 72 SMs (nor the A10G's 80):
+    a spec built on the clock of the family's nearest chip, the A10."""
+    r = resolve(Device("NVIDIA A10X", "8.6", 70, 22 * GIB, 32))
     a10 = gpus.GPUS["a10"]
-    assert r.spec.slug == "a10g" and r.spec.sms == 80 and r.spec.boost_mhz == a10.boost_mhz
-    assert r.spec.fp32_tflops == pytest.approx(a10.fp32_tflops * 80 / 72, rel=0.01)
+    assert r.spec.slug == "a10x" and r.spec.sms == 70 and r.spec.boost_mhz == a10.boost_mhz
+    assert r.spec.fp32_tflops == pytest.approx(a10.fp32_tflops * 70 / 72, rel=0.01)
     assert "built from its deviceProperties" in r.note and "of NVIDIA A10 assumed" in r.note
 
 
@@ -102,17 +116,17 @@ def test_an_unknown_gpu_gets_a_built_spec_that_lookup_finds_afterwards():
 def test_a_cc_the_occupancy_model_lacks_takes_the_nearest_one():
     assert [occupancy_cc(c) for c in ("8.0", "8.7", "7.2", "6.2", "12.0", "10.0", "5.2")] == [
         "8.0", "8.6", "7.0", "6.1", "9.0", "9.0", "6.0"]  # fmt: skip
-    r = resolve(Device("NVIDIA GeForce RTX 5090", "12.0", 170, 32 * GIB, 32))
-    assert r.spec.cc == "9.0" and r.spec.fp32_tflops == pytest.approx(170 * 128 * 2 * 1980e6 / 1e12, abs=0.01)
+    r = resolve(Device("NVIDIA GeForce RTX 5080", "12.0", 84, 16 * GIB, 32))
+    assert r.spec.cc == "9.0" and r.spec.fp32_tflops == pytest.approx(84 * 128 * 2 * 1980e6 / 1e12, abs=0.01)
     assert "kernels and occupancy of CC 9.0" in r.note
 
 
 def test_a_mig_slice_is_its_share_of_the_gpu():
     r = resolve(Device("NVIDIA A100-SXM4-40GB MIG 3g.20gb", "8.0", 42, 20 * GIB, 32))
-    a100 = gpus.GPUS["a100-40gb"]
+    a100 = gpus.GPUS["a100-40gb-sxm"]
     assert r.spec.sms == 42 and r.spec.boost_mhz == a100.boost_mhz
     assert r.spec.dram_gbs == pytest.approx(a100.dram_gbs * 42 / 108, rel=1e-3)
-    assert "42 of the 108 SMs of NVIDIA A100-PCIE-40GB" in r.note
+    assert "42 of the 108 SMs of NVIDIA A100-SXM4-40GB" in r.note
 
 
 @pytest.mark.parametrize(

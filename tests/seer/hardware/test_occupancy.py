@@ -8,12 +8,15 @@ from seer.hardware.occupancy import ARCH, b_max, blocks_per_sm, last_wave_fracti
 
 
 # docs/reference.md, Occupancy: the check values
-@pytest.mark.parametrize("regs,smem,blocks,limiting,occ", [
-    (40, 0, 12, "warps", 1.0),
-    (54, 8192, 9, "registers", 0.75),
-    (55, 16384, 5, "shared_memory", 5 * 4 / 48),
-    (56, 9728, 9, "registers", 0.75),
-])
+@pytest.mark.parametrize(
+    "regs,smem,blocks,limiting,occ",
+    [
+        (40, 0, 12, "warps", 1.0),
+        (54, 8192, 9, "registers", 0.75),
+        (55, 16384, 5, "shared_memory", 5 * 4 / 48),
+        (56, 9728, 9, "registers", 0.75),
+    ],
+)
 def test_sm86_check_values(regs, smem, blocks, limiting, occ):
     o = occupancy("8.6", 128, regs, smem)
     assert o.blocks_per_sm == blocks
@@ -68,16 +71,27 @@ CCS = st.sampled_from(sorted(ARCH))
 
 
 @settings(max_examples=300, deadline=None)
-@given(cc=CCS, threads=st.integers(1, 1024), regs=st.integers(1, 255), extra=st.integers(1, 64),
-       smem=st.integers(0, 96 * 1024))
+@given(
+    cc=CCS,
+    threads=st.integers(1, 1024),
+    regs=st.integers(1, 255),
+    extra=st.integers(1, 64),
+    smem=st.integers(0, 96 * 1024),
+)
 def test_more_registers_never_raise_occupancy(cc, threads, regs, extra, smem):
-    assert occupancy(cc, threads, min(regs + extra, 255), smem).blocks_per_sm <= \
-        occupancy(cc, threads, regs, smem).blocks_per_sm
+    assert (
+        occupancy(cc, threads, min(regs + extra, 255), smem).blocks_per_sm
+        <= occupancy(cc, threads, regs, smem).blocks_per_sm
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(cc=CCS, threads=st.integers(1, 1024), regs=st.integers(1, 255),
-       smem=st.integers(0, 200 * 1024), extra=st.integers(1, 64 * 1024))
+@given(
+    cc=CCS,
+    threads=st.integers(1, 1024),
+    regs=st.integers(1, 255),
+    smem=st.integers(0, 200 * 1024),
+    extra=st.integers(1, 64 * 1024),
+)
 def test_more_shared_memory_never_raises_occupancy(cc, threads, regs, smem, extra):
-    assert occupancy(cc, threads, regs, smem + extra).blocks_per_sm <= \
-        occupancy(cc, threads, regs, smem).blocks_per_sm
+    assert occupancy(cc, threads, regs, smem + extra).blocks_per_sm <= occupancy(cc, threads, regs, smem).blocks_per_sm
