@@ -47,8 +47,9 @@ def workspace_bytes(text: str) -> float:
 
 
 def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
-    """GPU name -> its fits (fits_for, paired with the data by GPU), each GPU looked up once so
-    that a cross-GPU note (--gpu) is said once, not once per graph."""
+    """GPU name -> its fits (fits_for, paired with the data by GPU: its own, else transferred from
+    the folder's other GPUs), each GPU looked up once so that a cross-GPU note (--gpu) is said
+    once, not once per graph."""
     from seer.evaluate.report import fits_for
     from seer.hardware import gpus
 
@@ -57,7 +58,7 @@ def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
     def of(name: str) -> Fits:
         slug = gpus.lookup(name).slug
         if slug not in cache:
-            cache[slug] = fits_for(slug, fits, gpu)
+            cache[slug] = fits_for(slug, fits, gpu, transfer=True)
         return cache[slug]
 
     return of

@@ -139,6 +139,7 @@ def to_json(mt: ModelTime) -> str:
         "gpu": mt.gpu,
         "measured_on": mt.measured_on,
         **({"gpu_note": mt.gpu_note} if mt.gpu_note else {}),
+        **({"fits": mt.fits} if mt.fits else {}),
         **({"notes": mt.notes} if mt.notes else {}),
         "totals": {k: (v if math.isfinite(v) else None) for k, v in mt.totals.items()},
         "ops": json.loads(mt.ops.to_json(orient="records")),
@@ -182,6 +183,8 @@ def report(mt: ModelTime, top_n: int) -> None:
     """The printed account: the longest ops, time per op kind, the whole model."""
     where = f" (measured on {mt.measured_on})" if mt.measured_on and mt.measured_on != mt.gpu else ""
     print(f"{mt.source.name} on {mt.gpu}{where}\n")
+    if mt.fits:
+        print(f"fits: {mt.fits}\n")
     for note in [mt.gpu_note, *mt.notes]:
         if note:
             print(f"{note}\n")
