@@ -28,7 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seer.cli import data_path, known_gpu, run, writable_dir, writable_file
+from seer.cli import data_path, described_gpu, known_gpu, run, writable_dir, writable_file
+from seer.hardware.describe import is_description
 
 if TYPE_CHECKING:  # the evaluations load pandas, statsmodels and the fits: after --help, not before
     from seer.predict import Fits
@@ -82,7 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
     )
     ap.add_argument("--fits", help="fits folder or file (default: the bundled fits, seer.fitsfile.FITS_DIR)")
-    ap.add_argument("--gpu", help="only this GPU")
+    ap.add_argument("--gpu", help='only this GPU (a GPU the table lacks: described, "name=...,cc=8.6,sms=84,...")')
+    ap.add_argument(
+        "--gpu-info",
+        metavar="FILE",
+        help="describe a GPU the table lacks (the data's GPU) by nvidia-smi output or a JSON (see seer.predict)",
+    )
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
     ap.add_argument("--out", help="write the metrics to this .json or .csv")
     ap.add_argument("--plots", help="write PNG plots into this folder")
@@ -101,8 +107,12 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.fits is None:
         args.fits = str(fitsfile.FITS_DIR)
+    if args.gpu_info:  # registered before any data names it; a --gpu "sms=..." beside it adds to it
+        pairs = args.gpu if args.gpu and is_description(args.gpu) else None
+        described = described_gpu(args.gpu_info, pairs)
+        args.gpu = described if pairs else args.gpu
     if args.gpu:  # an unknown GPU lists the known ones, before any data is read
-        known_gpu(args.gpu, fits_file=False)
+        args.gpu = known_gpu(args.gpu, fits_file=False)
     if args.out:  # output paths are checked before the work, not after it
         writable_file(args.out, "--out", (".json", ".csv"))
     if args.plots:
