@@ -1,4 +1,5 @@
 """Fits transferred to GPUs seer has not measured (seer.predict.transfer) and --set transfer."""
+
 import dataclasses
 import json
 
@@ -13,7 +14,9 @@ from seer.hardware import gpus
 from seer.predict import Fits
 from seer.predict.transfer import chip, efficiency, retarget, transfer
 
-GEMMS = pd.DataFrame({"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]})
+GEMMS = pd.DataFrame(
+    {"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]}
+)
 
 
 def test_a_gpu_without_fits_is_transferred_and_says_so():
@@ -132,8 +135,10 @@ def test_a_gpu_of_a_fitted_architecture_moves_that_architectures_fits():
     h100, h200, pcie = seer.load("h100-sxm"), seer.load("h200"), seer.load("h100-pcie")
     assert h200.transferred_from == ["h100-sxm"] and pcie.transferred_from == ["h100-sxm"]
     assert "h100-sxm" not in transfer("h100-pcie").transferred_from  # an evaluation still leaves the chip out
-    for cfg in (dict(op="softmax", rows=8192, cols=1024), dict(op="gemm", batch=1, m=1024, n=1024, k=1024,
-                                                                  algo="lt:55")):
+    for cfg in (
+        dict(op="softmax", rows=8192, cols=1024),
+        dict(op="gemm", batch=1, m=1024, n=1024, k=1024, algo="lt:55"),
+    ):
         assert h200.predict(**cfg) <= h100.predict(**cfg) * (1 + 1e-9) <= pcie.predict(**cfg)
 
 
