@@ -996,8 +996,9 @@ def lookup(name: str | GPUSpec) -> GPUSpec:
                 return reg
         known = ", ".join(sorted(GPUS))
         raise UnknownGPUError(
-            f"unknown GPU {name!r}: it is not in seer's spec table ({known}); describe it in a "
-            "device JSON and load it with seer.hardware.gpus.load_device_json(path)"
+            f"unknown GPU {name!r}: it is not in seer's spec table ({known}); describe it "
+            '(--gpu "name=...,cc=8.6,sms=84,boost_mhz=1695,dram_gbs=936", --gpu-info with nvidia-smi output or a '
+            "device JSON; seer.hardware.describe.describe)"
         )
     return spec
 

@@ -98,7 +98,7 @@ def test_a_table_gpu_is_its_row_and_a_power_cap_makes_a_variant(tmp_path):
     r = describe(p)  # the A10G capped at 250 W of its 300
     assert r.spec.slug == "a10g-as-described" and r.spec.tdp_w == 250 and r.spec.sms == 80
     assert "tdp_w 300 -> 250" in r.note
-    with pytest.raises(SeerError, match="of compute capability 7.5, not 8.0"):
+    with pytest.raises(SeerError, match=r"of compute capability 7\.5, not 8\.0"):
         describe("name=Tesla T4,cc=8.0")
 
 
