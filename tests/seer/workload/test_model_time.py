@@ -49,11 +49,11 @@ def _props(name: str, cc: tuple[int, int], sms: int, gib: float, warp: int = 32,
 
 
 def test_a_board_variant_is_predicted_as_its_chip_and_says_so(tmp_path, capsys):
-    path = _trace(tmp_path, [_props("Tesla V100-DGXS-32GB", (7, 0), 80, 31.7)])
+    path = _trace(tmp_path, [_props("Tesla V100-SXM3-32GB", (7, 0), 80, 31.7)])
     mt = model_time(path)
-    assert mt.gpu == "Tesla V100-PCIE-32GB" and mt.measured_on == "Tesla V100-DGXS-32GB"
+    assert mt.gpu == "Tesla V100-PCIE-32GB" and mt.measured_on == "Tesla V100-SXM3-32GB"
     assert mt.gpu_note == (
-        "GPU: 'Tesla V100-DGXS-32GB' taken as Tesla V100-PCIE-32GB (same chip: CC 7.0, 80 SMs, at its datasheet clocks)"
+        "GPU: 'Tesla V100-SXM3-32GB' taken as Tesla V100-PCIE-32GB (same chip: CC 7.0, 80 SMs, at its datasheet clocks)"
     )
     t = mt.totals
     assert t["kernel_sum_ms"] > 0 and t["measured_kernel_sum_ms"] == pytest.approx(0.45)  # measured on that chip
@@ -63,7 +63,7 @@ def test_a_board_variant_is_predicted_as_its_chip_and_says_so(tmp_path, capsys):
 
     assert main([str(path), "--top", "1"]) == 0
     out = capsys.readouterr().out
-    assert out.count("GPU: 'Tesla V100-DGXS-32GB' taken as Tesla V100-PCIE-32GB") == 1
+    assert out.count("GPU: 'Tesla V100-SXM3-32GB' taken as Tesla V100-PCIE-32GB") == 1
 
 
 def test_the_entry_of_the_device_the_kernels_ran_on(tmp_path):
