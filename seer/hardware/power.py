@@ -55,8 +55,8 @@ class PowerModel:
 
     def full_load_watts(self, spec: GPUSpec) -> float | None:
         """What the card would draw at its boost clock with every FP32 lane busy (None where
-        the spec has no process node)."""
-        if not powered(spec):
+        the spec has no TDP or node, or the model was fitted on nothing)."""
+        if not powered(spec) or self.e12 <= 0:
             return None
         return spec.fp32_tflops * self.e12 * (float(spec.process_nm) / REFERENCE_NM) ** self.gamma  # type: ignore[arg-type]
 

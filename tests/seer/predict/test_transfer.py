@@ -1,4 +1,5 @@
 """Fits transferred to GPUs seer has not measured (seer.predict.transfer) and --set transfer."""
+
 import dataclasses
 import json
 
@@ -13,7 +14,9 @@ from seer.hardware import gpus
 from seer.predict import Fits
 from seer.predict.transfer import chip, efficiency, retarget, transfer
 
-GEMMS = pd.DataFrame({"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]})
+GEMMS = pd.DataFrame(
+    {"op": "bmm", "batch": [8, 64, 256], "m": [512, 1024, 512], "n": [512, 1024, 512], "k": [256, 1024, 64]}
+)
 
 
 def test_a_gpu_without_fits_is_transferred_and_says_so():
@@ -132,8 +135,10 @@ def test_a_gpu_of_a_fitted_architecture_moves_that_architectures_fits():
     h100, h200, pcie = seer.load("h100-sxm"), seer.load("h200"), seer.load("h100-pcie")
     assert h200.transferred_from == ["h100-sxm"] and pcie.transferred_from == ["h100-sxm"]
     assert "h100-sxm" not in transfer("h100-pcie").transferred_from  # an evaluation still leaves the chip out
-    for cfg in (dict(op="softmax", rows=8192, cols=1024), dict(op="gemm", batch=1, m=1024, n=1024, k=1024,
-                                                                  algo="lt:55")):
+    for cfg in (
+        dict(op="softmax", rows=8192, cols=1024),
+        dict(op="gemm", batch=1, m=1024, n=1024, k=1024, algo="lt:55"),
+    ):
         assert h200.predict(**cfg) <= h100.predict(**cfg) * (1 + 1e-9) <= pcie.predict(**cfg)
 
 
@@ -145,3 +150,15 @@ def test_a_transferred_gpu_checks_configs_as_a_fitted_one():
             seer.load(gpu).predict(**bad)
         messages.append(str(err.value))
     assert messages[0] == messages[1] and "'rows' must be a number >= 1" in messages[0]
+
+
+def test_a_power_capped_target_is_not_predicted_at_its_datasheet_rate():
+    """A T4 from the other chips' fits: its 70 W cap floors large GEMMs far below 8.1 TFLOP/s."""
+    sources = [seer.load(n) for n in seer.available() if chip(n) != "t4"]
+    tf = transfer("t4", sources)
+    assert 0.3 < tf.meta["clock_fraction"] < 0.8 and "t4" not in tf.meta["power"].fitted_on
+    big = pd.DataFrame({"op": "linear", "batch": 1, "m": [8192], "n": [4096], "k": [4096]})
+    rate = 2 * 8192 * 4096 * 4096 / (float(tf.predict(big).iloc[0]) * 1e-3)
+    assert rate < 0.6 * tf.gpu.fp32_flops
+    v100 = transfer("v100-pcie", [seer.load(n) for n in seer.available() if chip(n) != "v100"])
+    assert v100.meta["clock_fraction"] == 1.0  # 250 W feeds its peak
