@@ -58,7 +58,10 @@ def known_gpu(name: str, fits_file: bool = True) -> str:
     an unfitted GPU does not end in a bare "no fits"."""
     from seer.errors import UnknownGPUError
     from seer.hardware import gpus
+    from seer.hardware.describe import is_description
 
+    if is_description(name):  # "cc=8.6,sms=84,...": a GPU described, built and registered
+        return described_gpu(name)
     if fits_file and (name.endswith(".json") or Path(name).is_file()):
         return name
     try:
@@ -68,6 +71,18 @@ def known_gpu(name: str, fits_file: bool = True) -> str:
 
         raise SeerError(unknown_gpu(name, fits_file)) from None
     return name
+
+
+def described_gpu(description: str, extra: str | None = None) -> str:
+    """Register the GPU a --gpu "key=value,..." or --gpu-info FILE (nvidia-smi output, a JSON
+    description; `extra`: a --gpu "sms=..." beside it) describes (seer.hardware.describe) and say
+    what was assumed; its name, which the GPU lookups then know."""
+    from seer.hardware.describe import describe
+
+    r = describe(description, extra)
+    if r.note:
+        print(f"note: {r.note}", file=sys.stderr, flush=True)
+    return r.spec.name
 
 
 def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seer.cli import data_path, known_gpu, run, writable_dir, writable_file
+from seer.cli import data_path, described_gpu, known_gpu, run, writable_dir, writable_file
+from seer.hardware.describe import is_description
 
 if TYPE_CHECKING:  # the evaluations load pandas, statsmodels and the fits: after --help, not before
     from seer.predict import Fits
@@ -49,8 +50,9 @@ def workspace_bytes(text: str) -> float:
 
 
 def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
-    """GPU name -> its fits (fits_for, paired with the data by GPU), each GPU looked up once so
-    that a cross-GPU note (--gpu) is said once, not once per graph."""
+    """GPU name -> its fits (fits_for, paired with the data by GPU: its own, else transferred from
+    the folder's other GPUs), each GPU looked up once so that a cross-GPU note (--gpu) is said
+    once, not once per graph."""
     from seer.evaluate.report import fits_for
     from seer.hardware import gpus
 
@@ -59,7 +61,7 @@ def fits_by_gpu(fits: Path, gpu: str | None) -> Callable[[str], Fits]:
     def of(name: str) -> Fits:
         slug = gpus.lookup(name).slug
         if slug not in cache:
-            cache[slug] = fits_for(slug, fits, gpu)
+            cache[slug] = fits_for(slug, fits, gpu, transfer=True)
         return cache[slug]
 
     return of
@@ -83,7 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
     )
     ap.add_argument("--fits", help="fits folder or file (default: the bundled fits, seer.fitsfile.FITS_DIR)")
-    ap.add_argument("--gpu", help="only this GPU")
+    ap.add_argument("--gpu", help='only this GPU (a GPU the table lacks: described, "name=...,cc=8.6,sms=84,...")')
+    ap.add_argument(
+        "--gpu-info",
+        metavar="FILE",
+        help="describe a GPU the table lacks (the data's GPU) by nvidia-smi output or a JSON (see seer.predict)",
+    )
     ap.add_argument("--by", choices=["op", "algo", "variant"], default="op", help="detail of the table (set I)")
     ap.add_argument("--out", help="write the metrics to this .json or .csv")
     ap.add_argument("--plots", help="write PNG plots into this folder")
@@ -102,8 +109,12 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.fits is None:
         args.fits = str(fitsfile.FITS_DIR)
+    if args.gpu_info:  # registered before any data names it; a --gpu "sms=..." beside it adds to it
+        pairs = args.gpu if args.gpu and is_description(args.gpu) else None
+        described = described_gpu(args.gpu_info, pairs)
+        args.gpu = described if pairs else args.gpu
     if args.gpu:  # an unknown GPU lists the known ones, before any data is read
-        known_gpu(args.gpu, fits_file=False)
+        args.gpu = known_gpu(args.gpu, fits_file=False)
     if args.out:  # output paths are checked before the work, not after it
         writable_file(args.out, "--out", (".json", ".csv"))
     if args.plots:

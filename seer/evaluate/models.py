@@ -24,6 +24,7 @@ from seer.errors import DataError, SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.report import write_out
 from seer.hardware import gpus
+from seer.predict.resolve import provenance
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.graph import Graph, graph_files, read_graph
 from seer.workload.ops import KERNEL_KINDS
@@ -154,6 +155,7 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
             "unmodelled_share": w.unmodelled_ms / measured_kernel if measured_kernel else 0.0,
             "dispatch_ms": w.dispatch_ms,
             "neusight_ms": ns_whole.get("e2e"),
+            "fits": provenance(fits),
         }
         if g.training:
             for d in ("forward", "backward"):
@@ -260,6 +262,9 @@ def run_set_models(args, fits_for_gpu) -> int:
             raise SeerError(f"no graphs of GPU {args.gpu!r} under {folder}")
     print(f"Whole models under {folder}: {len(files)} graphs, each timed by the fits --fits gives for its GPU.\n")
     models, nodes = evaluate_graphs(files, fits_for_gpu, log=lambda _line: None)  # the table below shows them
+    print("Fits per GPU (own, else transferred from the other GPUs' fits):")
+    for gpu, said in models.groupby("gpu", sort=True)["fits"].first().items():
+        print(f"  {gpu}: {said}")
     overall = accuracy(models["predicted_ms"], models["measured_ms"])
     shown = models.assign(gpu=models["gpu"].str.replace("NVIDIA ", "").str.replace("Tesla ", ""))
     training = (models["step"] == "training").any()
@@ -312,6 +317,7 @@ def run_set_models(args, fits_for_gpu) -> int:
                     "source",
                     "gpu",
                     "model",
+                    "fits",
                     "measured_ms",
                     "predicted_ms",
                     "ape",
@@ -406,6 +412,7 @@ def run_set_traces(args) -> int:
         try:
             mt = model_time(path, execution_trace=et)
             row.update({k: mt.totals.get(k) for k in TRACE_TOTALS})
+            row["fits"] = mt.fits
             if mt.gpu_note:  # the trace's GPU resolved from its deviceProperties
                 row["gpu_note"] = mt.gpu_note
         except SeerError as exc:  # a GPU without fits: the replay with measured times only

@@ -16,12 +16,21 @@ from seer.hardware import gpus
 from seer.predict import Fits, load
 
 
-def fits_for(slug: str, fits_dir: Path, gpu: str | None = None, log: Callable[[str], None] = print) -> Fits:
+def fits_for(
+    slug: str, fits_dir: Path, gpu: str | None = None, log: Callable[[str], None] = print, transfer: bool = False
+) -> Fits:
     """The fits of the data GPU `slug` from a folder of fits files (or the one file given),
-    paired with the data by check_pairing (`gpu`: the --gpu the user gave, if any)."""
+    paired with the data by check_pairing (`gpu`: the --gpu the user gave, if any). With
+    `transfer` (the whole-model evaluations), a GPU the folder has no fits for gets fits
+    transferred from the folder's others (seer.predict.resolve), as seer.predict does; the
+    per-kernel sets score a GPU's own fits only."""
     if fits_dir.exists() and not fits_dir.is_dir():
         data_path(fits_dir, "a fits file or a folder of them")  # a FIFO or device: refused before opening
     path = fits_dir if fits_dir.suffix == ".json" or fits_dir.is_file() else fits_dir / f"{slug}.json"
+    if transfer and not path.exists() and fits_dir.is_dir():  # no fits of its own: moved, as seer.predict does
+        from seer.predict.resolve import fits_for as own_or_transferred
+
+        return own_or_transferred(slug, fits_dir)
     if not path.exists():
         raise SeerError(f"no fits for {slug} at {path}; run python -m seer.fit first")
     fits = load(path)  # read once per file version, however many evaluations ask

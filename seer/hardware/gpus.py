@@ -820,7 +820,7 @@ _ROWS = [
         96,
         989.4,
         "NVIDIA GH200 Grace Hopper datasheet (96 GB HBM3, 4 TB/s; 67 TFLOP/s; TDP the module's 1000 W maximum, "
-        "Grace CPU and memory included)",
+        "Grace CPU and memory included); base clock not published",
     ),
     _gpu(
         "gh200-144g",
@@ -837,7 +837,8 @@ _ROWS = [
         "HBM3e",
         144,
         989.4,
-        "NVIDIA GH200 Grace Hopper datasheet (144 GB HBM3e, 4.9 TB/s; TDP the module's 1000 W maximum)",
+        "NVIDIA GH200 Grace Hopper datasheet (144 GB HBM3e, 4.9 TB/s; TDP the module's 1000 W maximum); "
+        "base clock not published",
     ),
     # Blackwell: TSMC 4NP (data center, CC 10.0), TSMC 4N (GeForce, CC 12.0).
     _gpu(
@@ -995,8 +996,9 @@ def lookup(name: str | GPUSpec) -> GPUSpec:
                 return reg
         known = ", ".join(sorted(GPUS))
         raise UnknownGPUError(
-            f"unknown GPU {name!r}: it is not in seer's spec table ({known}); describe it in a "
-            "device JSON and load it with seer.hardware.gpus.load_device_json(path)"
+            f"unknown GPU {name!r}: it is not in seer's spec table ({known}); describe it "
+            '(--gpu "name=...,cc=8.6,sms=84,boost_mhz=1695,dram_gbs=936", --gpu-info with nvidia-smi output or a '
+            "device JSON; seer.hardware.describe.describe)"
         )
     return spec
 

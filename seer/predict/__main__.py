@@ -34,9 +34,10 @@ import math
 import sys
 from pathlib import Path
 
-from seer.cli import known_gpu, run, writable_file
+from seer.cli import described_gpu, known_gpu, run, writable_file
 from seer.errors import SeerError
 from seer.evaluate.metrics import format_table
+from seer.hardware.describe import is_description
 from seer.predict import available
 from seer.workload.model_time import ModelTime, is_trace, model_time
 
@@ -63,7 +64,14 @@ def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
     ap.add_argument(
         "--gpu",
         help=f"predict for this GPU (bundled fits: {', '.join(available())}; or a fits file); any other GPU "
-        "of seer.hardware.gpus gets fits transferred from the bundled ones (seer.predict.transfer)",
+        "of seer.hardware.gpus gets fits transferred from the bundled ones (seer.predict.transfer); "
+        'a GPU the table lacks is described: --gpu "name=My GPU,cc=8.6,sms=84,boost_mhz=1695,dram_gbs=936,tdp_w=350"',
+    )
+    ap.add_argument(
+        "--gpu-info",
+        metavar="FILE",
+        help="describe the GPU (--gpu's default) by a file: `nvidia-smi -q` or `nvidia-smi --query-gpu=... "
+        "--format=csv` output, or a JSON of --gpu's keys; what the table lacks is assumed and said",
     )
     ap.add_argument("--et", help="execution trace of the same run (shapes for a trace recorded without them)")
     ap.add_argument("--top", type=int, default=15, help="how many of the longest ops to list (default: %(default)s)")
@@ -139,6 +147,7 @@ def to_json(mt: ModelTime) -> str:
         "gpu": mt.gpu,
         "measured_on": mt.measured_on,
         **({"gpu_note": mt.gpu_note} if mt.gpu_note else {}),
+        **({"fits": mt.fits} if mt.fits else {}),
         **({"notes": mt.notes} if mt.notes else {}),
         "totals": {k: (v if math.isfinite(v) else None) for k, v in mt.totals.items()},
         "ops": json.loads(mt.ops.to_json(orient="records")),
@@ -165,8 +174,12 @@ def _main(args: argparse.Namespace, trace: bool = False) -> int:
         raise SeerError("give one model: a graph or trace file, or --hf CONFIG, or --python MOD:FN")
     if trace and not is_trace(Path(args.model)):
         raise SeerError(f"{args.model}: expected a profiler trace (.json, .json.gz); a graph (.csv) is seer predict's")
+    if args.gpu_info:  # a --gpu "sms=..." beside it adds to the file's description
+        pairs = args.gpu if args.gpu and is_description(args.gpu) else None
+        described = described_gpu(args.gpu_info, pairs)
+        args.gpu = described if pairs or not args.gpu else args.gpu
     if args.gpu:
-        known_gpu(args.gpu)
+        args.gpu = known_gpu(args.gpu)
     mt = _live(args) if live else model_time(Path(args.model), args.gpu, execution_trace=args.et)
     to_stdout = args.out == "-"
     with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
@@ -182,6 +195,8 @@ def report(mt: ModelTime, top_n: int) -> None:
     """The printed account: the longest ops, time per op kind, the whole model."""
     where = f" (measured on {mt.measured_on})" if mt.measured_on and mt.measured_on != mt.gpu else ""
     print(f"{mt.source.name} on {mt.gpu}{where}\n")
+    if mt.fits:
+        print(f"fits: {mt.fits}\n")
     for note in [mt.gpu_note, *mt.notes]:
         if note:
             print(f"{note}\n")

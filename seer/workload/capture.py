@@ -427,7 +427,11 @@ def predict_capture(
         [f"tied parameters left without a gradient (AOTAutograd refuses a name the forward never reads): "
          f"{', '.join(cap.frozen)}"] if cap.frozen else []
     )  # fmt: skip
-    return ModelTime(Path(source), fits.gpu.name, "", ops[COLUMNS].reset_index(drop=True), totals, notes=notes)
+    from seer.predict.resolve import provenance
+
+    return ModelTime(
+        Path(source), fits.gpu.name, "", ops[COLUMNS].reset_index(drop=True), totals, notes=notes, fits=provenance(fits)
+    )
 
 
 def predict_model(

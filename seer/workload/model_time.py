@@ -21,6 +21,7 @@ from seer.hardware import gpus
 from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
+from seer.predict.resolve import provenance
 from seer.workload.directions import DIRECTIONS
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.graph import read_graph
@@ -41,6 +42,7 @@ class ModelTime:
     totals: dict[str, float] = field(default_factory=dict)
     gpu_note: str = ""  # how a trace's GPU was resolved where seer assumed something (seer.hardware.device)
     notes: list[str] = field(default_factory=list)  # other assumptions the prediction made, one sentence each
+    fits: str = ""  # which fits timed it: the GPU's own or transferred ones (seer.predict.resolve.provenance)
 
     @property
     def directions(self) -> list[str]:
@@ -129,7 +131,7 @@ def model_time(
         "extrapolated",
         "why",
     ]
-    return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals)
+    return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals, fits=provenance(fits))
 
 
 def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None) -> ModelTime:
@@ -206,7 +208,9 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     cols = ["name", "site", "shapes", "direction", "kind", "count", "measured_ms", "predicted_ms", "predictor",
             "extrapolated", "why"]  # fmt: skip
     note = note if same else ""  # says how the predicted GPU was found, not one --gpu replaced
-    return ModelTime(path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note)
+    return ModelTime(
+        path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note, fits=provenance(fits)
+    )
 
 
 def _measured_on(path: Path, props: Device | None, must: bool) -> tuple[gpus.GPUSpec | None, str]:

@@ -1,5 +1,6 @@
 """Bad input to the seer commands: one line on stderr, exit code 2 (130 for Ctrl-C), checked
 before any long work, and nothing half-written."""
+
 import os
 import signal
 import subprocess
@@ -94,9 +95,24 @@ def test_ctrl_c_during_fit_is_one_line(neusight_path, tmp_path):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) while GPUs are being
     fitted in worker processes: exit 130, one line, no traceback, no temporary files left."""
     out = tmp_path / "fits"
-    p = subprocess.Popen([sys.executable, "-m", "seer.fit", "--data", str(neusight_path / "bmm"),
-                          "--out", str(out), "--quiet", "--jobs", "2"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "seer.fit",
+            "--data",
+            str(neusight_path / "bmm"),
+            "--out",
+            str(out),
+            "--quiet",
+            "--jobs",
+            "2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     line = p.stdout.readline()  # "fitting <gpu>: ..." once the data is loaded
     assert line.startswith("fitting"), line
     time.sleep(1.5)

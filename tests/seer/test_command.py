@@ -16,8 +16,9 @@ TRACE = ROOT / "data" / "h100-sxm" / "traces" / "gpt_b1.pt.trace.json.gz"
 
 
 def _seer(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seer.command", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "seer.command", *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_help_lists_every_subcommand_in_one_line_each(capsys):
@@ -31,9 +32,11 @@ def test_help_lists_every_subcommand_in_one_line_each(capsys):
 
 def test_help_is_light():
     """`seer --help` loads neither pandas nor statsmodels: it answers at Python's start-up speed."""
-    code = ("import sys\nfrom seer import command\ncommand.main(['--help'])\n"
-            "heavy = [m for m in ('pandas', 'statsmodels', 'scipy', 'numpy') if m in sys.modules]\n"
-            "assert not heavy, heavy\n")
+    code = (
+        "import sys\nfrom seer import command\ncommand.main(['--help'])\n"
+        "heavy = [m for m in ('pandas', 'statsmodels', 'scipy', 'numpy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 

@@ -3,6 +3,7 @@
 Every module of seer/ lives in its stage's folder but the front door and shared infrastructure;
 a stage imports only stages before it; no module imports a command line (a `__main__`) but the
 front door's `python -m seer`; tests mirror the tree."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,7 +56,9 @@ def test_a_stage_imports_only_what_comes_before_it():
 
 def test_no_module_imports_a_command_line():
     graph = _imports()
-    wrong = [f"{m} -> {d}" for m, deps in graph.items() for d in deps if d.endswith("__main__") and m != "seer.__main__"]
+    wrong = [
+        f"{m} -> {d}" for m, deps in graph.items() for d in deps if d.endswith("__main__") and m != "seer.__main__"
+    ]
     assert not wrong, wrong
 
 

@@ -1,6 +1,7 @@
 """python -m seer (make run): one screen of progress lines ending with the headline; the full text
 of every step, its JSON, the warnings and the headline's JSON under --report; -v prints the
 full tables too. Run on small synthetic data (NeuSight's data hidden, so its steps are skipped)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -37,7 +38,14 @@ def runs(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(records, "neusight_dir", lambda: None)  # analytical and whole models: not here
         for name, extra in (("quiet", []), ("verbose", ["-v"])):
-            argv = ["--data", str(d / "data.csv"), "--out", str(d / name / "fits"), "--report", str(d / name / "report")]
+            argv = [
+                "--data",
+                str(d / "data.csv"),
+                "--out",
+                str(d / name / "fits"),
+                "--report",
+                str(d / name / "report"),
+            ]
             got[name] = (*_run(argv + extra), d / name / "report")
     return got
 
@@ -55,8 +63,13 @@ def test_one_screen_ending_with_the_headline(runs):
     table = lines[head + 1 :]
     assert all(ln.split()[0] == "t4" for ln in table), table  # one spelling of the GPU: its slug
     evaluations = [" ".join(ln.split()[1:4]) for ln in table]
-    assert evaluations == ["Test-set-I bmm RMSPE", "Test-set-I conv RMSPE", "Test-set-II top-1 300",
-                           "Test-set-II within 10%", "Test-set-II mean slowdown"]
+    assert evaluations == [
+        "Test-set-I bmm RMSPE",
+        "Test-set-I conv RMSPE",
+        "Test-set-II top-1 300",
+        "Test-set-II within 10%",
+        "Test-set-II mean slowdown",
+    ]
     assert all(("met" in ln or "missed" in ln) and ("better" in ln or "worse" in ln) for ln in table)
     assert "SEER 14.7% (published)" in table[1] and "cuDNN heuristic" in table[4]
     assert [ln.split()[1] for ln in lines if ln.startswith("[")] == ["fit", "Test-set-I", "Test-set-II"]
@@ -131,7 +144,9 @@ def test_a_refit_of_the_same_data_is_compared_and_gpus_alike_share_a_line(bundle
 
 def test_a_refit_that_differs_says_what_and_why(bundled_copy):
     doc = json.loads((bundled_copy / "t4.json").read_text())
-    coef = next(v["compute"]["coef"] for v in doc["variants"].values() if v.get("compute") and any(v["compute"]["coef"]))
+    coef = next(
+        v["compute"]["coef"] for v in doc["variants"].values() if v.get("compute") and any(v["compute"]["coef"])
+    )
     i = next(i for i, c in enumerate(coef) if c)
     coef[i] *= 2
     (bundled_copy / "t4.json").write_text(json.dumps(doc))
@@ -142,7 +157,9 @@ def test_a_refit_that_differs_says_what_and_why(bundled_copy):
 def test_a_failing_step_stops_the_run_with_its_one_line(tmp_path, monkeypatch):
     records.write_csv(gemm_records(200), tmp_path / "gemm.csv")  # no convolutions: no Test-set-II
     monkeypatch.setattr(records, "neusight_dir", lambda: None)
-    rc, out, err = _run(["--data", str(tmp_path / "gemm.csv"), "--out", str(tmp_path / "f"), "--report", str(tmp_path / "r")])
+    rc, out, err = _run(
+        ["--data", str(tmp_path / "gemm.csv"), "--out", str(tmp_path / "f"), "--report", str(tmp_path / "r")]
+    )
     assert rc == 2
     assert err.strip().splitlines() == [err.strip()] and "no convolution rows" in err and "Traceback" not in err
     assert "[2/3] Test-set-I" in out and "[3/3]" not in out

@@ -1,5 +1,6 @@
 """Embedding-bag predictors of the DLRM performance model (seed 000): exact reproduction of
 its printed numbers, vectorization, the hit rate at extreme sizes, bad input."""
+
 from __future__ import annotations
 
 import time
@@ -21,8 +22,13 @@ from seer.errors import SeerError, UnknownGPUError
 
 FWD = dict(batch=4096, num_embeddings=500000, num_tables=197, bag_size=32, emb_dim=32, rows_per_block=128)
 BWD = dict(batch=2048, num_embeddings=200000, num_tables=128, bag_size=128, emb_dim=128, rows_per_block=32)
-SEED_OVERRIDES = {"peak_dram_bw": 809, "peak_l2_bw": 2888, "L2_size": 6 * 1024 * 1024 * 4,
-                  "num_SM": 80, "peak_throughput": 12200}
+SEED_OVERRIDES = {
+    "peak_dram_bw": 809,
+    "peak_l2_bw": 2888,
+    "L2_size": 6 * 1024 * 1024 * 4,
+    "num_SM": 80,
+    "peak_throughput": 12200,
+}
 
 
 def test_forward_reproduces_seed():
@@ -61,16 +67,21 @@ def test_dataframe_equals_one_at_a_time():
     rng = np.random.default_rng(7)
     n = 60
     e = rng.integers(10, 2_000_000, n)
-    df = pd.DataFrame({"batch": rng.integers(1, 5000, n), "num_embeddings": e,
-                       "num_tables": rng.integers(1, 300, n),
-                       "bag_size": np.minimum(rng.integers(1, 200, n), e),
-                       "emb_dim": rng.choice([4, 16, 32, 64, 128], n),
-                       "rows_per_block": rng.choice([1, 4, 32, 128], n)}, index=np.arange(100, 100 + n))
+    df = pd.DataFrame(
+        {
+            "batch": rng.integers(1, 5000, n),
+            "num_embeddings": e,
+            "num_tables": rng.integers(1, 300, n),
+            "bag_size": np.minimum(rng.integers(1, 200, n), e),
+            "emb_dim": rng.choice([4, 16, 32, 64, 128], n),
+            "rows_per_block": rng.choice([1, 4, 32, 128], n),
+        },
+        index=np.arange(100, 100 + n),
+    )
     for fn in (embedding_forward, embedding_backward_sgd):
         vec = fn(df, gpu="a100-40gb", unit="us")
         assert isinstance(vec, np.ndarray) and vec.shape == (n,)
-        one = [fn(**{k: int(v) for k, v in row.items()}, gpu="a100-40gb", unit="us")
-               for _, row in df.iterrows()]
+        one = [fn(**{k: int(v) for k, v in row.items()}, gpu="a100-40gb", unit="us") for _, row in df.iterrows()]
         np.testing.assert_array_equal(vec, np.array(one))
 
 
@@ -104,8 +115,15 @@ def test_hit_rate_matches_seed_definition():
 def test_large_tables_and_bags_stay_finite_and_fast():
     t0 = time.perf_counter()
     hr = hit_rate(np.array([10**9 - 10**5, 10**9 - 1, 10**6]), 10**9, np.array([1000, 1000, 1000]))
-    t = embedding_forward(batch=65536, num_embeddings=10**9, num_tables=100, bag_size=1000, emb_dim=128,
-                          rows_per_block=128, gpu="h100-sxm")
+    t = embedding_forward(
+        batch=65536,
+        num_embeddings=10**9,
+        num_tables=100,
+        bag_size=1000,
+        emb_dim=128,
+        rows_per_block=128,
+        gpu="h100-sxm",
+    )
     assert time.perf_counter() - t0 < 1.0
     assert np.isfinite(hr).all() and 0 < hr[0] < hr[1] < 1 and hr[2] == 0.0
     assert hr[1] == pytest.approx(1 - 1000 / 10**9, rel=1e-9)
@@ -123,9 +141,18 @@ def test_forward_traffic_exposes_the_model():
     assert 0 <= tr["hit_rate"].iloc[0] < 1e-20
 
 
-@pytest.mark.parametrize("field,value", [("batch", 0), ("num_embeddings", -5), ("num_tables", 0),
-                                         ("bag_size", 0), ("emb_dim", -1), ("rows_per_block", 0),
-                                         ("emb_dim", 2.5)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("batch", 0),
+        ("num_embeddings", -5),
+        ("num_tables", 0),
+        ("bag_size", 0),
+        ("emb_dim", -1),
+        ("rows_per_block", 0),
+        ("emb_dim", 2.5),
+    ],
+)
 def test_bad_sizes_name_the_argument(field, value):
     cfg = dict(FWD, **{field: value})
     with pytest.raises(SeerError, match=field):
@@ -156,8 +183,9 @@ def test_unknown_gpu_and_other_bad_arguments():
 
 
 def test_peaks_dataclass_is_explicit():
-    pk = Peaks(name="mine", sms=80, fp32_gflops=12200, dram_gbs=809, l2_gbs=2888,
-               l2_bytes=6 * 1024 * 1024 * 4, pcie_gbs=16)
+    pk = Peaks(
+        name="mine", sms=80, fp32_gflops=12200, dram_gbs=809, l2_gbs=2888, l2_bytes=6 * 1024 * 1024 * 4, pcie_gbs=16
+    )
     assert embedding_forward(**FWD, peaks=pk, unit="us") == pytest.approx(4340.7676, rel=1e-6)
     dl = peaks_for("v100-sxm2", measured=True)
     assert (dl.dram_gbs, dl.l2_gbs, dl.fp32_gflops) == (804.5, 2847.5, 15441.5)

@@ -1,5 +1,6 @@
 """Memory-bound kernels: work counts, the fit of effective bandwidth and floor, prediction and
 its fallbacks, bad input, and held-out accuracy on NeuSight's measurements."""
+
 from __future__ import annotations
 
 import functools
@@ -29,18 +30,53 @@ A100 = "NVIDIA A100-PCIE-40GB"
 
 
 def test_work_counts():
-    w = work(pd.DataFrame({
-        "op": ["elementwise", "elementwise", "elementwise", "softmax", "softmax", "layer_norm",
-               "memcpy", "memcpy", "concat", "transpose"],
-        "fn": ["add", "relu", "add", "", "", "", "h2d", "d2d", "", ""],
-        "rows": [10, 10, 10, 7, 7, 3, 5, 5, 4, 4], "cols": [20, 20, 20, 1024, 1025, 100, 8, 8, 6, 6],
-        "dtype": ["float32", "float32", "float16", "", "", "", "", "", "", ""]}))
-    assert list(w["bytes"]) == [2400, 1600, 1200, 2 * 4 * 7 * 1024, 2 * 4 * 7 * 1025,
-                                2 * 4 * 300 + 4 * 200 + 4 * 6, 160, 320, 192, 192]
+    w = work(
+        pd.DataFrame(
+            {
+                "op": [
+                    "elementwise",
+                    "elementwise",
+                    "elementwise",
+                    "softmax",
+                    "softmax",
+                    "layer_norm",
+                    "memcpy",
+                    "memcpy",
+                    "concat",
+                    "transpose",
+                ],
+                "fn": ["add", "relu", "add", "", "", "", "h2d", "d2d", "", ""],
+                "rows": [10, 10, 10, 7, 7, 3, 5, 5, 4, 4],
+                "cols": [20, 20, 20, 1024, 1025, 100, 8, 8, 6, 6],
+                "dtype": ["float32", "float32", "float16", "", "", "", "", "", "", ""],
+            }
+        )
+    )
+    assert list(w["bytes"]) == [
+        2400,
+        1600,
+        1200,
+        2 * 4 * 7 * 1024,
+        2 * 4 * 7 * 1025,
+        2 * 4 * 300 + 4 * 200 + 4 * 6,
+        160,
+        320,
+        192,
+        192,
+    ]
     assert list(w["flops"][:3]) == [200, 200, 200]
-    assert list(w["key"]) == ["elementwise:add", "elementwise:relu", "elementwise:add", "softmax:warp",
-                              "softmax:block", "layer_norm", "memcpy:h2d", "memcpy:d2d", "concat",
-                              "transpose"]
+    assert list(w["key"]) == [
+        "elementwise:add",
+        "elementwise:relu",
+        "elementwise:add",
+        "softmax:warp",
+        "softmax:block",
+        "layer_norm",
+        "memcpy:h2d",
+        "memcpy:d2d",
+        "concat",
+        "transpose",
+    ]
 
 
 def test_the_fit_lives_with_the_models():
@@ -66,8 +102,12 @@ def test_fit_recovers_known_bandwidth_and_floor():
 
 
 def test_fit_is_deterministic_and_json_serializable():
-    rec = pd.concat([synthetic_records(A100, noise=0.02, seed=1),
-                     synthetic_records("Tesla T4", bw_gbs=240, floor_ms=0.027, noise=0.02, seed=2)])
+    rec = pd.concat(
+        [
+            synthetic_records(A100, noise=0.02, seed=1),
+            synthetic_records("Tesla T4", bw_gbs=240, floor_ms=0.027, noise=0.02, seed=2),
+        ]
+    )
     p1 = fit_memory_bound(rec)
     p2 = fit_memory_bound(rec.sample(frac=1.0, random_state=3))  # same rows, other order
     assert json.dumps(p1, sort_keys=True, allow_nan=False) == json.dumps(p2, sort_keys=True, allow_nan=False)
@@ -82,9 +122,17 @@ def test_prediction_uses_fit_then_pooled_then_datasheet():
     big = dict(rows=16384, cols=4096)
     t = predict_memory_bound(op="elementwise", fn="add", **big, params=params, gpu="a100-40gb")
     assert t == pytest.approx(0.010 + 3 * 4 * 16384 * 4096 / 1300e6, rel=1e-6)
-    d = memory_bound_detail(pd.DataFrame([{"op": "elementwise", "fn": "sigmoid", **big},
-                                          {"op": "softmax", **big},
-                                          {"op": "memcpy", "fn": "h2d", **big}]), params, A100)
+    d = memory_bound_detail(
+        pd.DataFrame(
+            [
+                {"op": "elementwise", "fn": "sigmoid", **big},
+                {"op": "softmax", **big},
+                {"op": "memcpy", "fn": "h2d", **big},
+            ]
+        ),
+        params,
+        A100,
+    )
     assert list(d["source"]) == ["fit:elementwise (pooled stand-in)"] * 2 + ["datasheet"]
     pk = peaks_for("a100-40gb")
     assert d["time_ms"].iloc[2] == pytest.approx(DATASHEET_FLOOR_MS + 4 * 16384 * 4096 / (pk.pcie_gbs * 1e6))
@@ -94,31 +142,38 @@ def test_prediction_uses_fit_then_pooled_then_datasheet():
     n = 8192 * 1024
     t4 = peaks_for("t4")
     assert predict_memory_bound(op="transpose", rows=8192, cols=1024, gpu="t4") == pytest.approx(
-        DATASHEET_FLOOR_MS + 2 * 4 * n / (t4.dram_gbs * 1e6))
+        DATASHEET_FLOOR_MS + 2 * 4 * n / (t4.dram_gbs * 1e6)
+    )
     assert predict_memory_bound(op="transpose", rows=8192, cols=1024, gpu="t4", unit="us") == pytest.approx(
-        1e3 * (DATASHEET_FLOOR_MS + 2 * 4 * n / (t4.dram_gbs * 1e6)))
+        1e3 * (DATASHEET_FLOOR_MS + 2 * 4 * n / (t4.dram_gbs * 1e6))
+    )
 
 
 def test_single_config_equals_dataframe_row():
     params = fit_memory_bound(synthetic_records(A100))
     cfg = memory_configs(40, seed=11)
     vec = predict_memory_bound(cfg, params, A100)
-    one = [predict_memory_bound(**{k: v for k, v in row.items() if v != ""}, params=params, gpu=A100)
-           for _, row in cfg.iterrows()]
+    one = [
+        predict_memory_bound(**{k: v for k, v in row.items() if v != ""}, params=params, gpu=A100)
+        for _, row in cfg.iterrows()
+    ]
     np.testing.assert_array_equal(vec, np.array(one))
     with_gpu = cfg.assign(gpu=A100)
     np.testing.assert_array_equal(vec, predict_memory_bound(with_gpu, params))
 
 
-@pytest.mark.parametrize("cfg,name", [
-    (dict(op="elementwise", fn="add", rows=0, cols=5), "rows"),
-    (dict(op="softmax", rows=5, cols=-3), "cols"),
-    (dict(op="elementwise", rows=5, cols=5), "fn"),
-    (dict(op="elementwise", fn="frobnicate", rows=5, cols=5), "fn"),
-    (dict(op="conv", rows=5, cols=5), "op"),
-    (dict(op="memcpy", fn="sideways", rows=5, cols=5), "fn"),
-    (dict(op="softmax", rows=5, cols=5, dtype="int4"), "dtype"),
-])
+@pytest.mark.parametrize(
+    "cfg,name",
+    [
+        (dict(op="elementwise", fn="add", rows=0, cols=5), "rows"),
+        (dict(op="softmax", rows=5, cols=-3), "cols"),
+        (dict(op="elementwise", rows=5, cols=5), "fn"),
+        (dict(op="elementwise", fn="frobnicate", rows=5, cols=5), "fn"),
+        (dict(op="conv", rows=5, cols=5), "op"),
+        (dict(op="memcpy", fn="sideways", rows=5, cols=5), "fn"),
+        (dict(op="softmax", rows=5, cols=5, dtype="int4"), "dtype"),
+    ],
+)
 def test_bad_input_names_the_argument(cfg, name):
     with pytest.raises(SeerError, match=name):
         predict_memory_bound(**cfg, gpu="t4")
@@ -138,8 +193,7 @@ def test_bad_gpu_and_params():
 
 
 def test_flat_measurements_give_a_floor_only_fit():
-    rec = pd.DataFrame({"gpu": "Tesla T4", "op": "concat", "rows": np.arange(1, 13), "cols": 1,
-                        "time_ms": 0.02})
+    rec = pd.DataFrame({"gpu": "Tesla T4", "op": "concat", "rows": np.arange(1, 13), "cols": 1, "time_ms": 0.02})
     k = fit_memory_bound(rec)["gpus"]["t4"]["kernels"]["concat"]
     assert k["coef"] is None and k["bw_source"] == "datasheet" and k["floor_ms"] == pytest.approx(0.02)
     d = memory_bound_detail(op="concat", rows=[1, 100_000], cols=[1, 4096], params=fit_memory_bound(rec), gpu="t4")
@@ -150,14 +204,23 @@ def test_flat_measurements_give_a_floor_only_fit():
 
 @functools.lru_cache(maxsize=1)
 def _noisy_params() -> dict:
-    return fit_memory_bound(pd.concat([
-        synthetic_records(A100, noise=0.03, seed=8),
-        synthetic_records(A100, noise=0.03, seed=9).assign(op="layer_norm", fn="")]))
+    return fit_memory_bound(
+        pd.concat(
+            [
+                synthetic_records(A100, noise=0.03, seed=8),
+                synthetic_records(A100, noise=0.03, seed=9).assign(op="layer_norm", fn=""),
+            ]
+        )
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(rows=st.integers(1, 50_000), cols=st.integers(1, 8192), fn=st.sampled_from(["add", "relu", "gelu"]),
-       op=st.sampled_from(["elementwise", "softmax", "layer_norm"]))
+@given(
+    rows=st.integers(1, 50_000),
+    cols=st.integers(1, 8192),
+    fn=st.sampled_from(["add", "relu", "gelu"]),
+    op=st.sampled_from(["elementwise", "softmax", "layer_norm"]),
+)
 def test_fitted_time_never_falls_as_a_tensor_grows(rows, cols, fn, op):
     params = _noisy_params()
     cfg = {"op": op, "fn": fn if op == "elementwise" else "", "cols": cols}
@@ -167,8 +230,12 @@ def test_fitted_time_never_falls_as_a_tensor_grows(rows, cols, fn, op):
 
 
 def test_validation_table_on_synthetic_measurements():
-    rec = pd.concat([synthetic_records("Tesla T4", bw_gbs=240, floor_ms=0.027, noise=0.02, n=300),
-                     synthetic_records(A100, noise=0.02, n=300, seed=3)])
+    rec = pd.concat(
+        [
+            synthetic_records("Tesla T4", bw_gbs=240, floor_ms=0.027, noise=0.02, n=300),
+            synthetic_records(A100, noise=0.02, n=300, seed=3),
+        ]
+    )
     tab = validation_table(rec)
     assert list(tab["op"]) == ["add", "relu", "add", "relu", "overall"]
     assert list(tab["n"]) == [45, 45, 45, 45, 180]  # 3 of every 10 rows per (gpu, op, fn) held out

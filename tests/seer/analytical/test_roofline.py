@@ -1,4 +1,5 @@
 """Roofline and efficiency (PyProf / PyTorch profile analysis style) and the peak figures."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,9 +52,15 @@ def test_shares_of_peak_are_fractions():
     assert not any(c.endswith("_pct") or "pct_" in c for c in r.columns)
 
 
-@pytest.mark.parametrize("args,name", [((1e9, 1e6, 0.0), "time_ms"), ((-1.0, 1e6, 1.0), "flops"),
-                                       ((1.0, float("nan"), 1.0), "bytes_moved"),
-                                       ((0.0, 0.0, 1.0), "flops and bytes_moved")])
+@pytest.mark.parametrize(
+    "args,name",
+    [
+        ((1e9, 1e6, 0.0), "time_ms"),
+        ((-1.0, 1e6, 1.0), "flops"),
+        ((1.0, float("nan"), 1.0), "bytes_moved"),
+        ((0.0, 0.0, 1.0), "flops and bytes_moved"),
+    ],
+)
 def test_bad_input(args, name):
     with pytest.raises(SeerError, match=name):
         roofline(*args, gpu="t4")
@@ -67,16 +74,34 @@ def test_unknown_gpu_and_link():
 
 
 def test_records_work_and_roofline():
-    rec = pd.DataFrame({
-        "gpu": ["Tesla T4"] * 4, "op": ["elementwise", "gemm", "memcpy", "conv_fwd"],
-        "fn": ["add", "", "h2d", ""], "rows": [1000, None, 1000, None], "cols": [1000, None, 250, None],
-        "batch": [None, 2, None, 8], "m": [None, 128, None, None], "n": [None, 256, None, None],
-        "k": [None, 64, None, None], "c_in": [None, None, None, 3], "h_in": [None, None, None, 32],
-        "w_in": [None, None, None, 32], "c_out": [None, None, None, 16], "kh": [None, None, None, 3],
-        "kw": [None, None, None, 3], "stride_h": [None, None, None, 1], "stride_w": [None, None, None, 1],
-        "pad_h": [None, None, None, 1], "pad_w": [None, None, None, 1], "dil_h": [None, None, None, 1],
-        "dil_w": [None, None, None, 1], "groups": [None, None, None, 1],
-        "time_ms": [0.05, 0.02, 0.1, 0.03], "kernel": ["k0", "k1", "k2", "k3"]})
+    rec = pd.DataFrame(
+        {
+            "gpu": ["Tesla T4"] * 4,
+            "op": ["elementwise", "gemm", "memcpy", "conv_fwd"],
+            "fn": ["add", "", "h2d", ""],
+            "rows": [1000, None, 1000, None],
+            "cols": [1000, None, 250, None],
+            "batch": [None, 2, None, 8],
+            "m": [None, 128, None, None],
+            "n": [None, 256, None, None],
+            "k": [None, 64, None, None],
+            "c_in": [None, None, None, 3],
+            "h_in": [None, None, None, 32],
+            "w_in": [None, None, None, 32],
+            "c_out": [None, None, None, 16],
+            "kh": [None, None, None, 3],
+            "kw": [None, None, None, 3],
+            "stride_h": [None, None, None, 1],
+            "stride_w": [None, None, None, 1],
+            "pad_h": [None, None, None, 1],
+            "pad_w": [None, None, None, 1],
+            "dil_h": [None, None, None, 1],
+            "dil_w": [None, None, None, 1],
+            "groups": [None, None, None, 1],
+            "time_ms": [0.05, 0.02, 0.1, 0.03],
+            "kernel": ["k0", "k1", "k2", "k3"],
+        }
+    )
     w = kernel_work(rec)
     assert list(w["flops"]) == [1e6, 2 * 2 * 128 * 256 * 64, 0, 2 * 8 * 16 * 3 * 9 * 32 * 32]
     assert w["bytes"].iloc[0] == 12e6

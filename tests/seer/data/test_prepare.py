@@ -1,5 +1,6 @@
 """default_data: without any data, one sentence that says what is missing, where seer looked and
 what to do, in a clone and in an installed copy alike."""
+
 from __future__ import annotations
 
 import pytest

@@ -4,34 +4,102 @@ import pytest
 from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_algorithm, split_kernels, unknown_counts
 
 
-@pytest.mark.parametrize("name,kind,family,role,tile", [
-    ("implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
-     "implicit_convolve_sgemm", "IMPLICIT_GEMM", "main", (None, None)),
-    ("maxwell_scudnn_128x64_relu_small_nn_v1", "scudnn", "IMPLICIT_PRECOMP_GEMM", "main", (128, 64)),
-    ("ampere_scudnn_128x64_relu_xregs_large_nn_v1", "scudnn", "IMPLICIT_PRECOMP_GEMM", "main", (128, 64)),
-    ("sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8_stage3_"
-     "warpsize1x4x1_g1_ffma_aligna4_alignc4", "xmma_fprop", "IMPLICIT_PRECOMP_GEMM", "main", (64, 64)),
-    ("void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params)", "im2col4d", "GEMM", "pre", (None, None)),
-    ("void flip_filter<float, float>(float*, float const*, int, int, int, int)", "flip_filter", "FFT", "pre", (None, None)),
-    ("fft2d_r2c_32x32<float, false, 0u, false>", "fft_r2c", "FFT", "pre", (None, None)),
-    ("void fft2d_c2r_16x16<float, false>(float*)", "fft_c2r", "FFT", "post", (None, None)),
-    ("cudnn::winograd::generateWinogradTilesKernel<0, float, float>", "winograd_tiles", "WINOGRAD", "pre", (None, None)),
-    ("volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", "scudnn_winograd", "WINOGRAD", "main", (128, 128)),
-    ("cudnn::winograd_nonfused::winogradForwardData4x4<float, float>", "wn_data", "WINOGRAD_NONFUSED", "pre", (None, None)),
-    ("cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>", "wn_output", "WINOGRAD_NONFUSED", "post", (None, None)),
-    ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>", "nchw_to_nhwc", "LAYOUT", "pre", (None, None)),
-    ("nhwcToNchwKernel<float>", "nhwc_to_nchw", "LAYOUT", "post", (None, None)),
-    ("computeOffsetsKernel", "computeoffsetskernel", "IMPLICIT_PRECOMP_GEMM", "pre", (None, None)),
-    ("maxwell_sgemm_128x64_nn", "sgemm", "BLAS", "main", (128, 64)),
-    ("volta_sgemm_32x32_sliced1x4_tn", "sgemm", "BLAS", "main", (32, 32)),
-    ("ampere_sgemm_128x128_nn", "sgemm", "BLAS", "main", (128, 128)),
-    ("cutlass_80_simt_sgemm_128x64_8x5_nn_align1", "cutlass_gemm", "BLAS", "main", (128, 64)),
-    ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma", "xmma_gemm", "BLAS", "main", (128, 128)),
-    ("nvjet_tst_192x192_64x4_2x1_v_bz_coopA_NNT", "nvjet", "BLAS", "main", (192, 192)),
-    ("gemmSN_NN_kernel", "gemmsn_nn_kernel", "BLAS", "main", (None, None)),
-    ("void splitKreduce_kernel<32, 16, int, float>(cublasSplitKParams<float>)", "splitk_reduce", "BLAS", "post", (None, None)),
-    ("ampere_gcgemm_64x64_nt", "gcgemm", "FFT", "main", (64, 64)),
-])
+@pytest.mark.parametrize(
+    "name,kind,family,role,tile",
+    [
+        (
+            "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
+            "implicit_convolve_sgemm",
+            "IMPLICIT_GEMM",
+            "main",
+            (None, None),
+        ),
+        ("maxwell_scudnn_128x64_relu_small_nn_v1", "scudnn", "IMPLICIT_PRECOMP_GEMM", "main", (128, 64)),
+        ("ampere_scudnn_128x64_relu_xregs_large_nn_v1", "scudnn", "IMPLICIT_PRECOMP_GEMM", "main", (128, 64)),
+        (
+            "sm80_xmma_fprop_implicit_gemm_indexed_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize64x64x8_stage3_"
+            "warpsize1x4x1_g1_ffma_aligna4_alignc4",
+            "xmma_fprop",
+            "IMPLICIT_PRECOMP_GEMM",
+            "main",
+            (64, 64),
+        ),
+        (
+            "void cudnn::cnn::im2col4d_kernel<float, long>(cudnn::cnn::im2col4d_params)",
+            "im2col4d",
+            "GEMM",
+            "pre",
+            (None, None),
+        ),
+        (
+            "void flip_filter<float, float>(float*, float const*, int, int, int, int)",
+            "flip_filter",
+            "FFT",
+            "pre",
+            (None, None),
+        ),
+        ("fft2d_r2c_32x32<float, false, 0u, false>", "fft_r2c", "FFT", "pre", (None, None)),
+        ("void fft2d_c2r_16x16<float, false>(float*)", "fft_c2r", "FFT", "post", (None, None)),
+        (
+            "cudnn::winograd::generateWinogradTilesKernel<0, float, float>",
+            "winograd_tiles",
+            "WINOGRAD",
+            "pre",
+            (None, None),
+        ),
+        (
+            "volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1",
+            "scudnn_winograd",
+            "WINOGRAD",
+            "main",
+            (128, 128),
+        ),
+        (
+            "cudnn::winograd_nonfused::winogradForwardData4x4<float, float>",
+            "wn_data",
+            "WINOGRAD_NONFUSED",
+            "pre",
+            (None, None),
+        ),
+        (
+            "cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>",
+            "wn_output",
+            "WINOGRAD_NONFUSED",
+            "post",
+            (None, None),
+        ),
+        (
+            "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>",
+            "nchw_to_nhwc",
+            "LAYOUT",
+            "pre",
+            (None, None),
+        ),
+        ("nhwcToNchwKernel<float>", "nhwc_to_nchw", "LAYOUT", "post", (None, None)),
+        ("computeOffsetsKernel", "computeoffsetskernel", "IMPLICIT_PRECOMP_GEMM", "pre", (None, None)),
+        ("maxwell_sgemm_128x64_nn", "sgemm", "BLAS", "main", (128, 64)),
+        ("volta_sgemm_32x32_sliced1x4_tn", "sgemm", "BLAS", "main", (32, 32)),
+        ("ampere_sgemm_128x128_nn", "sgemm", "BLAS", "main", (128, 128)),
+        ("cutlass_80_simt_sgemm_128x64_8x5_nn_align1", "cutlass_gemm", "BLAS", "main", (128, 64)),
+        (
+            "sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma",
+            "xmma_gemm",
+            "BLAS",
+            "main",
+            (128, 128),
+        ),
+        ("nvjet_tst_192x192_64x4_2x1_v_bz_coopA_NNT", "nvjet", "BLAS", "main", (192, 192)),
+        ("gemmSN_NN_kernel", "gemmsn_nn_kernel", "BLAS", "main", (None, None)),
+        (
+            "void splitKreduce_kernel<32, 16, int, float>(cublasSplitKParams<float>)",
+            "splitk_reduce",
+            "BLAS",
+            "post",
+            (None, None),
+        ),
+        ("ampere_gcgemm_64x64_nt", "gcgemm", "FFT", "main", (64, 64)),
+    ],
+)
 def test_classify_reference_names(name, kind, family, role, tile):
     v = classify(name)
     assert (v.kind, v.family, v.role, (v.tile_m, v.tile_n)) == (kind, family, role, tile)
@@ -39,7 +107,9 @@ def test_classify_reference_names(name, kind, family, role, tile):
 
 def test_math_modes():
     assert classify("sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4").math == "tf32"
-    assert classify("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32").math == "bf16"
+    assert (
+        classify("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32").math == "bf16"
+    )
     assert classify("maxwell_sgemm_128x64_nn").math == "ffma"
 
 
@@ -48,21 +118,47 @@ def test_unknown_is_named_not_defaulted():
     assert v.kind == UNKNOWN and v.family is None and v.op == UNKNOWN
 
 
-@pytest.mark.parametrize("kernels,main,algo", [
-    ("implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", None, "IMPLICIT_GEMM"),
-    (";computeoffsetskernel<false,false>;volta_scudnn_128x64_relu_small_nn_v1", None, "IMPLICIT_PRECOMP_GEMM"),
-    ("im2col4d_kernel<float, long>;explicit_convolve_sgemm<float, int, 128, 5, 5, 3, 3, 3, 0, false>", None, "GEMM"),
-    ("flip_filter<float, float>;fft2d_r2c_16x16<float>;fft2d_r2c_16x16<float>;volta_gcgemm_32x32_nt;fft2d_c2r_16x16<float, false>", None, "FFT"),
-    ("fft2d_r2c_32x32<float, false, 0u, false>;fft2d_r2c_32x32<float, false, 1u, true>;volta_gcgemm_32x32_nt;fft2d_c2r_32x32<float>", None, "FFT_TILING"),
-    ("generatewinogradtileskernel<0, float, float>;volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", None, "WINOGRAD"),
-    ("winograd_nonfused::winogradforwarddata4x4<float, float>;winograd_nonfused::winogradforwardfilter4x4<float, float>;"
-     "volta_sgemm_128x64_nn;winograd_nonfused::winogradforwardoutput4x4<float, float>", "volta_sgemm_128x64_nn", "WINOGRAD_NONFUSED"),
-    # the main kernel decides over stray helpers of another algorithm
-    ("kern_precompute_indices<false>;precomputed_convolve_sgemm<float, 1024, 5, 5, 4, 3, 3, 1, false>;"
-     "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
-     "precomputed_convolve_sgemm<float, 1024, 5, 5, 4, 3, 3, 1, false>", "IMPLICIT_PRECOMP_GEMM"),
-    ("volta_sgemm_128x64_nn", "volta_sgemm_128x64_nn", UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "kernels,main,algo",
+    [
+        ("implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", None, "IMPLICIT_GEMM"),
+        (";computeoffsetskernel<false,false>;volta_scudnn_128x64_relu_small_nn_v1", None, "IMPLICIT_PRECOMP_GEMM"),
+        (
+            "im2col4d_kernel<float, long>;explicit_convolve_sgemm<float, int, 128, 5, 5, 3, 3, 3, 0, false>",
+            None,
+            "GEMM",
+        ),
+        (
+            "flip_filter<float, float>;fft2d_r2c_16x16<float>;fft2d_r2c_16x16<float>;volta_gcgemm_32x32_nt;fft2d_c2r_16x16<float, false>",
+            None,
+            "FFT",
+        ),
+        (
+            "fft2d_r2c_32x32<float, false, 0u, false>;fft2d_r2c_32x32<float, false, 1u, true>;volta_gcgemm_32x32_nt;fft2d_c2r_32x32<float>",
+            None,
+            "FFT_TILING",
+        ),
+        (
+            "generatewinogradtileskernel<0, float, float>;volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1",
+            None,
+            "WINOGRAD",
+        ),
+        (
+            "winograd_nonfused::winogradforwarddata4x4<float, float>;winograd_nonfused::winogradforwardfilter4x4<float, float>;"
+            "volta_sgemm_128x64_nn;winograd_nonfused::winogradforwardoutput4x4<float, float>",
+            "volta_sgemm_128x64_nn",
+            "WINOGRAD_NONFUSED",
+        ),
+        # the main kernel decides over stray helpers of another algorithm
+        (
+            "kern_precompute_indices<false>;precomputed_convolve_sgemm<float, 1024, 5, 5, 4, 3, 3, 1, false>;"
+            "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
+            "precomputed_convolve_sgemm<float, 1024, 5, 5, 4, 3, 3, 1, false>",
+            "IMPLICIT_PRECOMP_GEMM",
+        ),
+        ("volta_sgemm_128x64_nn", "volta_sgemm_128x64_nn", UNKNOWN),
+    ],
+)
 def test_conv_algorithm(kernels, main, algo):
     assert conv_algorithm(kernels, main) == algo
 
@@ -94,8 +190,15 @@ def test_every_neusight_conv_row_gets_an_algorithm(neusight):
     assert conv["algo"].isin(list(CONV_ALGOS.values())).all()
     counts = conv["algo"].value_counts()
     # the autotuner picks every family somewhere in the data
-    for algo in ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "FFT", "FFT_TILING",
-                 "WINOGRAD", "WINOGRAD_NONFUSED"):
+    for algo in (
+        "IMPLICIT_GEMM",
+        "IMPLICIT_PRECOMP_GEMM",
+        "GEMM",
+        "FFT",
+        "FFT_TILING",
+        "WINOGRAD",
+        "WINOGRAD_NONFUSED",
+    ):
         assert counts.get(algo, 0) > 0
 
 

@@ -1,5 +1,6 @@
 """The headline's rows come from the evaluations' JSON: one spelling per GPU (its slug), each
 figure beside its target and its anchor, with verdicts that follow the metric's direction."""
+
 from __future__ import annotations
 
 import math
@@ -11,12 +12,23 @@ HEUR = {"n": 10.0, "top1": 0.85, "within_10pct": 0.7, "slowdown_mean": 0.2}
 
 
 def test_set_one_rows_per_gpu_and_op_with_the_published_bar():
-    doc = {"op": {"NVIDIA H100 80GB HBM3/conv_fwd": {"n": 5, "rmspe": 0.10},
-                  "NVIDIA H100 80GB HBM3/gemm": {"n": 3, "rmspe": 0.30},
-                  "overall/overall": {"n": 8, "rmspe": 0.2}, "overall": {"n": 8, "rmspe": 0.2}}}
+    doc = {
+        "op": {
+            "NVIDIA H100 80GB HBM3/conv_fwd": {"n": 5, "rmspe": 0.10},
+            "NVIDIA H100 80GB HBM3/gemm": {"n": 3, "rmspe": 0.30},
+            "overall/overall": {"n": 8, "rmspe": 0.2},
+            "overall": {"n": 8, "rmspe": 0.2},
+        }
+    }
     conv, gemm = headline.set_one_rows(doc)
     assert (conv.gpu, conv.n, conv.value, conv.target_met, conv.anchor_value, conv.beats_anchor) == (
-        "h100-sxm", 5, 0.10, True, 0.1471, True)
+        "h100-sxm",
+        5,
+        0.10,
+        True,
+        0.1471,
+        True,
+    )
     assert gemm.evaluation == "Test-set-I GEMM RMSPE" and gemm.target_met is False and gemm.beats_anchor is False
 
 
@@ -36,8 +48,10 @@ def test_agreement_on_neusight_data_has_no_bar():
 
 
 def test_models_rows_skip_the_overall_row_and_pair_neusight_by_gpu():
-    doc = {"by_gpu": [{"gpu": "Tesla T4", "n": 4, "median_ape": 0.03}, {"gpu": "overall", "n": 4, "median_ape": 0.03}],
-           "neusight_by_gpu": [{"gpu": "Tesla T4", "n": 4, "median_ape": 0.02}]}
+    doc = {
+        "by_gpu": [{"gpu": "Tesla T4", "n": 4, "median_ape": 0.03}, {"gpu": "overall", "n": 4, "median_ape": 0.03}],
+        "neusight_by_gpu": [{"gpu": "Tesla T4", "n": 4, "median_ape": 0.02}],
+    }
     (row,) = headline.models_rows(doc)
     assert (row.gpu, row.value, row.target_met, row.anchor_value, row.beats_anchor) == ("t4", 0.03, True, 0.02, False)
     assert headline.models_rows({"by_gpu": doc["by_gpu"]})[0].anchor_value is None  # no NeuSight beside the graphs

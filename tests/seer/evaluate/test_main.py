@@ -25,8 +25,22 @@ def fitted(tmp_path_factory):
 
 def test_set_one_json_and_plots(fitted, capsys):
     out = fitted / "set1.json"
-    rc = evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
-                        "--by", "variant", "--out", str(out), "--plots", str(fitted / "plots")])
+    rc = evaluate_cli.main(
+        [
+            "--set",
+            "I",
+            "--data",
+            str(fitted / "data.csv"),
+            "--fits",
+            str(fitted / "fits"),
+            "--by",
+            "variant",
+            "--out",
+            str(out),
+            "--plots",
+            str(fitted / "plots"),
+        ]
+    )
     assert rc == 0
     doc = json.loads(out.read_text())
     assert set(doc["overall"]) == set(ACCURACY_KEYS)
@@ -39,17 +53,24 @@ def test_set_one_json_and_plots(fitted, capsys):
 
 def test_set_one_csv(fitted):
     out = fitted / "set1.csv"
-    assert evaluate_cli.main(["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"),
-                          "--out", str(out)]) == 0
+    assert (
+        evaluate_cli.main(
+            ["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"), "--out", str(out)]
+        )
+        == 0
+    )
     t = pd.read_csv(out)
     assert {"table", "median_ape", "rmspe"} <= set(t.columns) and "op_known_variant" in set(t["table"])
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["--set", "I", "--fits", "/nonexistent"], "no fits for t4"),
-    (["--set", "I", "--out", "x.txt"], "must end in .json or .csv"),
-    (["--set", "III"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "args,msg",
+    [
+        (["--set", "I", "--fits", "/nonexistent"], "no fits for t4"),
+        (["--set", "I", "--out", "x.txt"], "must end in .json or .csv"),
+        (["--set", "III"], "invalid choice"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(fitted, args, msg):
     base = ["--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits")]
     r = subprocess.run([sys.executable, "-m", "seer.evaluate", *base, *args], capture_output=True, text=True)
@@ -87,11 +108,18 @@ def test_gpu_scores_another_gpus_data_on_purpose_and_says_so(fitted, capsys):
 def test_a_fifo_as_fits_is_refused_without_blocking(fitted, tmp_path, name):
     fifo = tmp_path / name
     os.mkfifo(fifo)
-    r = subprocess.run([sys.executable, "-m", "seer.evaluate", "--set", "I", "--data", str(fitted / "data.csv"),
-                        "--fits", str(fifo)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "seer.evaluate", "--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines()[-1].endswith(f"{fifo}: expected a regular file or folder, not a FIFO, "
-                                                      "socket or device")
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"{fifo}: expected a regular file or folder, not a FIFO, socket or device")
+    )
 
 
 @pytest.mark.parametrize("limit", ["-5", "nan", "lots"])

@@ -124,3 +124,47 @@ def test_fifo_graph_json_and_predictions_are_refused_before_opening(tmp_path, ca
         err = _one_line(capsys, evaluate_cli.main(["--set", "models", "--data", str(graphs)]))
     assert time.monotonic() - start < WATCHDOG_S
     assert err.endswith(f"{fifo}: expected a regular file or folder, not a FIFO, socket or device\n"), err
+
+
+@pytest.fixture(scope="module")
+def l4_graph(t4_graph, tmp_path_factory) -> Path:
+    """One of the T4 graphs relabelled to an L4, a GPU of the table without fits of its own."""
+    root = tmp_path_factory.mktemp("graphs_l4")
+    (root / "NVIDIA_L4").mkdir()
+    for f in sorted((t4_graph / "Tesla_T4").glob("bert_large-inf-512-8.*")):
+        shutil.copy(f, root / "NVIDIA_L4" / f.name)
+    return root
+
+
+def test_a_gpu_without_fits_gets_transferred_fits_and_says_so(l4_graph, tmp_path, capsys):
+    """Where --set models stopped with 'no fits for l4', it times the L4's graph with fits moved
+    from the bundled GPUs, as seer.predict does, and prints and writes which."""
+    assert not (fitsfile.FITS_DIR / "l4.json").exists()
+    out = tmp_path / "models.json"
+    assert evaluate_cli.main(["--set", "models", "--data", str(l4_graph), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "NVIDIA L4: no fits of its own: transferred from " in text
+    (row,) = json.loads(out.read_text())["models"]
+    assert row["gpu"] == "NVIDIA L4" and row["fits"].startswith("no fits of its own: transferred from")
+    assert row["predicted_ms"] > 0
+
+
+def test_a_described_gpu_times_its_graphs(t4_graph, tmp_path, capsys):
+    """A folder named by a GPU the table lacks: --gpu-info (nvidia-smi's CSV) plus --gpu 'sms=..'
+    describe it; the note says what was assumed, and the fits are transferred."""
+    root = tmp_path / "graphs"
+    (root / "NVIDIA_GeForce_RTX_4070").mkdir(parents=True)
+    for f in sorted((t4_graph / "Tesla_T4").glob("bert_large-inf-512-8.*")):
+        shutil.copy(f, root / "NVIDIA_GeForce_RTX_4070" / f.name)
+    smi = tmp_path / "smi.csv"
+    smi.write_text(
+        "name, compute_cap, clocks.max.sm [MHz], power.default_limit [W], memory.total [MiB]\n"
+        "NVIDIA GeForce RTX 4070, 8.9, 2475 MHz, 200.00 W, 12282 MiB\n"
+    )
+    args = ["--set", "models", "--data", str(root), "--gpu-info", str(smi), "--gpu", "sms=46,dram_gbs=504"]
+    assert evaluate_cli.main(args) == 0
+    cap = capsys.readouterr()
+    assert (
+        "'NVIDIA GeForce RTX 4070' is not in seer's table" in cap.err and "L2 (48 MB) of NVIDIA L4 assumed" in cap.err
+    )
+    assert "NVIDIA GeForce RTX 4070: no fits of its own: transferred from " in cap.out

@@ -1,4 +1,5 @@
 """The fitted models on NeuSight's real measurements (skipped when ../shared is absent)."""
+
 import json
 
 import numpy as np

@@ -48,8 +48,20 @@ def synthetic_fits(tmp_path_factory):
 def test_set_two_beats_the_heuristic(synthetic_fits, capsys):
     d = synthetic_fits
     out = d / "set2.json"
-    rc = evaluate_cli.main(["--set", "II", "--data", str(d / "test_set_ii.csv"), "--fits", str(d / "fits"),
-                        "--out", str(out), "--plots", str(d / "plots")])
+    rc = evaluate_cli.main(
+        [
+            "--set",
+            "II",
+            "--data",
+            str(d / "test_set_ii.csv"),
+            "--fits",
+            str(d / "fits"),
+            "--out",
+            str(out),
+            "--plots",
+            str(d / "plots"),
+        ]
+    )
     assert rc == 0
     r = json.loads(out.read_text())["overall"]
     for m in ("model", "cudnn_heuristic", "fixed_default"):

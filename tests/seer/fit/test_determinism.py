@@ -1,5 +1,6 @@
 """Fitting is deterministic: the same rows give the same discrete choices (B_max, feature set)
 and coefficients on every machine, BLAS build and row order (docs/model.md, Deterministic)."""
+
 import json
 import os
 import platform
@@ -34,8 +35,13 @@ def test_same_fits_under_another_blas_configuration(a100_80_conv, neusight_path,
     if platform.machine() in ("x86_64", "AMD64"):
         env["OPENBLAS_CORETYPE"] = "Sandybridge"  # another GEMM kernel than the CPU's own
     out = tmp_path / "there.json"
-    r = subprocess.run([sys.executable, "-c", REFIT, str(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv"),
-                        str(out)], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-c", REFIT, str(neusight_path / "conv" / "NVIDIA_A100_80GB_PCIe.csv"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     there = json.loads(out.read_text())
     cmp = fitsfile.compare(there, json.loads(fitsfile.dumps(here)))

@@ -1,5 +1,6 @@
 """seer.fitsfile.check: a fits file that parses but is wrong is refused on load, in one sentence that
 names the file, the JSON path of the bad field and what was expected there."""
+
 from __future__ import annotations
 
 import json
@@ -54,10 +55,12 @@ def _kernel(doc, pred=lambda k: k.get("coef") is not None):
 
 def _set(path_fn, value):
     """A mutation that sets doc[...][last] = value, where path_fn(doc) -> (container, last, path)."""
+
     def mutate(doc):
         container, last, path = path_fn(doc)
         container[last] = value
         return path
+
     return mutate
 
 
@@ -65,6 +68,7 @@ def _coef(i):
     def at(doc):
         k = _plain(doc)
         return doc["variants"][k]["compute"]["coef"], i, f'variants["{k}"].compute.coef[{i}]'
+
     return at
 
 
@@ -72,6 +76,7 @@ def _field(name):
     def at(doc):
         k = _plain(doc)
         return doc["variants"][k], name, f'variants["{k}"].{name}'
+
     return at
 
 
@@ -80,6 +85,7 @@ def _drop(name):
         k = _plain(doc)
         del doc["variants"][k][name]
         return f'variants["{k}"].{name} is missing'
+
     return mutate
 
 
@@ -101,6 +107,7 @@ def _clock(i, value):
         k = _clocked(doc)
         doc["variants"][k]["clock"][i] = value
         return f'variants["{k}"].clock[{i}] must be a finite number in ' + ("(-0.5, 1)" if i else "[-20, 20]")
+
     return mutate
 
 
@@ -113,6 +120,7 @@ def _chooser(mutate_one):
     def mutate(doc):
         key = next(iter(doc["choosers"]))
         return mutate_one(doc, key, doc["choosers"][key], f"choosers[{json.dumps(key)}]")
+
     return mutate
 
 
@@ -142,6 +150,7 @@ def _geometry(field, value, expected):
         axis = next(a for a, r in doc["variants"][k]["geometry"]["axes"].items() if r["kind"] == "ceil")
         doc["variants"][k]["geometry"]["axes"][axis][field] = value
         return f'variants["{k}"].geometry.axes.{axis}.{field} must be {expected}'
+
     return mutate
 
 
@@ -206,10 +215,14 @@ BAD = {
     "gpu a string": (lambda d: d.update(gpu="t4") or "gpu must be an object", 'got "t4"'),
     "gpu without slug": (_no_slug, "gpu.slug"),
     "gpu sms 0": (lambda d: d["gpu"].update(sms=0) or "gpu.sms must be a whole number >= 1", "got 0"),
-    "gpu bandwidth nan": (lambda d: d["gpu"].update(dram_gbs=math.nan) or "gpu.dram_gbs must be a finite number > 0",
-                          "NaN"),
-    "gpu flops 1e308": (lambda d: d["gpu"].update(fp32_tflops=1e308) or "gpu.fp32_tflops must be a finite number in "
-                        "(0, 1e+12]", "got 1e+308"),
+    "gpu bandwidth nan": (
+        lambda d: d["gpu"].update(dram_gbs=math.nan) or "gpu.dram_gbs must be a finite number > 0",
+        "NaN",
+    ),
+    "gpu flops 1e308": (
+        lambda d: d["gpu"].update(fp32_tflops=1e308) or "gpu.fp32_tflops must be a finite number in (0, 1e+12]",
+        "got 1e+308",
+    ),
     "gpu cc": (lambda d: d["gpu"].update(cc=7.5) or 'gpu.cc must be a compute capability such as "8.0"', "got 7.5"),
     "chooser label": (_chooser(_label_not_a_variant), "no_such_kernel"),
     "chooser label_idx": (_chooser(_label_idx_out_of_range), "got"),
@@ -224,8 +237,10 @@ BAD = {
     "memory reread": (_memory_reread, "reread_bytes exactly where reread_cols is set"),
     "memory floor": (_memory_floor, "got 0"),
     "drift": (_drift_short, "got a list of 10"),
-    "conv_timing": (lambda d: d.update(conv_timing="sometimes") or
-                    'conv_timing must be one of "every_algorithm", "pick_only"', 'got "sometimes"'),
+    "conv_timing": (
+        lambda d: d.update(conv_timing="sometimes") or 'conv_timing must be one of "every_algorithm", "pick_only"',
+        'got "sometimes"',
+    ),
     "nan anywhere": (_walk, "NaN"),
 }
 
@@ -271,8 +286,15 @@ def test_valid_edge_values_pass(t4_text, tmp_path):
     kern["coef"]["const"] = -0.002
     slug = next(iter(doc["memory_bound"]["gpus"]))
     doc["memory_bound"]["gpus"][slug]["kernels"]["concat"] = {
-        "floor_ms": 0.01, "floor_se_ms": 0.001, "coef": None, "n": 12, "n_floor": 12, "bw_source": "datasheet",
-        "train_rmspe": 0.1, "train_median_ape": 0.05}
+        "floor_ms": 0.01,
+        "floor_se_ms": 0.001,
+        "coef": None,
+        "n": 12,
+        "n_floor": 12,
+        "bw_source": "datasheet",
+        "train_rmspe": 0.1,
+        "train_median_ape": 0.05,
+    }
     p = tmp_path / "edge.json"
     p.write_text(json.dumps(doc))
     _read(p)

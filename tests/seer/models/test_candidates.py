@@ -1,5 +1,6 @@
 """How many nearest configurations' variants compete: chosen per convolution algorithm by
 leave-one-out, the fastest of their models taken."""
+
 from __future__ import annotations
 
 import json

@@ -6,8 +6,15 @@ from seer.models import chooser, knn
 
 def _gemm(n, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"op": "bmm", "batch": rng.integers(1, 64, n), "m": rng.integers(16, 4096, n),
-                         "n": rng.integers(16, 4096, n), "k": rng.integers(16, 4096, n)})
+    return pd.DataFrame(
+        {
+            "op": "bmm",
+            "batch": rng.integers(1, 64, n),
+            "m": rng.integers(16, 4096, n),
+            "n": rng.integers(16, 4096, n),
+            "k": rng.integers(16, 4096, n),
+        }
+    )
 
 
 def test_chooser_learns_regions_and_round_trips():
@@ -19,8 +26,13 @@ def test_chooser_learns_regions_and_round_trips():
     truth = np.where(test["m"] * test["n"] < 2**20, "small", "large")
     got = (ch.choose(test) == truth).mean()
     assert got > 0.9
-    full = chooser.Chooser("bmm", "", ch.labels, np.log2(tr[["batch", "m", "n", "k"]].to_numpy(float)),
-                           keys.map({k: i for i, k in enumerate(ch.labels)}).to_numpy())
+    full = chooser.Chooser(
+        "bmm",
+        "",
+        ch.labels,
+        np.log2(tr[["batch", "m", "n", "k"]].to_numpy(float)),
+        keys.map({k: i for i, k in enumerate(ch.labels)}).to_numpy(),
+    )
     assert got >= (full.choose(test) == truth).mean() - 0.02  # condensing loses next to nothing
     back = chooser.Chooser.from_dict(ch.to_dict())
     assert (back.choose(test) == ch.choose(test)).all()
@@ -32,6 +44,7 @@ def test_single_label_and_distance():
     assert set(ch.choose(_gemm(10, 2))) == {"only"}
     far = pd.DataFrame({"op": ["bmm"], "batch": [10**6], "m": [1], "n": [1], "k": [1]})
     from seer.data import configs
+
     d, _ = ch.nearest(configs.log_config(far, "bmm"))
     assert d[0] > 5
 

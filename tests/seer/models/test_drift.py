@@ -19,8 +19,16 @@ def test_fit_drift_finds_and_ignores():
 def test_order_is_random():
     rng = np.random.default_rng(0)
     n = 1000
-    df = pd.DataFrame({"op": "bmm", "batch": rng.integers(1, 64, n), "m": rng.integers(1, 999, n),
-                       "n": rng.integers(1, 999, n), "k": rng.integers(1, 999, n), "call_id": np.arange(n),
-                       "source": "x"})
+    df = pd.DataFrame(
+        {
+            "op": "bmm",
+            "batch": rng.integers(1, 64, n),
+            "m": rng.integers(1, 999, n),
+            "n": rng.integers(1, 999, n),
+            "k": rng.integers(1, 999, n),
+            "call_id": np.arange(n),
+            "source": "x",
+        }
+    )
     assert drift.order_is_random(df)
     assert not drift.order_is_random(df.sort_values("m").assign(call_id=np.arange(n)))

@@ -1,6 +1,7 @@
 """The memory-bound model in the model/results shape: MemoryBoundModel(...).fit -> MemoryBoundFit,
 which serializes to exactly the bundled fits' "memory_bound" sections and predicts, moves to
 another GPU and reads its bandwidth fraction as the dict-based code did."""
+
 from __future__ import annotations
 
 import copy
@@ -28,11 +29,21 @@ def _section(slug: str) -> dict:
 
 def _configs() -> pd.DataFrame:
     """Random configs of every op, and large ones (streaming-dominated) of each kernel."""
-    big = [dict(op=op, fn=fn, rows=r, cols=c)
-           for op, fn in (("elementwise", "add"), ("elementwise", "relu"), ("elementwise", "gelu"),
-                          ("elementwise", "sigmoid"), ("softmax", ""), ("layer_norm", ""), ("concat", ""),
-                          ("transpose", ""), ("memcpy", "d2d"))
-           for r, c in ((16384, 4096), (65536, 1024), (8192, 8192))]
+    big = [
+        dict(op=op, fn=fn, rows=r, cols=c)
+        for op, fn in (
+            ("elementwise", "add"),
+            ("elementwise", "relu"),
+            ("elementwise", "gelu"),
+            ("elementwise", "sigmoid"),
+            ("softmax", ""),
+            ("layer_norm", ""),
+            ("concat", ""),
+            ("transpose", ""),
+            ("memcpy", "d2d"),
+        )
+        for r, c in ((16384, 4096), (65536, 1024), (8192, 8192))
+    ]
     return pd.concat([memory_configs(3000, seed=5), pd.DataFrame(big)], ignore_index=True)
 
 

@@ -25,8 +25,9 @@ def test_never_runs_needs_the_shape_measured_with_other_algorithms():
     rare = [dict(batch=1, kh=5, kw=5, pad_h=2, pad_w=2)]  # one configuration: too few to say
     s = Support.of({"A": _logcfg(three + one + rare), "B": _logcfg(three)})
     assert s.seen[int(shape_keys(_logcfg(one))[0])] == len(one) >= MIN_SEEN
-    q = _logcfg([dict(batch=3), dict(batch=3, kh=1, kw=1, pad_h=0, pad_w=0), dict(batch=3, kh=5, kw=5, pad_h=2,
-                                                                                  pad_w=2)])
+    q = _logcfg(
+        [dict(batch=3), dict(batch=3, kh=1, kw=1, pad_h=0, pad_w=0), dict(batch=3, kh=5, kw=5, pad_h=2, pad_w=2)]
+    )
     assert list(s.never_runs("B", q)) == [False, True, False]
     assert not s.never_runs("A", q).any() and not s.never_runs("C", q).any()  # an algorithm without data
     assert "B does not run a 1x1 filter" in s.explain("B", q[1], "GPU X") and "3x3 filter" in s.explain("B", q[1], "X")

@@ -45,8 +45,12 @@ def test_segmented_bounds_recover_two_regimes():
     xm = rng.uniform(1, 100, n)
     t = np.maximum(0.5 * xc + 1, 0.8 * xm + 2) * np.exp(rng.normal(0, 0.005, n))
     one = np.ones(n)
-    D = models.Design(np.column_stack([xc, one]), np.column_stack([xm, one]), np.zeros((n, 0)),
-                      {"compute": ["x", "1"], "memory": ["m", "1"], "helpers": []})
+    D = models.Design(
+        np.column_stack([xc, one]),
+        np.column_stack([xm, one]),
+        np.zeros((n, 0)),
+        {"compute": ["x", "1"], "memory": ["m", "1"], "helpers": []},
+    )
     b = models.fit_bounds(D, t, floor=0.0)
     a, m = b.law.compute.coef, b.law.memory.coef
     assert a == pytest.approx([0.5, 1], rel=0.03) and m == pytest.approx([0.8, 2], rel=0.03)
@@ -59,8 +63,12 @@ def _clocked(n=300):
     rng = np.random.default_rng(1)
     x = rng.uniform(1, 1000, n)
     t = 0.9 * (0.01 * x + 0.05) ** 1.15 * np.exp(rng.normal(0, 0.003, n))
-    D = models.Design(np.column_stack([x, np.ones_like(x)]), np.zeros((n, 1)), np.zeros((n, 0)),
-                      {"compute": ["x", "1"], "memory": ["none"], "helpers": []})
+    D = models.Design(
+        np.column_stack([x, np.ones_like(x)]),
+        np.zeros((n, 1)),
+        np.zeros((n, 0)),
+        {"compute": ["x", "1"], "memory": ["none"], "helpers": []},
+    )
     return D, t
 
 

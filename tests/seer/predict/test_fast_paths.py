@@ -151,9 +151,16 @@ def test_batch_sizes_on_first_use_are_the_frame_functions(op):
         df = _checked(_convs(400, seed=2))
     else:
         rng = np.random.default_rng(3)
-        df = pd.DataFrame(dict(op=op, batch=rng.integers(1, 9, 400), m=rng.integers(1, 999, 400),
-                               n=rng.integers(1, 999, 400), k=rng.integers(1, 999, 400),
-                               dtype=rng.choice(["float32", "float16", "bfloat16"], 400)))
+        df = pd.DataFrame(
+            dict(
+                op=op,
+                batch=rng.integers(1, 9, 400),
+                m=rng.integers(1, 999, 400),
+                n=rng.integers(1, 999, 400),
+                k=rng.integers(1, 999, 400),
+                dtype=rng.choice(["float32", "float16", "bfloat16"], 400),
+            )
+        )
     batch = ConfigBatch.of(df, op)
     want = configs.sizes(df)
     assert list(batch.sizes) == list(want)
@@ -237,13 +244,42 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
     else:
         P, Q = conv_output_hw(df)
         N, C, K, R, S, G = c["batch"], c["c_in"], c["c_out"], c["kh"], c["kw"], c["groups"]
-        s.update(N=N, C=C, K=K, H=c["h_in"], W=c["w_in"], P=P, Q=Q, R=R, S=S, G=G, NPQ=N * P * Q, PQ=P * Q,
-                 NK=N * K, CRS=C * R * S / G, T4=N * np.ceil(P / 4) * np.ceil(Q / 4))
+        s.update(
+            N=N,
+            C=C,
+            K=K,
+            H=c["h_in"],
+            W=c["w_in"],
+            P=P,
+            Q=Q,
+            R=R,
+            S=S,
+            G=G,
+            NPQ=N * P * Q,
+            PQ=P * Q,
+            NK=N * K,
+            CRS=C * R * S / G,
+            T4=N * np.ceil(P / 4) * np.ceil(Q / 4),
+        )
         view = {"WINOGRAD_NONFUSED": (s["T4"], K, C), "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
         s.update(gm=gm, gn=gn, gk=gk, gbatch=np.full(len(df), 36.0 if algo == "WINOGRAD_NONFUSED" else 1.0))
-        cols = [N, C, K, c["h_in"], c["w_in"], R, S, G, c["stride_h"], c["stride_w"], c["pad_h"] + 1, c["pad_w"] + 1,
-                c["dil_h"], c["dil_w"]]
+        cols = [
+            N,
+            C,
+            K,
+            c["h_in"],
+            c["w_in"],
+            R,
+            S,
+            G,
+            c["stride_h"],
+            c["stride_w"],
+            c["pad_h"] + 1,
+            c["pad_w"] + 1,
+            c["dil_h"],
+            c["dil_w"],
+        ]
     s.update(configs.traffic(df))
     return s, np.log2(np.column_stack(cols))
 
@@ -294,9 +330,18 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
     convs = _checked(_convs(3000, seed=6))
     frames = {"conv_fwd": (convs, ConfigBatch.of(convs, "conv_fwd"))}
     for op in ("bmm", "linear", "gemm"):
-        df = _checked(pd.DataFrame(dict(op=op, batch=rng.integers(1, 64, 2000), m=rng.integers(1, 4097, 2000),
-                                        n=rng.integers(1, 4097, 2000), k=rng.integers(1, 4097, 2000),
-                                        dtype=rng.choice(["float32", "float16"], 2000))))
+        df = _checked(
+            pd.DataFrame(
+                dict(
+                    op=op,
+                    batch=rng.integers(1, 64, 2000),
+                    m=rng.integers(1, 4097, 2000),
+                    n=rng.integers(1, 4097, 2000),
+                    k=rng.integers(1, 4097, 2000),
+                    dtype=rng.choice(["float32", "float16"], 2000),
+                )
+            )
+        )
         frames[op] = (df, ConfigBatch.of(df, op))
     for key, fit in fits.variants.items():
         df, batch = frames[fit.op]

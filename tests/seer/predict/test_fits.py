@@ -1,4 +1,5 @@
 """The one `Fits` facade: every public call works the same on a fitted and a transferred GPU."""
+
 from __future__ import annotations
 
 import re
@@ -111,8 +112,17 @@ def test_dilation_is_an_axis_of_the_trust_distance():
 @pytest.mark.parametrize("gpu", ["h100-sxm", "t4", "l4"])
 def test_a_dtype_the_models_did_not_learn_is_refused(gpu):
     f = seer.load(gpu)
-    for cfg in (dict(CONV, algo=f.algorithms[0]), dict(op="gemm" if gpu == "h100-sxm" else "bmm", batch=8, m=512,
-                                                           n=512, k=64, algo="lt:55" if gpu == "h100-sxm" else "")):
+    for cfg in (
+        dict(CONV, algo=f.algorithms[0]),
+        dict(
+            op="gemm" if gpu == "h100-sxm" else "bmm",
+            batch=8,
+            m=512,
+            n=512,
+            k=64,
+            algo="lt:55" if gpu == "h100-sxm" else "",
+        ),
+    ):
         assert f.predict(**cfg, dtype="float32") == f.predict(**cfg)
         with pytest.raises(seer.SeerError, match="learnt float32 only, not float16"):
             f.predict(**cfg, dtype="float16")
@@ -127,8 +137,9 @@ def test_configs_beyond_what_a_record_holds_are_refused():
 def test_a_linear_layers_batch_is_folded_into_its_rows():
     f = seer.load("t4")
     for b in (2, 8, 64):
-        assert f.predict(op="linear", batch=b, m=512, n=1024, k=1024) == f.predict(op="linear", batch=1, m=512 * b,
-                                                                                  n=1024, k=1024)
+        assert f.predict(op="linear", batch=b, m=512, n=1024, k=1024) == f.predict(
+            op="linear", batch=1, m=512 * b, n=1024, k=1024
+        )
 
 
 def test_a_filter_shape_an_algorithm_never_ran_is_said_not_predicted():

@@ -6,6 +6,7 @@ the values were equal bit for bit, elsewhere a BLAS may round the last bit diffe
 Rewritten once on purpose since (2026-11-25): answers faster than the datasheet allows raised to
 that bound, a linear layer's batch folded into its rows, filter shapes an algorithm never ran
 refused (seer.predict.physics, seer.models.support)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,28 +26,63 @@ def _convs(n: int = 60) -> pd.DataFrame:
     hw = rng.integers(7, 230, n)
     k = rng.choice([1, 3, 5, 7], n)
     return pd.DataFrame(
-        dict(op="conv_fwd", batch=rng.integers(1, 257, n), c_in=rng.integers(3, 1025, n), h_in=hw, w_in=hw,
-             c_out=rng.integers(8, 1025, n), kh=k, kw=k, pad_h=k // 2, pad_w=k // 2,
-             stride_h=rng.choice([1, 2], n), stride_w=1)
+        dict(
+            op="conv_fwd",
+            batch=rng.integers(1, 257, n),
+            c_in=rng.integers(3, 1025, n),
+            h_in=hw,
+            w_in=hw,
+            c_out=rng.integers(8, 1025, n),
+            kh=k,
+            kw=k,
+            pad_h=k // 2,
+            pad_w=k // 2,
+            stride_h=rng.choice([1, 2], n),
+            stride_w=1,
+        )
     )
 
 
 def _gemms(op: str, n: int = 60) -> pd.DataFrame:
     rng = np.random.default_rng(11)
-    return pd.DataFrame(dict(op=op, batch=rng.integers(1, 129, n), m=rng.integers(1, 4097, n),
-                             n=rng.integers(1, 4097, n), k=rng.integers(1, 4097, n)))
+    return pd.DataFrame(
+        dict(
+            op=op,
+            batch=rng.integers(1, 129, n),
+            m=rng.integers(1, 4097, n),
+            n=rng.integers(1, 4097, n),
+            k=rng.integers(1, 4097, n),
+        )
+    )
 
 
 def _memory() -> pd.DataFrame:
-    rows = [dict(op=op, rows=r, cols=c, fn=fn)
-            for op, fn in (("elementwise", "relu"), ("elementwise", "add"), ("softmax", ""), ("layer_norm", ""),
-                           ("concat", ""), ("transpose", ""), ("memcpy", "d2d"))
-            for r, c in ((64, 1024), (4096, 4096), (32768, 512))]
+    rows = [
+        dict(op=op, rows=r, cols=c, fn=fn)
+        for op, fn in (
+            ("elementwise", "relu"),
+            ("elementwise", "add"),
+            ("softmax", ""),
+            ("layer_norm", ""),
+            ("concat", ""),
+            ("transpose", ""),
+            ("memcpy", "d2d"),
+        )
+        for r, c in ((64, 1024), (4096, 4096), (32768, 512))
+    ]
     return pd.DataFrame(rows)
 
 
-CONV_ALGOS = ("IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING", "WINOGRAD",
-              "WINOGRAD_NONFUSED")
+CONV_ALGOS = (
+    "IMPLICIT_GEMM",
+    "IMPLICIT_PRECOMP_GEMM",
+    "GEMM",
+    "DIRECT",
+    "FFT",
+    "FFT_TILING",
+    "WINOGRAD",
+    "WINOGRAD_NONFUSED",
+)
 
 
 def _try(fn) -> np.ndarray:

@@ -23,8 +23,11 @@ def fits_path(tmp_path_factory):
 def test_one_config_and_frame_agree(fits_path):
     f = seer.load(fits_path)
     one = f.predict(op="bmm", batch=8, m=512, n=512, k=512)
-    frame = f.predict(pd.DataFrame({"op": ["bmm"] * 3, "batch": [8, 1, 8], "m": [512, 64, 512],
-                                    "n": [512, 64, 512], "k": [512, 64, 512]}))
+    frame = f.predict(
+        pd.DataFrame(
+            {"op": ["bmm"] * 3, "batch": [8, 1, 8], "m": [512, 64, 512], "n": [512, 64, 512], "k": [512, 64, 512]}
+        )
+    )
     assert isinstance(one, float) and frame[0] == pytest.approx(one) and frame[2] == pytest.approx(one)
     assert frame[1] < one
     # the law of the synthetic kernel: W * (2e-4 k + 2e-3) + 0.01 with B_max 80 (6.6 TFLOP/s, below the T4 peak)
@@ -50,20 +53,46 @@ def test_vectorized_equals_one_at_a_time(fits_path):
     test = conv_records(20, seed=11)
     test = test[test["status"] == "ok"].reset_index(drop=True)
     together = f.predict(test)
-    alone = [f.predict(**{c: test[c].iloc[i] for c in ("op", "algo", "batch", "c_in", "h_in", "w_in", "c_out",
-                                                        "kh", "kw", "stride_h", "stride_w", "pad_h", "pad_w")})
-             for i in range(len(test))]
+    alone = [
+        f.predict(
+            **{
+                c: test[c].iloc[i]
+                for c in (
+                    "op",
+                    "algo",
+                    "batch",
+                    "c_in",
+                    "h_in",
+                    "w_in",
+                    "c_out",
+                    "kh",
+                    "kw",
+                    "stride_h",
+                    "stride_w",
+                    "pad_h",
+                    "pad_w",
+                )
+            }
+        )
+        for i in range(len(test))
+    ]
     assert np.allclose(together, alone)
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(op="bmm", batch=8, m=-5, n=5, k=5), "'m' must be a number >= 1"),
-    (dict(op="bmm", batch=8, m=5, n=5), "need a column 'k'"),
-    (dict(op="conv_fwd", batch=1, c_in=3, h_in=8, w_in=8, c_out=8, kh=3, kw=3), "need an 'algo'"),
-    (dict(op="conv_fwd", batch=1, c_in=3, h_in=8, w_in=8, c_out=8, kh=3, kw=3, algo="FFT"), "no models of algorithm"),
-    (dict(op="matmul", m=5), "unknown op"),
-    (dict(batch=1), "needs an 'op'"),
-])
+@pytest.mark.parametrize(
+    "kw,match",
+    [
+        (dict(op="bmm", batch=8, m=-5, n=5, k=5), "'m' must be a number >= 1"),
+        (dict(op="bmm", batch=8, m=5, n=5), "need a column 'k'"),
+        (dict(op="conv_fwd", batch=1, c_in=3, h_in=8, w_in=8, c_out=8, kh=3, kw=3), "need an 'algo'"),
+        (
+            dict(op="conv_fwd", batch=1, c_in=3, h_in=8, w_in=8, c_out=8, kh=3, kw=3, algo="FFT"),
+            "no models of algorithm",
+        ),
+        (dict(op="matmul", m=5), "unknown op"),
+        (dict(batch=1), "needs an 'op'"),
+    ],
+)
 def test_bad_configs_are_one_sentence(fits_path, kw, match):
     with pytest.raises(SeerError, match=match):
         seer.load(fits_path).predict(**kw)
@@ -95,6 +124,7 @@ def test_bundled_fits_load_and_predict():
         if "bmm" in f.ops:
             assert 0 < f.predict(op="bmm", batch=4, m=256, n=256, k=256) < 100
         if f.algorithms:
-            r = f.rank_algorithms(op="conv_fwd", batch=16, c_in=64, h_in=56, w_in=56, c_out=64, kh=3, kw=3,
-                                  pad_h=1, pad_w=1)
+            r = f.rank_algorithms(
+                op="conv_fwd", batch=16, c_in=64, h_in=56, w_in=56, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1
+            )
             assert (r["time_ms"] > 0).all()

@@ -72,8 +72,19 @@ def test_an_answer_inside_the_data_is_not_touched_and_does_not_warn():
     h = seer.load("h100-sxm")
     with warnings.catch_warnings():
         warnings.simplefilter("error", SeerWarning)
-        t = h.predict(op="conv_fwd", algo="IMPLICIT_PRECOMP_GEMM", batch=128, c_in=512, h_in=10, w_in=10,
-                      c_out=16, kh=7, kw=7, stride_h=4, stride_w=4)  # a configuration of seer_grid
+        t = h.predict(
+            op="conv_fwd",
+            algo="IMPLICIT_PRECOMP_GEMM",
+            batch=128,
+            c_in=512,
+            h_in=10,
+            w_in=10,
+            c_out=16,
+            kh=7,
+            kw=7,
+            stride_h=4,
+            stride_w=4,
+        )  # a configuration of seer_grid
     assert t > 0
 
 
@@ -83,9 +94,20 @@ def test_ranking_never_prefers_an_impossible_answer():
         rng = np.random.default_rng(0)
         hw = rng.integers(7, 230, 200)
         k = rng.choice([1, 3, 5], 200)
-        convs = pd.DataFrame(dict(op="conv_fwd", batch=rng.integers(1, 257, 200), c_in=rng.integers(3, 1025, 200),
-                                  h_in=hw, w_in=hw, c_out=rng.integers(8, 1025, 200), kh=k, kw=k, pad_h=k // 2,
-                                  pad_w=k // 2))
+        convs = pd.DataFrame(
+            dict(
+                op="conv_fwd",
+                batch=rng.integers(1, 257, 200),
+                c_in=rng.integers(3, 1025, 200),
+                h_in=hw,
+                w_in=hw,
+                c_out=rng.integers(8, 1025, 200),
+                kh=k,
+                kw=k,
+                pad_h=k // 2,
+                pad_w=k // 2,
+            )
+        )
         convs = frame(convs, {})[0]
         ranked = f.rank_algorithms(convs)
         for algo, g in ranked.groupby("algo"):

@@ -45,14 +45,19 @@ def test_without_modules_the_outermost_op_and_its_occurrence_per_step(tmp_path):
 
 def test_module_events_and_user_code_frames_name_the_op(tmp_path):
     """with_modules / with_stack: nn.Module python_function events and the innermost user frame."""
-    ev = [_x("user_annotation", "ProfilerStep#1", 0, 1000), _x("user_annotation", "## forward ##", 50, 900),
-          _x("python_function", "nn.Module: GPT_0", 60, 800)]
+    ev = [
+        _x("user_annotation", "ProfilerStep#1", 0, 1000),
+        _x("user_annotation", "## forward ##", 50, 900),
+        _x("python_function", "nn.Module: GPT_0", 60, 800),
+    ]
     for i, t in enumerate((100, 400)):
         ev += [
             _x("python_function", f"nn.Module: Block_{i}", t - 20, 200),
             _x("python_function", "model.py(42): forward", t - 15, 190),
             _x("python_function", "nn.Module: Linear_0", t - 10, 180),
-            _x("python_function", "/usr/lib/python3/site-packages/torch/nn/modules/linear.py(125): forward", t - 5, 170),
+            _x(
+                "python_function", "/usr/lib/python3/site-packages/torch/nn/modules/linear.py(125): forward", t - 5, 170
+            ),
             _x("python_function", "<built-in function linear>", t - 2, 160),
             *_linear(t, i + 1),
         ]
@@ -64,17 +69,28 @@ def test_module_events_and_user_code_frames_name_the_op(tmp_path):
 
 def test_the_ops_own_module_hierarchy_and_call_stack(tmp_path):
     ev = [_x("user_annotation", "ProfilerStep#1", 0, 1000)]
-    ev += _linear(100, 1, **{"Module Hierarchy": "top(Net)::fc1(Linear)",
-                             "Call stack": "torch/nn/functional.py(10): linear;/home/u/net.py(7): forward"})
+    ev += _linear(
+        100,
+        1,
+        **{
+            "Module Hierarchy": "top(Net)::fc1(Linear)",
+            "Call stack": "torch/nn/functional.py(10): linear;/home/u/net.py(7): forward",
+        },
+    )
     ev += _linear(300, 2, **{"Module Hierarchy": "", "Call stack": ""})  # recorded empty, as HTA's traces have it
     assert _read(tmp_path, ev) == ["top(Net)::fc1(Linear) > net.py(7): forward", "linear#2"]
 
 
 @pytest.mark.parametrize(
     ("frame", "site"),
-    [("model.py(42): forward", "model.py(42): forward"), ("/home/u/proj/net.py(7): fwd", "net.py(7): fwd"),
-     ("torch/nn/modules/linear.py(125): forward", ""), ("<built-in method addmm>", ""),
-     ("/usr/lib/python3.11/threading.py(1002): run", ""), ("nn.Module: Linear_0", "")],
+    [
+        ("model.py(42): forward", "model.py(42): forward"),
+        ("/home/u/proj/net.py(7): fwd", "net.py(7): fwd"),
+        ("torch/nn/modules/linear.py(125): forward", ""),
+        ("<built-in method addmm>", ""),
+        ("/usr/lib/python3.11/threading.py(1002): run", ""),
+        ("nn.Module: Linear_0", ""),
+    ],
 )
 def test_user_frame(frame, site):
     assert user_frame(frame) == site

@@ -1,5 +1,6 @@
 """A harness call's time: the kernels' GPU span where they cover the output, event time only
 where cuDNN chunked the batch, flagged where the launch geometry cannot tell."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,10 @@ import pandas as pd
 
 from seer.data.records import harness
 
-XMMA = ("sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_"
-        "ffma_aligna4_alignc4_execute_kernel__5x_cudnn")
+XMMA = (
+    "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_"
+    "ffma_aligna4_alignc4_execute_kernel__5x_cudnn"
+)
 
 
 def _call(call_id: int, algo: str, kernel: str, blocks: int, event: float, span: float) -> dict:

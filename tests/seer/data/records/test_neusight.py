@@ -1,4 +1,5 @@
 """NeuSight element-wise files with functions seer has no row for (pow, ...): loaded, fitted, predicted."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,10 @@ from seer.errors import DataError, SeerError
 from seer.evaluate.bench_analytical import synthetic_records
 from seer.models.memory import fit_memory_bound
 
-HEADER = ("OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
-          "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,B,H\n")
+HEADER = (
+    "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,Blocks per SM,"
+    "Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,B,H\n"
+)
 KERNEL = '"void at::native::vectorized_elementwise_kernel<4, Functor<float> >(int, Functor<float>)"'
 
 
@@ -37,7 +40,7 @@ def test_unknown_functions_load_as_elementwise_and_predict(tmp_path):
 
 
 def test_a_function_in_no_table_is_fitted_and_then_predicted(tmp_path):
-    sizes = [(2 ** i, 1024) for i in range(4, 20)]  # a roofline at 200 GB/s above a 20 us floor
+    sizes = [(2**i, 1024) for i in range(4, 20)]  # a roofline at 200 GB/s above a 20 us floor
     body = "".join(_row("my_fn", b, h, max(0.02, 0.005 + 8 * b * h / 200e6)) for b, h in sizes)
     df = records.read_neusight_csv(_file(tmp_path, body))
     params = fit_memory_bound(df)
@@ -53,17 +56,21 @@ def test_a_function_with_no_fit_falls_back_to_its_aritys_pool():
     params = fit_memory_bound(rec)
     kernels = params["gpus"]["t4"]["kernels"]
     assert {"elementwise(unary)", "elementwise(binary)", "elementwise"} <= set(kernels)
-    d = memory_bound_detail(pd.DataFrame({"op": "elementwise", "fn": ["pow", "sub", "where"],
-                                          "rows": 4096, "cols": 4096}), params, "t4")
-    assert list(d["source"]) == ["fit:elementwise(unary) (pooled stand-in)",
-                                 "fit:elementwise(binary) (pooled stand-in)",
-                                 "fit:elementwise (pooled stand-in)"]
+    d = memory_bound_detail(
+        pd.DataFrame({"op": "elementwise", "fn": ["pow", "sub", "where"], "rows": 4096, "cols": 4096}), params, "t4"
+    )
+    assert list(d["source"]) == [
+        "fit:elementwise(unary) (pooled stand-in)",
+        "fit:elementwise(binary) (pooled stand-in)",
+        "fit:elementwise (pooled stand-in)",
+    ]
     assert (d["time_ms"] > 0).all() and d["time_ms"].is_monotonic_increasing  # 2, 3, 4 tensors moved
 
 
 def test_default_work_of_a_function_the_table_lacks():
-    rec = pd.concat([synthetic_records("Tesla T4"),
-                     synthetic_records("Tesla T4", seed=3).assign(fn="frob")], ignore_index=True)
+    rec = pd.concat(
+        [synthetic_records("Tesla T4"), synthetic_records("Tesla T4", seed=3).assign(fn="frob")], ignore_index=True
+    )
     params = fit_memory_bound(rec)
     d = memory_bound_detail(op="elementwise", fn="frob", rows=1000, cols=1000, params=params, gpu="t4")
     assert d["flops"].iloc[0] == DEFAULT_FN[0] * 1e6 and d["bytes"].iloc[0] == DEFAULT_FN[1] * 4e6

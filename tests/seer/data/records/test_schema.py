@@ -7,8 +7,10 @@ import pytest
 from seer.data import records
 from seer.errors import DataError
 
-NS_HEADER = ("OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,"
-             "Blocks per SM,Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,Kernels,B,M,N,K\n")
+NS_HEADER = (
+    "OPName,Latency,Device,Torch Version,CUDNN Version,Kernel Name,Warps per SM,"
+    "Blocks per SM,Grid x,Grid y,Grid z,Block x,Block y,Block z,CUDA Version,Kernels,B,M,N,K\n"
+)
 NS_ROW = "bmm,0.035,Tesla T4,p2.1.0,8902,volta_sgemm_64x64_nn,0.65,0.325,1,1,13,64,1,1,cu121,;volta_sgemm_64x64_nn,13,27,15,29\n"
 
 
@@ -28,15 +30,18 @@ def test_neusight_bmm_semantics(tmp_path):
     assert r.cudnn_version == "8.9.2" and r.cuda_version == "12.1"
 
 
-@pytest.mark.parametrize("row,column,expected", [
-    (NS_ROW.replace(",13,27,15,29", ",13,abc,15,29"), "M", "whole number"),
-    (NS_ROW.replace("0.035", "0"), "Latency", "> 0"),
-    (NS_ROW.replace("0.035", "-1"), "Latency", "> 0"),
-    (NS_ROW.replace("0.035", "nan"), "Latency", "> 0"),
-    (NS_ROW.replace("bmm,", "matmul,"), "OPName", "one of"),
-    (NS_ROW.replace("Tesla T4", "Tesla K80"), "Device", "in seer's table"),
-    (NS_ROW.replace(",13,27,15,29", ",13,27.5,15,29"), "M", "whole number"),
-])
+@pytest.mark.parametrize(
+    "row,column,expected",
+    [
+        (NS_ROW.replace(",13,27,15,29", ",13,abc,15,29"), "M", "whole number"),
+        (NS_ROW.replace("0.035", "0"), "Latency", "> 0"),
+        (NS_ROW.replace("0.035", "-1"), "Latency", "> 0"),
+        (NS_ROW.replace("0.035", "nan"), "Latency", "> 0"),
+        (NS_ROW.replace("bmm,", "matmul,"), "OPName", "one of"),
+        (NS_ROW.replace("Tesla T4", "Tesla K80"), "Device", "in seer's table"),
+        (NS_ROW.replace(",13,27,15,29", ",13,27.5,15,29"), "M", "whole number"),
+    ],
+)
 def test_neusight_bad_values_name_file_row_column(tmp_path, row, column, expected):
     p = _ns(tmp_path, NS_ROW + row)
     with pytest.raises(DataError) as e:
@@ -83,16 +88,36 @@ def test_linear_grid_matches_reduction_semantics(neusight):
 
 def _conv_records(n=20):
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({
-        "gpu": "NVIDIA TITAN Xp", "op": "conv_fwd", "batch": 128,
-        "c_in": rng.choice([3, 16, 64], n), "h_in": 40, "w_in": 40, "c_out": rng.choice([16, 128], n),
-        "kh": 3, "kw": 3, "stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0,
-        "dil_h": 1, "dil_w": 1, "groups": 1, "algo": "IMPLICIT_PRECOMP_GEMM",
-        "time_ms": rng.uniform(1, 10, n), "fp32_inst": rng.uniform(1e6, 1e8, n),
-        "dram_read_bytes": 32.0 * rng.integers(1000, 10**6, n), "dram_write_bytes": 32.0 * 500,
-        "b_max": 120, "blocks": rng.integers(100, 1000, n), "fp32_util_pct": 80.0, "dram_util_pct": 30.0,
-        "kernel_type": "compute",
-    })
+    df = pd.DataFrame(
+        {
+            "gpu": "NVIDIA TITAN Xp",
+            "op": "conv_fwd",
+            "batch": 128,
+            "c_in": rng.choice([3, 16, 64], n),
+            "h_in": 40,
+            "w_in": 40,
+            "c_out": rng.choice([16, 128], n),
+            "kh": 3,
+            "kw": 3,
+            "stride_h": 1,
+            "stride_w": 1,
+            "pad_h": 0,
+            "pad_w": 0,
+            "dil_h": 1,
+            "dil_w": 1,
+            "groups": 1,
+            "algo": "IMPLICIT_PRECOMP_GEMM",
+            "time_ms": rng.uniform(1, 10, n),
+            "fp32_inst": rng.uniform(1e6, 1e8, n),
+            "dram_read_bytes": 32.0 * rng.integers(1000, 10**6, n),
+            "dram_write_bytes": 32.0 * 500,
+            "b_max": 120,
+            "blocks": rng.integers(100, 1000, n),
+            "fp32_util_pct": 80.0,
+            "dram_util_pct": 30.0,
+            "kernel_type": "compute",
+        }
+    )
     df["waves"] = np.ceil(df["blocks"] / 120).astype(int)
     return records.validate(df)
 
@@ -114,6 +139,7 @@ def test_seer_excel_round_trip(tmp_path):
 
 def test_seer_excel_reads_seer_header_and_enum(tmp_path):
     from openpyxl import Workbook
+
     wb = Workbook()
     wb.remove(wb.active)
     for sheet in ("train", "test"):
@@ -127,11 +153,18 @@ def test_seer_excel_reads_seer_header_and_enum(tmp_path):
     assert df["fp32_util_pct"].iloc[0] == 80 and df["dram_read_bytes"].iloc[0] == 32000
 
 
-@pytest.mark.parametrize("col,value,expected", [
-    (8, 9, "algorithm number"), (9, 0, "> 0"), (1, "x", "whole number"), (4, 99, "output width"),
-])
+@pytest.mark.parametrize(
+    "col,value,expected",
+    [
+        (8, 9, "algorithm number"),
+        (9, 0, "> 0"),
+        (1, "x", "whole number"),
+        (4, 99, "output width"),
+    ],
+)
 def test_seer_excel_bad_values(tmp_path, col, value, expected):
     from openpyxl import Workbook
+
     wb = Workbook()
     wb.remove(wb.active)
     for sheet in ("train", "test"):
@@ -153,6 +186,7 @@ def test_seer_excel_bad_values(tmp_path, col, value, expected):
 
 def test_seer_excel_missing_sheet_and_column(tmp_path):
     from openpyxl import Workbook
+
     wb = Workbook()
     wb.active.title = "train"
     wb.active.append(list(records.SEER_COLUMNS))
@@ -178,11 +212,18 @@ def test_harness_csv_round_trip(tmp_path):
     assert (back["c_in"] == df["c_in"]).all()
 
 
-@pytest.mark.parametrize("col,value,expected", [
-    ("time_ms", "-1", "> 0"), ("time_ms", "", "> 0"), ("c_in", "abc", "number"),
-    ("op", "conv_bwd", "one of"), ("algo", "FASTEST", "cuDNN forward algorithm"),
-    ("kh", "0", ">= 1"), ("status", "weird", "one of"),
-])
+@pytest.mark.parametrize(
+    "col,value,expected",
+    [
+        ("time_ms", "-1", "> 0"),
+        ("time_ms", "", "> 0"),
+        ("c_in", "abc", "number"),
+        ("op", "conv_bwd", "one of"),
+        ("algo", "FASTEST", "cuDNN forward algorithm"),
+        ("kh", "0", ">= 1"),
+        ("status", "weird", "one of"),
+    ],
+)
 def test_harness_csv_bad_values(tmp_path, col, value, expected):
     df = _conv_records(3)
     p = tmp_path / "a.csv"
@@ -234,8 +275,7 @@ def test_load_dispatch(tmp_path, neusight_path):
 
 
 def test_split_rows_is_seer_rule_within_groups():
-    df = pd.DataFrame({"v": ["a"] * 10 + ["b"] * 5, "m": list(range(10, 0, -1)) + list(range(5)),
-                       "time_ms": 1.0})
+    df = pd.DataFrame({"v": ["a"] * 10 + ["b"] * 5, "m": list(range(10, 0, -1)) + list(range(5)), "time_ms": 1.0})
     s = records.split_rows(df, ["v"], ["m"])
     a = df[df.v == "a"].assign(s=s[:10]).sort_values("m")
     assert list(a["s"]) == ["train"] * 7 + ["test"] * 3

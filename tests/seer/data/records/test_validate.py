@@ -1,4 +1,5 @@
 """seer.data.records on bad input: one sentence naming file, line and column; duplicates; the split."""
+
 from __future__ import annotations
 
 import gzip
@@ -44,10 +45,14 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     raw.to_csv(slow, index=False)
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    return {"slow": (slow, "line 4, column 'time_ms': expected a time in ms > 0 and below 1e+07"),"empty": (empty, "empty file"), "folder": (folder, "zero.csv: expected a CSV file with a header row"),
-            "gzip": (corrupt, "expected a readable file"),
-            "huge": (big, "line 5, column 'm': expected a whole number below 2**63 (the value is out of range)"),
-            "fifo": (fifo, "not a FIFO")}
+    return {
+        "slow": (slow, "line 4, column 'time_ms': expected a time in ms > 0 and below 1e+07"),
+        "empty": (empty, "empty file"),
+        "folder": (folder, "zero.csv: expected a CSV file with a header row"),
+        "gzip": (corrupt, "expected a readable file"),
+        "huge": (big, "line 5, column 'm': expected a whole number below 2**63 (the value is out of range)"),
+        "fifo": (fifo, "not a FIFO"),
+    }
 
 
 def test_bad_files_end_in_one_sentence(tmp_path, capsys):
@@ -113,8 +118,12 @@ def test_split_of_a_duplicate_free_frame_is_unchanged():
     order = ["batch", "m", "n", "k", "time_ms"]
     assert (records.split_rows(rec, ["v"], order) == _old_split(rec, ["v"], order)).all()
     conv = synthetic.conv_records(60)
-    assert (records.split_rows(conv, ["algo"]) == records.split_rows(conv.sample(frac=1, random_state=2), ["algo"])
-            [np.argsort(conv.sample(frac=1, random_state=2).index)]).all()
+    assert (
+        records.split_rows(conv, ["algo"])
+        == records.split_rows(conv.sample(frac=1, random_state=2), ["algo"])[
+            np.argsort(conv.sample(frac=1, random_state=2).index)
+        ]
+    ).all()
 
 
 def test_split_never_puts_one_configuration_on_both_sides():
@@ -157,6 +166,7 @@ def test_a_workbook_without_block_counts_is_one_sentence(tmp_path, capsys):
 @pytest.mark.parametrize("col,value", [(1, "x"), (9, 0), (4, 99)])
 def test_a_bad_cell_of_the_test_sheet_names_the_test_sheet(tmp_path, col, value):
     from openpyxl import Workbook
+
     wb = Workbook()
     wb.remove(wb.active)
     row = [128, 16, 40, 16, 38, 3, 1, 0, 1, 2.5, 1e7, 1000, 200, 120, 500, 5, 8, 3, -1]
