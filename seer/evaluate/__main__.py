@@ -12,7 +12,9 @@
                   time, per-node error by op kind, beside NeuSight's own predictions where
                   they lie beside the graphs (seer.workload).
 --set transfer    predict each GPU of the data (default: NeuSight's) from the fits of the OTHER
-                  chips only (seer.predict.transfer): leave-one-GPU-out on NeuSight's five GPUs.
+                  chips only (seer.predict.transfer): leave-one-GPU-out on NeuSight's five GPUs,
+                  per (GPU, op) and for whole models (NeuSight's graphs, with its published
+                  errors beside).
 --set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
                   kernel time linked to ops, step time replayed with measured and with
                   predicted kernel times (for GPUs seer has fits for).

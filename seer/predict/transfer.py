@@ -31,7 +31,7 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ from seer.data.configs import flops_bytes
 from seer.data.records import CONV_DEFAULTS, OPS
 from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError, SeerWarning
-from seer.hardware import gpus, occupancy
+from seer.hardware import gpus, occupancy, power
 from seer.models import family_key
 from seer.models.features import SCALES, Scale
 from seer.models.law import Regime
@@ -154,14 +154,49 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
     return Fits(target, by_op(out), "transferred", transferred_from=[src.slug])
 
 
+THROTTLED = 0.8  # a source row above this share of the source's sustained rate ran under its power cap
+
+
+@dataclass
+class PowerCaps:
+    """Where a power cap binds, per kernel family (family key -> FLOP/s): the target's sustained
+    rate (`target`: kernel efficiency x clock fraction x peak, where the clock fraction is < 1),
+    and each capped source's (`sources`: slug -> family -> its fitted rate on large problems),
+    with the source's own predictor of the op (`own`) to tell which rows ran at that cap."""
+
+    target: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, dict[str, float]] = field(default_factory=dict)
+    own: dict[str, Predictor] = field(default_factory=dict)
+
+    def floor(self, df: pd.DataFrame, family: str) -> np.ndarray | None:
+        """The time in ms below which the target's power budget does not let a row run."""
+        rate = self.target.get(family)
+        return None if rate is None else flops_bytes(df)[0] / rate * 1e3
+
+    def throttled(self, slug: str, df: pd.DataFrame, family: str) -> np.ndarray | None:
+        """The rows the source `slug` ran at its power cap (their time says nothing of an
+        unconstrained card); None where that source is not capped."""
+        rate, own = self.sources.get(slug, {}).get(family), self.own.get(slug)
+        if rate is None or own is None:
+            return None
+        try:
+            t = np.asarray(own.predict(df), dtype=float)
+        except SeerError:
+            return None
+        return flops_bytes(df)[0] / (t * 1e-3) >= THROTTLED * rate
+
+
 @dataclass
 class MedianPredictor:
     """One op's time on a GPU without fits of its own: the median over the source GPUs'
-    predictors moved to it (retarget), of those that answer."""
+    predictors moved to it (retarget), of those that answer; with `power`, rows a source ran
+    under its power cap leave that source out (where another answers) and the target's cap is
+    a floor (seer.hardware.power)."""
 
     gpu: gpus.GPUSpec
     op: str
     sources: list[tuple[str, Predictor]]  # (source GPU slug, its retargeted predictor of `op`)
+    power: PowerCaps | None = None
     extrapolates = True  # ranking compares the sources' median times wherever they answer
 
     def __repr__(self) -> str:
@@ -191,11 +226,12 @@ class MedianPredictor:
         source's data are."""
         out = np.full(len(df), np.nan)
         inside = np.zeros(len(df), dtype=bool)
-        for _, idx in df.groupby("algo", sort=False).indices.items():
+        for algo, idx in df.groupby("algo", sort=False).indices.items():
             sub = df.iloc[idx]
-            outs = []
+            family = family_key(self.op, str(algo))
+            outs, capped = [], []
             first: SeerError | None = None
-            for _, p in self.sources:
+            for slug, p in self.sources:
                 try:
                     t, ok = p.predict_in_range(sub)
                 except SeerError as exc:
@@ -203,11 +239,17 @@ class MedianPredictor:
                     continue
                 outs.append(np.atleast_1d(np.asarray(t, dtype=float)))
                 inside[idx] |= ok
+                hot = self.power.throttled(slug, sub, family) if self.power is not None else None
+                capped.append(np.zeros(len(sub), dtype=bool) if hot is None else hot)
             if not outs:
                 names = ", ".join(s for s, _ in self.sources)
                 why = f" (the first says: {first})" if first is not None else ""
                 raise SeerError(f"no source GPU's fits ({names}) cover this for {self.gpu.name}{why}")
-            out[idx] = np.nanmedian(np.vstack(outs), axis=0)
+            times, hot = np.vstack(outs), np.vstack(capped)
+            free = np.where(hot & ~hot.all(axis=0), np.nan, times)  # a row every source ran capped: all of them
+            t = np.nanmedian(free, axis=0)
+            floor = self.power.floor(sub, family) if self.power is not None else None
+            out[idx] = t if floor is None else np.maximum(t, floor)
         return out, inside
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
@@ -234,7 +276,12 @@ class MedianPredictor:
             median = np.nanmedian(logs, axis=0)
         nearest = np.argmin(np.where(np.isnan(logs), np.inf, np.abs(logs - median)), axis=0)
         variants = np.take_along_axis(keys, nearest[None], axis=0)[0]
-        return AlgorithmTimes(algos, np.exp(median), inside, variants)
+        times = np.exp(median)
+        for j, a in enumerate(algos):
+            floor = self.power.floor(df, family_key(op, a)) if self.power is not None else None
+            if floor is not None:
+                times[:, j] = np.maximum(times[:, j], floor)
+        return AlgorithmTimes(algos, times, inside, variants)
 
 
 def nearest_variant(fits: Fits) -> Fits:
@@ -286,18 +333,80 @@ def transfer(target: str | gpus.GPUSpec, sources: Iterable[str | os.PathLike[str
     spec = target if isinstance(target, gpus.GPUSpec) else gpus.lookup(target)
     src = [nearest_variant(f) for f in _sources(spec, sources)]
     eff = {f.gpu.slug: efficiency(f) for f in src}
-    families = {k for e in eff.values() for k in e}
-    # the target's efficiency: the geometric mean over the sources that have the family
-    target_eff = {k: float(np.exp(np.mean([np.log(e[k]) for e in eff.values() if k in e]))) for k in families}
+    model = power_model(src, eff)
+    target_eff = target_efficiency(eff, model, spec)
     per_op: dict[str, list[tuple[str, Predictor]]] = {}
+    caps: dict[str, PowerCaps] = {}
+    x_t = model.clock_fraction(_powered_spec(spec))
     for f in src:
-        moved = retarget(f, spec, {k: e / target_eff[k] for k, e in eff[f.gpu.slug].items()})
+        x_s = model.clock_fraction(_powered_spec(f.gpu))
+        # a source is moved as the unconstrained card (its cap divided out), the target's cap
+        # is then a floor: both per row, where they bind, not a uniform slow-down
+        ratio = {k: e / (target_eff[k] if k == "memory" or k not in model.kernel else model.kernel[k] * x_s)
+                 for k, e in eff[f.gpu.slug].items()}  # fmt: skip
+        moved = retarget(f, spec, ratio)
         for op, p in moved.predictors.items():
-            if op not in EMBEDDING_OPS:  # the same closed form on the target's datasheet from every source
-                per_op.setdefault(op, []).append((f.gpu.slug, p))
-    medians = [MedianPredictor(spec, op, ps) for op, ps in sorted(per_op.items(), key=lambda kv: _op_order(kv[0]))]
+            if op in EMBEDDING_OPS:  # the same closed form on the target's datasheet from every source
+                continue
+            per_op.setdefault(op, []).append((f.gpu.slug, p))
+            c = caps.setdefault(op, PowerCaps())
+            if op in REFERENCE_GEMMS:  # convolutions: their FLOPs are the direct algorithm's
+                if x_t < 1:
+                    c.target.update({k: model.kernel[k] * x_t * spec.fp32_flops for k in model.kernel
+                                     if k.startswith(f"{op}:")})  # fmt: skip
+                if x_s < 1 and op in f.predictors:
+                    c.sources[f.gpu.slug] = {k: e * f.gpu.fp32_flops for k, e in eff[f.gpu.slug].items()
+                                             if k.startswith(f"{op}:")}  # fmt: skip
+                    c.own[f.gpu.slug] = f.predictors[op]
+    medians = [
+        MedianPredictor(spec, op, ps, caps.get(op))
+        for op, ps in sorted(per_op.items(), key=lambda kv: _op_order(kv[0]))
+    ]
     predictors = by_op([*medians, EmbeddingPredictor(spec)])
-    return Fits(spec, predictors, "transferred", transferred_from=[f.gpu.slug for f in src], meta={"efficiency": eff})
+    meta = {
+        "efficiency": eff,
+        "target_efficiency": target_eff,
+        "power": model,
+        "clock_fraction": model.clock_fraction(spec),
+    }
+    return Fits(spec, predictors, "transferred", transferred_from=[f.gpu.slug for f in src], meta=meta)
+
+
+def power_model(src: Sequence[Fits], eff: Mapping[str, Mapping[str, float]]) -> power.PowerModel:
+    """The power model of seer.hardware.power fitted on the sources only, on their GEMM
+    efficiencies: the cleanest full-load kernels (a convolution's FLOPs count the direct
+    algorithm's, not what Winograd or FFT compute; convolutions keep the sources' mean)."""
+    return power.fit(
+        [(_powered_spec(f.gpu), {k: v for k, v in eff[f.gpu.slug].items() if k.split(":")[0] in REFERENCE_GEMMS})
+         for f in src]
+    )  # fmt: skip
+
+
+def _powered_spec(g: gpus.GPUSpec) -> gpus.GPUSpec:
+    """The table's row of a fits file's GPU (a fits file records no TDP or node), else the spec."""
+    if power.powered(g):
+        return g
+    try:
+        return gpus.lookup(g.slug)
+    except SeerError:
+        return g
+
+
+def target_efficiency(
+    eff: Mapping[str, Mapping[str, float]], model: power.PowerModel, target: gpus.GPUSpec
+) -> dict[str, float]:
+    """The sustained efficiency the target reaches per family: the family's kernel efficiency x
+    the target's clock fraction under its power budget (seer.hardware.power), where the power
+    model was fitted on the family; else (and for memory-bound kernels, capped by bandwidth, not
+    power) the geometric mean over the sources."""
+    families = {k for e in eff.values() for k in e}
+    out = {k: float(np.exp(np.mean([np.log(e[k]) for e in eff.values() if k in e]))) for k in families}
+    target = _powered_spec(target)
+    for k in families - {"memory"}:
+        v = model.efficiency(target, k)
+        if v is not None:
+            out[k] = min(v, 1.0)
+    return out
 
 
 def _op_order(op: str) -> int:

@@ -150,3 +150,15 @@ def test_a_transferred_gpu_checks_configs_as_a_fitted_one():
             seer.load(gpu).predict(**bad)
         messages.append(str(err.value))
     assert messages[0] == messages[1] and "'rows' must be a number >= 1" in messages[0]
+
+
+def test_a_power_capped_target_is_not_predicted_at_its_datasheet_rate():
+    """A T4 from the other chips' fits: its 70 W cap floors large GEMMs far below 8.1 TFLOP/s."""
+    sources = [seer.load(n) for n in seer.available() if chip(n) != "t4"]
+    tf = transfer("t4", sources)
+    assert 0.3 < tf.meta["clock_fraction"] < 0.8 and "t4" not in tf.meta["power"].fitted_on
+    big = pd.DataFrame({"op": "linear", "batch": 1, "m": [8192], "n": [4096], "k": [4096]})
+    rate = 2 * 8192 * 4096 * 4096 / (float(tf.predict(big).iloc[0]) * 1e-3)
+    assert rate < 0.6 * tf.gpu.fp32_flops
+    v100 = transfer("v100-pcie", [seer.load(n) for n in seer.available() if chip(n) != "v100"])
+    assert v100.meta["clock_fraction"] == 1.0  # 250 W feeds its peak
