@@ -246,7 +246,8 @@ class Fits:
         conv = free & ~launched & (ops == "conv_fwd")
         if conv.any():  # the fastest fitted algorithm: what cuDNN's autotuner picks
             df = df.assign(algo=algo)
-            df.loc[conv, "algo"] = self.best_algorithm(df[conv]).to_numpy()
+            best = self.best_algorithm(df[conv])
+            df.loc[conv, "algo"] = np.asarray(best, dtype=object)
         out, inside, least = np.full(n, np.nan), np.ones(n, dtype=bool), np.zeros(n)
         for rows, k in ((np.flatnonzero(launched), keys), (np.flatnonzero(~launched), None)):
             if len(rows):

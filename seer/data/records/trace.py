@@ -144,7 +144,7 @@ def read_trace_records(
     spec = resolve(props).spec
     cc = props.cc or spec.cc
     sms = props.sms or spec.sms
-    flags = entry.get("flags") if isinstance(entry.get("flags"), dict) else {}
+    flags: dict = entry["flags"] if isinstance(entry.get("flags"), dict) else {}
     kops = kernel_ops(trace)
     mapped = {
         int(o): classify_op(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, page))
@@ -167,7 +167,8 @@ def read_trace_records(
         if m is None or m.config is None:
             skipped += len(ks)
             continue
-        parts = [p.config for p in m.parts] if m.parts and len(m.parts) == len(ks) else [m.config] * len(ks)
+        own: dict = m.config
+        parts = [p.config or own for p in m.parts] if m.parts and len(m.parts) == len(ks) else [own] * len(ks)
         dtype = dtypes.get(int(op)) or "float32"
         base = {"call_id": salt + int(op), "time_ms": float(durs.sum()), "kernels": ";".join(names),
                 "dtype": dtype, "math": _math(dtype, flags)}  # fmt: skip

@@ -34,8 +34,11 @@ def test_same_data_same_bytes(tmp_path, monkeypatch):
 def test_cli_table_and_warnings(tmp_path):
     rec = pd.concat([conv_records(100), gemm_records(12)], ignore_index=True)  # 9 bmm training rows
     records.write_csv(rec, tmp_path / "d.csv")
-    r = subprocess.run([sys.executable, "-m", "seer.fit", "--data", str(tmp_path / "d.csv"), "--out",
-                        str(tmp_path / "f")], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "seer.fit", "--data", str(tmp_path / "d.csv"), "--out", str(tmp_path / "f")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     assert "cv_rmspe%" in r.stdout and "conv_fwd:IMPLICIT_PRECOMP_GEMM" in r.stdout
     assert "warning: t4 bmm:default:sgemm_128x64_nn: only 9 training rows" in r.stderr
@@ -45,8 +48,9 @@ def test_cli_bad_input_exit_2(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("gpu,op,time_ms\nTesla T4,conv_fwd,-1\n")
     for args in (["--data", str(bad)], ["--data", str(tmp_path / "missing.csv")]):
-        r = subprocess.run([sys.executable, "-m", "seer.fit", *args, "--out", str(tmp_path)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-m", "seer.fit", *args, "--out", str(tmp_path)], capture_output=True, text=True
+        )
         assert r.returncode == 2 and r.stderr.startswith("seer.fit: ") and "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
 
@@ -172,3 +176,14 @@ def test_a_failed_write_is_one_line_and_leaves_the_old_file(data, monkeypatch, c
     one_line(capsys, "seer.fit: ", f"{out / 't4.json'} cannot be written", words, "unchanged")
     assert (out / "t4.json").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["t4.json"]  # no temporary file left
+
+
+def test_fits_traces_beside_harness_records(tmp_path):
+    data = pathlib.Path(__file__).parents[3] / "data" / "h100-sxm"
+    args = ["--data", str(data / "gemm_layers.csv"), "--data", str(data / "traces" / "gpt_b8.pt.trace.json.gz")]
+    assert fit_cli.main([*args, "--out", str(tmp_path), "--quiet"]) == 0
+    doc = json.loads((tmp_path / "h100-sxm.json").read_text())
+    assert "gpt_b8.pt.trace.json.gz" in doc["dataset"]["sources"] and " + " in doc["dataset"]["path"]
+    (launched,) = doc["launched"]
+    assert launched["versions"]["torch_version"] == "2.11.0+cu130" and "gemm" in launched["choosers"]
+    assert set(launched["choosers"]["gemm"]["labels"]) <= set(doc["variants"])
