@@ -1,7 +1,7 @@
 """--set trace-loo: the honest trace benchmark, leave one trace out.
 
 For each trace of a traces folder (its traces.json), fits are made from the harness records and
-the records of the OTHER traces (seer.data.records.trace; never the held-out one), and the
+the records of the OTHER traces (seer.workload.trace_records; never the held-out one), and the
 held-out trace is predicted with them (seer.workload.model_time): kernel time per op kind and the
 whole step's kernel sum, against what the trace measured. Beside it, the baseline: fits of the
 harness records alone. The noise is the trace's own step-to-step variation (max - min over the
@@ -23,9 +23,9 @@ import pandas as pd
 from seer.data import records
 from seer.data.prepare import training_records
 from seer.data.records import atomic_write
-from seer.data.records.trace import index, read_trace_records
 from seer.errors import SeerError
 from seer.predict.fits import Fits
+from seer.workload.trace_records import index, read_trace_records
 
 KIND_TARGET = 0.05
 SUM_TARGET = 0.03

@@ -156,7 +156,14 @@ def _main(args: argparse.Namespace) -> int:
 
 def load_all(sources: list[Path], gpu: str | None = None) -> pd.DataFrame:
     """The records of every source together (harness, NeuSight, traces: one schema)."""
-    frames = [records.load(p, gpu=gpu) for p in sources]
+    from seer.workload import trace_records  # a __main__ may reach the workload stage; seer.fit may not
+
+    frames = [
+        trace_records.read_traces(p)
+        if trace_records.is_trace_folder(p) or (p.is_file() and trace_records.is_trace_file(p))
+        else records.load(p, gpu=gpu)
+        for p in sources
+    ]
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 

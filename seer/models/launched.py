@@ -4,7 +4,7 @@ A plain PyTorch call does not autotune its GEMMs, and its convolutions only with
 `torch.backends.cudnn.benchmark = True`: cuBLAS's and cuDNN's heuristics pick the kernel, and
 that pick is often not the fastest one a harness times (the bundled H100 traces run
 cutlass_80_simt_sgemm 256x128 for an attention bmm where the harness's fastest is an xmma tile).
-A profiler trace names the kernel each call launched, so its records (seer.data.records.trace)
+A profiler trace names the kernel each call launched, so its records (seer.workload.trace_records)
 teach the pick directly: per op, a nearest-configuration chooser (seer.models.chooser, log
 configuration space, scipy's k-d tree) over the main kernels of traces taken without autotuning,
 one per set of library versions (torch, CUDA, cuDNN) and per GPU (a fits file is one GPU's).

@@ -16,13 +16,8 @@ from seer.errors import DataError
 
 def load(path: str | Path, gpu: str | None = None) -> pd.DataFrame:
     """Read records from any supported source: a harness CSV (.csv, .csv.gz), a NeuSight CSV,
-    a SEER .xlsx workbook, a PyTorch profiler trace (.json, .json.gz: seer.data.records.trace),
-    a folder of traces with its traces.json, or a folder of any of the others (see record_files)."""
-    from seer.data.records import trace  # imports seer.workload, which imports these records
-
+    a SEER .xlsx workbook, or a folder of any of these (see record_files)."""
     path = data_path(path)
-    if trace.is_trace_folder(path) or (path.is_file() and trace.is_trace_file(path)):
-        return trace.read_traces(path)
     if path.is_dir():
         nested = any(path.glob("*/*.csv")) and not any(path.glob("*.csv*"))
         if nested and _is_neusight(next(path.glob("*/*.csv"))):

@@ -12,6 +12,7 @@ from seer.data.prepare import prepare
 from seer.fit import fit_all
 from seer.models.launched import FASTEST, LAUNCHED, Launched, adopt_algorithms, fit_launched
 from seer.predict.load import from_doc
+from seer.workload.trace_records import read_trace_records
 
 DATA = Path(__file__).parents[3] / "data" / "h100-sxm"
 
@@ -52,7 +53,7 @@ def test_trace_gemms_adopt_the_harness_algorithm_of_their_variant():
 
 @pytest.fixture(scope="module")
 def fits():
-    trace = records.load(DATA / "traces" / "gpt_b8.pt.trace.json.gz")
+    trace = read_trace_records(DATA / "traces" / "gpt_b8.pt.trace.json.gz")
     rec = pd.concat([records.load(DATA / "gemm_layers.csv"), trace], ignore_index=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -21,7 +21,8 @@ Every kernel of a trace becomes one record (docs/data.md's schema, seer.data.rec
   CUDA, cuDNN) and `autotuned` (cudnn.benchmark) from the trace's entry in traces.json where there
   is one, else from the trace itself (CUDA runtime).
 
-Kernels the records cannot describe (launched by no recorded op, or by an op seer does not map
+It lives with the workload (it needs its trace reader and op mapping); `python -m seer.fit --data`
+reads traces through it. Kernels the records cannot describe (launched by no recorded op, or by an op seer does not map
 to a config) are left out with one warning that counts them.
 """
 
@@ -34,11 +35,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from seer.data.records.files import data_path, read_json, warn
-from seer.data.records.schema import MEMORY_OPS, conform
-from seer.data.records.validate import validate
+from seer.data.records import MEMORY_OPS, conform, data_path, read_json, validate, warn
 from seer.data.variants import UNKNOWN, classify, conv_algorithm
 from seer.errors import DataError
+from seer.hardware import occupancy
+from seer.hardware.device import occupancy_cc, resolve
+from seer.workload.kineto import kernel_ops, read_trace
+from seer.workload.ops import classify as classify_op
+from seer.workload.trace_ops import trace_params
 
 SUITE = "trace"
 INDEX = "traces.json"  # a traces folder's index: one entry per trace (file, execution_trace, versions, flags)
@@ -127,12 +131,6 @@ def read_trace_records(
 ) -> pd.DataFrame:
     """One record per GPU kernel of the trace (see the module docstring); the execution trace and the
     metadata default to the trace's entry in its folder's traces.json."""
-    from seer.hardware import occupancy
-    from seer.hardware.device import occupancy_cc, resolve
-    from seer.workload.kineto import kernel_ops, read_trace
-    from seer.workload.ops import classify as classify_op
-    from seer.workload.trace_ops import trace_params
-
     path = data_path(path, "a profiler trace (.json, .json.gz)")
     entry = entry_of(path) if entry is None else entry
     if execution_trace is None and entry.get("execution_trace"):
@@ -206,7 +204,7 @@ def read_trace_records(
     for key, v in _versions(entry, trace).items():
         df[key] = v
     df["autotuned"] = bool(flags.get("cudnn.benchmark", False))
-    df = _occupancy(df, cc, sms, occupancy, occupancy_cc)
+    df = _occupancy(df, cc, sms)
     return validate(df, str(path), where="kernel")
 
 
@@ -219,7 +217,7 @@ def _config_keys(df: pd.DataFrame) -> pd.Series:
     )
 
 
-def _occupancy(df: pd.DataFrame, cc: str, sms: int, occupancy: Any, occupancy_cc: Any) -> pd.DataFrame:
+def _occupancy(df: pd.DataFrame, cc: str, sms: int) -> pd.DataFrame:
     """blocks, blocks_per_sm, b_max and waves of the kernels whose geometry the trace records."""
     g = df[["grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs_per_thread", "smem_static"]]
     g = g.apply(pd.to_numeric, errors="coerce").astype(float)

@@ -1,4 +1,4 @@
-"""Records from the bundled H100 profiler traces (seer.data.records.trace)."""
+"""Records from the bundled H100 profiler traces (seer.workload.trace_records)."""
 
 from pathlib import Path
 
@@ -6,11 +6,12 @@ import pandas as pd
 import pytest
 
 from seer.data import records, variants
-from seer.data.records.trace import is_trace_file, read_trace_records, read_traces
 from seer.errors import DataError
+from seer.fit import __main__ as fit_cli
 from seer.workload.kineto import read_trace
+from seer.workload.trace_records import is_trace_file, read_trace_records, read_traces
 
-TRACES = Path(__file__).parents[4] / "data" / "h100-sxm" / "traces"
+TRACES = Path(__file__).parents[3] / "data" / "h100-sxm" / "traces"
 GPT_B1 = TRACES / "gpt_b1.pt.trace.json.gz"
 
 
@@ -57,7 +58,7 @@ def test_variants_are_named_as_the_harness_names_them():
 def test_a_trace_is_told_from_other_files(tmp_path):
     assert is_trace_file(GPT_B1) and not is_trace_file(TRACES / "gpt_b1.et.json.gz")
     assert not is_trace_file(TRACES / "traces.json")
-    assert len(records.load(GPT_B1)) == len(read_trace_records(GPT_B1))
+    assert len(fit_cli.load_all([GPT_B1])) == len(read_trace_records(GPT_B1))
     (tmp_path / "t.json").write_text('{"traceEvents": []}')
     with pytest.raises(DataError):
         read_trace_records(tmp_path / "t.json")
