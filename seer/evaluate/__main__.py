@@ -18,6 +18,10 @@
 --set traces      PyTorch profiler traces (default: data/*/traces and ../shared/datasets/traces):
                   kernel time linked to ops, step time replayed with measured and with
                   predicted kernel times (for GPUs seer has fits for).
+--set trace-loo   leave one trace out (seer.evaluate.trace_loo): fits of the harness records
+                  (--data, default data/h100-sxm) and the other traces of --traces (default
+                  <data>/traces) predict each trace: kernel time per op kind and the step's
+                  kernel sum vs measured, beside the harness-only fits and the step-to-step noise.
 Metrics as docs/results.md (Metrics) defines them (seer.evaluate.metrics); --out writes them as JSON (fractions) or CSV.
 """
 
@@ -77,12 +81,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set",
         required=True,
-        choices=["I", "II", "analytical", "noise", "models", "traces", "transfer"],
-        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "transfer") else s.upper(),
+        choices=["I", "II", "analytical", "noise", "models", "traces", "trace-loo", "transfer"],
+        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "trace-loo", "transfer") else s.upper(),
         help="which evaluation",
     )
     ap.add_argument(
         "--data", type=data_path, help="records to evaluate on (default: as python -m seer.fit; --set models: graphs)"
+    )
+    ap.add_argument("--traces", help="set trace-loo: a folder of traces with traces.json (default: <data>/traces)")
+    ap.add_argument(
+        "--autotune", action="store_true", help="set trace-loo: predict the fastest algorithms, not the launched ones"
     )
     ap.add_argument("--fits", help="fits folder or file (default: the bundled fits, seer.fitsfile.FITS_DIR)")
     ap.add_argument("--gpu", help='only this GPU (a GPU the table lacks: described, "name=...,cc=8.6,sms=84,...")')
@@ -142,6 +150,10 @@ def _main(args: argparse.Namespace) -> int:
         from seer.evaluate.transfer import run_set_transfer
 
         return run_set_transfer(args)
+    if args.set == "trace-loo":
+        from seer.evaluate.trace_loo import run_set_trace_loo
+
+        return run_set_trace_loo(args)
     if args.set == "traces":
         from seer.evaluate.models import run_set_traces
 

@@ -64,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         "from (--replace overrides). Example: python -m seer.fit --data ../shared/datasets/neusight/bmm",
     )
     ap.add_argument(
-        "--data", type=data_path, help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, or a folder"
+        "--data",
+        type=data_path,
+        action="append",
+        help="records: a harness CSV, a NeuSight CSV or folder, a SEER .xlsx, a PyTorch profiler trace, a folder "
+        "of traces with its traces.json, or a folder; repeat it to fit several together "
+        "(--data data/h100-sxm --data data/h100-sxm/traces)",
     )
     ap.add_argument("--gpu", help="only this GPU (also names the GPU of SEER workbooks, which carry none)")
     ap.add_argument(
@@ -100,17 +105,19 @@ def _main(args: argparse.Namespace) -> int:
         raise SeerError(f"--jobs must be at least 1, got {args.jobs}")
     if args.out is not None:
         writable_dir(args.out, "--out")  # before loading and fitting, not after them
-    path = args.data if args.data is not None else default_data()
-    if args.data is None:
-        print(f"seer.fit: data from {path}")
-    rec = training_records(records.load(path, gpu=args.gpu))
+    given = args.data or []
+    sources = list(given) if given else [default_data()]
+    if not given:
+        print(f"seer.fit: data from {sources[0]}")
+    path = " + ".join(str(p) for p in sources)
+    rec = training_records(load_all(sources, args.gpu))
     if rec.empty:
         raise SeerError(f"no training records in {path} (Test-set-II rows are never trained on)")
     if args.gpu:
         rec = gpus.rows_of(rec, args.gpu)
         if rec.empty:
             raise SeerError(f"no records of GPU {args.gpu!r} in {path}")
-    data = paths.shown(path)
+    data = " + ".join(paths.shown(p) for p in sources)
     folder, note = _out_dir(args.out, data, _slugs(rec), args.replace)
     out_dir = writable_dir(folder, "--out")  # before the fit, not after it
     t0 = time.perf_counter()
@@ -145,6 +152,19 @@ def _main(args: argparse.Namespace) -> int:
             )
     print(f"fitted {len(docs)} GPU(s) in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def load_all(sources: list[Path], gpu: str | None = None) -> pd.DataFrame:
+    """The records of every source together (harness, NeuSight, traces: one schema)."""
+    from seer.workload import trace_records  # a __main__ may reach the workload stage; seer.fit may not
+
+    frames = [
+        trace_records.read_traces(p)
+        if trace_records.is_trace_folder(p) or (p.is_file() and trace_records.is_trace_file(p))
+        else records.load(p, gpu=gpu)
+        for p in sources
+    ]
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def _slugs(rec: pd.DataFrame) -> list[str]:

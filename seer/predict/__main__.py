@@ -45,7 +45,7 @@ FORMATS = ("json", "csv")
 TRACE_DESCRIPTION = (
     "seer trace TRACE [--gpu GPU]: a profiler trace's ops and step time on a GPU (seer.predict on a trace)."
 )
-TABLE = ["name", "site", "shapes", "kind", "direction", "count", "measured_ms", "predicted_ms", "total_ms"]
+TABLE = ["name", "site", "shapes", "kind", "direction", "count", "measured_ms", "predicted_ms", "total_ms", "assumed"]
 
 
 def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
@@ -74,6 +74,13 @@ def main(argv: list[str] | None = None, *, trace: bool = False) -> int:
         "--format=csv` output, or a JSON of --gpu's keys; what the table lacks is assumed and said",
     )
     ap.add_argument("--et", help="execution trace of the same run (shapes for a trace recorded without them)")
+    ap.add_argument(
+        "--autotune",
+        action="store_true",
+        help="time each GEMM and convolution as the fastest fitted algorithm (an autotuned run: "
+        "torch.backends.cudnn.benchmark = True) instead of the kernel profiler traces saw the framework "
+        "launch for the nearest shape (the default where the fits learnt one; column 'assumed')",
+    )
     ap.add_argument("--top", type=int, default=15, help="how many of the longest ops to list (default: %(default)s)")
     ap.add_argument(
         "--out",
@@ -180,7 +187,9 @@ def _main(args: argparse.Namespace, trace: bool = False) -> int:
         args.gpu = described if pairs or not args.gpu else args.gpu
     if args.gpu:
         args.gpu = known_gpu(args.gpu)
-    mt = _live(args) if live else model_time(Path(args.model), args.gpu, execution_trace=args.et)
+    mt = (
+        _live(args) if live else model_time(Path(args.model), args.gpu, execution_trace=args.et, autotune=args.autotune)
+    )
     to_stdout = args.out == "-"
     with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
         report(mt, args.top)

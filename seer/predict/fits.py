@@ -24,6 +24,7 @@ from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.models.launched import FASTEST, LAUNCHED
 from seer.predict import gemms
 from seer.predict.inputs import Configs, algorithm_list, frame
 from seer.predict.physics import floor_ms, floors_by_algorithm
@@ -216,15 +217,52 @@ class Fits:
             )
         return float(out[0]) if single else pd.Series(out, index=_index(configs, len(df)), name="time_ms")
 
-    def predict_frame(self, configs: Configs = None, **config) -> pd.DataFrame:
+    def predict_frame(self, configs: Configs = None, *, autotune: bool = False, **config) -> pd.DataFrame:
         """predict, with what qualifies each answer: one row per config (the input's index)
         with time_ms, extrapolated (outside the fitted range of a per-variant model), floor_ms
         (the least time the datasheet allows) and raised (the model predicted less: time_ms is
-        the floor), and timed_as (the op of the fits that timed it: a GEMM may be asked as
-        gemm, bmm or linear)."""
+        the floor), timed_as (the op of the fits that timed it: a GEMM may be asked as gemm, bmm
+        or linear), and, for a GEMM or convolution that names no algorithm, what it assumed:
+        `assumed` is "launched" (the kernel profiler traces saw the framework launch for the
+        nearest traced shape, seer.models.launched: the default where the fits learnt one within
+        the trust distance) or "fastest" (the fastest fitted algorithm, what an autotuned run gets
+        with torch.backends.cudnn.benchmark = True: always with `autotune`; a convolution's algorithm
+        may then be left out), "given" where the row names its algorithm, "" for other ops;
+        `kernel` the variant key the time is of ("" where no variant model timed it)."""
         df, _ = frame(configs, config)
-        df = self._routed(df)
-        out, inside, least = self._times(df, None, in_range=True)
+        df = self._routed(df).reset_index(drop=True)
+        n = len(df)
+        ops = df["op"].to_numpy(dtype=object)
+        algo = df["algo"].fillna("").astype(str).to_numpy(dtype=object) if "algo" in df else np.full(n, "", object)
+        variant_op = np.isin(ops, ("conv_fwd", *GEMM_OPS))
+        free = variant_op & (algo == "")
+        keys = np.full(n, "", dtype=object)
+        vp = self.variant_predictor
+        if not autotune and vp is not None and free.any():
+            for op, idx in pd.Series(ops[free]).groupby(ops[free]).indices.items():
+                rows = np.flatnonzero(free)[idx]
+                keys[rows] = vp.launched_keys(df.iloc[rows], str(op))
+        launched = keys != ""
+        conv = free & ~launched & (ops == "conv_fwd")
+        if conv.any():  # the fastest fitted algorithm: what cuDNN's autotuner picks
+            df = df.assign(algo=algo)
+            best = self.best_algorithm(df[conv])
+            df.loc[conv, "algo"] = np.asarray(best, dtype=object)
+        out, inside, least = np.full(n, np.nan), np.ones(n, dtype=bool), np.zeros(n)
+        for rows, k in ((np.flatnonzero(launched), keys), (np.flatnonzero(~launched), None)):
+            if len(rows):
+                sub = df.iloc[rows]
+                out[rows], inside[rows], least[rows] = self._times(sub, None if k is None else k[rows], in_range=True)
+        rest = np.flatnonzero(variant_op & ~launched)
+        if vp is not None and len(rest):
+            for op, idx in pd.Series(ops[rest]).groupby(ops[rest]).indices.items():
+                rows = rest[idx]
+                if op in vp.ops:
+                    try:
+                        keys[rows] = vp.choose(df.iloc[rows], str(op))
+                    except SeerError:
+                        pass
+        assumed = np.where(launched, LAUNCHED, np.where(free, FASTEST, np.where(variant_op, "given", "")))
         return pd.DataFrame(
             {
                 "time_ms": out,
@@ -232,8 +270,10 @@ class Fits:
                 "floor_ms": least,
                 "raised": (out == least) & (least > 0),
                 "timed_as": df["op"].to_numpy(dtype=object),
+                "assumed": assumed.astype(object),
+                "kernel": keys,
             },
-            index=_index(configs, len(df)),
+            index=_index(configs, n),
         )
 
     @staticmethod

@@ -5,6 +5,12 @@ fits that times the same matrix product.
 
 A linear layer on a [batch, m, k] input is one GEMM of batch * m rows (PyTorch runs addmm on
 the flattened view), so its batch is folded into its rows first.
+
+`linear` and `bmm` are row-major (PyTorch's and NeuSight's terms: C[m, n] = A[m, k] B[k, n]);
+`gemm` is cuBLAS's column-major call, which is how PyTorch runs them: its C[m, n] is PyTorch's
+C^T, so a linear or bmm row timed by `gemm` fits has m and n swapped (the harness records a
+linear layer's GEMM with m = output features and n = rows, as cuBLAS sees it, and the tile
+sizes in a kernel's name are of cuBLAS's m and n).
 """
 
 from __future__ import annotations
@@ -54,6 +60,10 @@ def route(df: pd.DataFrame, covered: Collection[str], gpu: str) -> pd.DataFrame:
     new = ops.copy()
     for i in np.flatnonzero(gemm):
         new[i] = timed_as(ops[i], int(batch[i]), covered) or ""
+    swap = gemm & (new == "gemm") & (ops != "gemm")
+    if swap.any():  # row-major linear/bmm -> cuBLAS's column-major gemm
+        m, n = df["m"].to_numpy(), df["n"].to_numpy()
+        df = df.assign(m=np.where(swap, n, m), n=np.where(swap, m, n))
     missing = np.flatnonzero(new == "")
     if len(missing):
         i = missing[0]

@@ -13,6 +13,7 @@ from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import FitOptions, VariantFit
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.models.launched import Launched
 from seer.models.memory import MemoryBoundFit
 from seer.predict.analytical import EmbeddingPredictor, MemoryPredictor
 from seer.predict.fits import Fits, by_op
@@ -28,6 +29,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         variants = {k: VariantFit.from_dict(v) for k, v in doc["variants"].items()}
         choosers = {k: Chooser.from_dict(v) for k, v in doc["choosers"].items()}
         drift = {s: Drift.from_dict(s, d) for s, d in doc.get("drift", {}).items()}
+        launched = tuple(Launched.from_dict(d) for d in doc.get("launched", []))
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     vp = VariantPredictor(
@@ -38,6 +40,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         doc.get("conv_timing"),
         FitOptions.from_dict(doc.get("options")),
         tuple(doc.get("dtypes") or (DEFAULT_DTYPE,)),  # files before dtypes were recorded: float32 data only
+        launched,
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
     predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])

@@ -25,6 +25,7 @@ from seer.models import DEFAULT, FitOptions, VariantFit, family_key
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.knn import locality_order
+from seer.models.launched import Launched
 from seer.models.support import Support
 from seer.predict.protocol import AlgorithmTimes
 
@@ -40,6 +41,7 @@ class VariantPredictor:
     conv_timing: str | None = None  # "every_algorithm" or "pick_only" (see FitOptions.trust_distance)
     options: FitOptions = DEFAULT  # what the fits were made with
     trained_dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)  # the dtypes of the rows the models learnt
+    launched: tuple[Launched, ...] = ()  # what traces saw the framework launch, per library versions (first: most)
 
     def __repr__(self) -> str:
         return f"VariantPredictor({self.gpu.slug}: {len(self.variants)} variants of {', '.join(self.ops)})"
@@ -99,6 +101,17 @@ class VariantPredictor:
             f"row {i}: the {batch.algo[i]} models of {self.gpu.name} learnt from {other} convolutions only, "
             f"no model of a {kind} one (rank_algorithms leaves such algorithms out)"
         )
+
+    def launched_keys(self, df: pd.DataFrame, op: str) -> np.ndarray:
+        """The variant key traces saw the framework launch for the nearest traced configuration of
+        each row (seer.models.launched; the library versions with the most traced kernels), ''
+        where none lies within the trust distance or its variant has no model."""
+        keys = np.full(len(df), "", dtype=object)
+        if not self.launched or op not in self.launched[0].choosers or not len(df):
+            return keys
+        batch = ConfigBatch.of(df, op)
+        keys = self.launched[0].choose(batch.logcfg, op, self.options.trust_distance)
+        return np.where(np.isin(keys, list(self.variants)), keys, "").astype(object)
 
     def predict_variant(self, df: pd.DataFrame, keys: np.ndarray) -> np.ndarray:
         """Each row's time from the model of its variant key: one matrix product per variant."""

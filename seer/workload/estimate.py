@@ -52,17 +52,13 @@ class WholeModel:
     )  # training: forward, backward (+ accumulation) on the timeline
 
 
-def _predict_group(fits: Fits, op: str, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time, outside the fitted range, the op of the fits that timed it) of configs of one seer
-    op; Fits raises a time below what the datasheet allows to that bound."""
-    if op == "conv_fwd":
-        df = df.assign(algo=fits.best_algorithm(df))
-    table = fits.predict_frame(df)
-    return (
-        table["time_ms"].to_numpy(dtype=float),
-        table["extrapolated"].to_numpy(dtype=bool),
-        table["timed_as"].to_numpy(dtype=object),
-    )
+def _predict_group(fits: Fits, op: str, df: pd.DataFrame, autotune: bool = False) -> tuple[np.ndarray, ...]:
+    """(time, outside the fitted range, the op of the fits that timed it, what it assumed, the
+    kernel variant) of configs of one seer op: a GEMM or convolution is the kernel traces saw the
+    framework launch, or the fastest fitted algorithm (`autotune`, or where no trace says;
+    Fits.predict_frame); Fits raises a time below what the datasheet allows to that bound."""
+    table = fits.predict_frame(df, autotune=autotune)
+    return tuple(table[c].to_numpy() for c in ("time_ms", "extrapolated", "timed_as", "assumed", "kernel"))
 
 
 def _seer_op(kind: str, cfg: dict, covered: set[str]) -> str | None:
@@ -82,12 +78,15 @@ def _kernels(out: pd.DataFrame, i: int, kind: str) -> list[tuple[str, dict, str]
     return [(kind, out["config"].iat[i], "")]
 
 
-def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS) -> pd.DataFrame:
+def predict_ops(
+    ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS, autotune: bool = False
+) -> pd.DataFrame:
     """The op table with `predicted_ms` (GPU time of the op's kernels, summed where it has several
     `parts`; the host dispatch time for ops that launch none), `predictor` (the seer op that
     timed each kernel, with its label: `linear[dgrad]+linear[wgrad]`), `extrapolated` (a config
-    lies outside the fitted range of the model that timed it) and, for ops seer could not time,
-    `kind` = unmodelled with the reason in `why`."""
+    lies outside the fitted range of the model that timed it), `assumed` and `kernel` (a GEMM's or
+    convolution's: the kernel the framework launches or the fastest, `autotune`: Fits.predict_frame)
+    and, for ops seer could not time, `kind` = unmodelled with the reason in `why`."""
     out = ops.copy()
     pred = np.full(len(out), np.nan)
     outside = np.zeros(len(out), dtype=bool)
@@ -100,6 +99,8 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
     t = np.full(len(items), np.nan)
     far = np.zeros(len(items), dtype=bool)
     by = np.full(len(items), "", dtype=object)
+    assumed = np.full(len(items), "", dtype=object)
+    kernel = np.full(len(items), "", dtype=object)
     failed: dict[int, str] = {}
     groups: dict[tuple[str, str], list[int]] = {}
     for j, (row, k, cfg, _) in enumerate(items):
@@ -111,12 +112,12 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
     for (op, _), idx in groups.items():
         df = pd.DataFrame([items[j][2] for j in idx]).assign(op=op)
         try:
-            t[idx], far[idx], by[idx] = _predict_group(fits, op, df)
+            t[idx], far[idx], by[idx], assumed[idx], kernel[idx] = _predict_group(fits, op, df, autotune)
         except SeerError:  # one config the model refuses: time the others one by one
             for n, j in enumerate(idx):
                 try:
-                    a, b, c = _predict_group(fits, op, df.iloc[[n]])
-                    t[j], far[j], by[j] = a[0], b[0], c[0]
+                    a, b, c, d, e = _predict_group(fits, op, df.iloc[[n]], autotune)
+                    t[j], far[j], by[j], assumed[j], kernel[j] = a[0], b[0], c[0], d[0], e[0]
                 except SeerError as exc:
                     failed.setdefault(items[j][0], str(exc))
     rows = np.array([it[0] for it in items], dtype=int)
@@ -127,12 +128,20 @@ def predict_ops(ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISP
         np.logical_or.at(outside, rows, far)
     label = [f"{b}[{it[3]}]" if it[3] else str(b) for it, b in zip(items, by)]
     predictor = np.full(len(out), "", dtype=object)
-    for row, name in zip(rows, label):
-        predictor[row] = f"{predictor[row]}+{name}" if predictor[row] else name
+    assumed_op = np.full(len(out), "", dtype=object)
+    kernel_op = np.full(len(out), "", dtype=object)
+    for target, values in ((predictor, label), (assumed_op, assumed), (kernel_op, kernel)):
+        for row, name in zip(rows, values):
+            if name:
+                target[row] = f"{target[row]}+{name}" if target[row] else name
     for row, reason in failed.items():
         kind[row], why[row], pred[row], predictor[row] = "unmodelled", reason, np.nan, ""
+        assumed_op[row] = kernel_op[row] = ""
     pred[kind == "dispatch"] = dispatch_ms
-    return out.assign(kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside)
+    return out.assign(
+        kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside, assumed=assumed_op,
+        kernel=kernel_op,
+    )  # fmt: skip
 
 
 def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:

@@ -74,7 +74,8 @@ class Trace:
         site (where in the model it was called: seer.workload.sites), direction (forward, backward or
         optimizer: seer.workload.directions).
     launches: name, ts, dur, correlation, tid, op, step.
-    kernels: name, cat, ts, dur, correlation, stream, device, launch, op, step.
+    kernels: name, cat, ts, dur, correlation, stream, device, launch, op, step, and the launch geometry the
+        event records (GEOMETRY: grid, block, registers per thread, shared memory; NaN where it has none).
     steps: name, ts, dur (the CPU side of each iteration).
     """
 
@@ -86,6 +87,24 @@ class Trace:
     step_marker: str = STEP_PREFIX
     device: str = ""  # the GPU the trace was taken on (deviceProperties), '' where not recorded
     device_props: Device | None = None  # what deviceProperties say of it (CC, SMs, memory), None where absent
+
+
+GEOMETRY = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "regs_per_thread", "smem")
+
+
+def _geometry(e: dict) -> dict[str, float]:
+    """A kernel event's launch geometry (args grid, block, registers per thread, shared memory), NaN
+    for what it does not record (copies and sets record none)."""
+    out = dict.fromkeys(GEOMETRY, math.nan)
+    for key, axes in (("grid", ("grid_x", "grid_y", "grid_z")), ("block", ("block_x", "block_y", "block_z"))):
+        v = _arg(e, key)
+        if isinstance(v, list) and len(v) == 3 and all(isinstance(x, (int, float)) for x in v):
+            out.update(zip(axes, map(float, v)))
+    for key, col in (("registers per thread", "regs_per_thread"), ("shared memory", "smem")):
+        v = _arg(e, key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[col] = float(v)
+    return out
 
 
 def _device(doc: Any, kernels: pd.DataFrame) -> Device | None:
@@ -465,6 +484,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
                     "stream": _id(e, "args.stream", _arg(e, "stream", default=e.get("tid")), i, path),
                     "device": _arg(e, "device", default=e.get("pid")),
                     "pid": e.get("pid"),
+                    **_geometry(e),
                 }
             )
     if not op_rows and not gpu_rows:
@@ -480,7 +500,7 @@ def read_trace(path: str | Path, execution_trace: str | Path | None = None) -> T
         ["name", "ts", "dur", "tid", "input_dims", "input_types", "concrete", "external_id", "module", "stack"],
     )
     launches = _frame(launch_rows, ["name", "ts", "dur", "correlation", "tid", "external_id"])
-    kernels = _frame(gpu_rows, ["name", "cat", "ts", "dur", "correlation", "stream", "device", "pid"])
+    kernels = _frame(gpu_rows, ["name", "cat", "ts", "dur", "correlation", "stream", "device", "pid", *GEOMETRY])
     kernels = kernels.drop(columns="pid")
     steps, marker = _steps(events)
 

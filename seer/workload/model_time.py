@@ -97,21 +97,24 @@ def model_time(
     fits: Fits | None = None,
     execution_trace: str | Path | None = None,
     dispatch_ms: float = DEFAULT_DISPATCH_MS,
+    autotune: bool = False,
 ) -> ModelTime:
     """Predict a graph (.csv) or a profiler trace (.json, .json.gz) on `gpu` (default: the GPU it
-    was measured on, where seer has fits for it)."""
+    was measured on, where seer has fits for it). GEMMs and convolutions run the kernel profiler
+    traces saw the framework launch for the nearest shape, or, with `autotune` (and where no trace
+    says), the fastest fitted algorithm (column `assumed`, seer.predict.Fits.predict_frame)."""
     path = data_path(path, "an existing graph (.csv) or profiler trace (.json, .json.gz)")
     if execution_trace is not None:  # checked before the long read of the trace
         data_path(execution_trace, "an existing execution trace file (.json, .json.gz)")
     if is_trace(path):
-        return _trace_time(path, gpu, fits, execution_trace)
+        return _trace_time(path, gpu, fits, execution_trace, autotune)
     if path.suffix != ".csv":
         raise SeerError(f"{path}: expected a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
     if execution_trace is not None:
         raise SeerError(f"{path}: an execution trace gives the shapes of a profiler trace's ops, not a graph's")
     g = read_graph(path)
     fits = fits or load(gpu or g.gpu)
-    ops = predict_ops(g.ops, fits, dispatch_ms)
+    ops = predict_ops(g.ops, fits, dispatch_ms, autotune)
     w = whole_model(ops, dispatch_ms, times_calls(fits))
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
     totals.update({f"predicted_ms_{d}": v for d, v in w.by_direction.items()})
@@ -128,13 +131,17 @@ def model_time(
         "measured_ms",
         "predicted_ms",
         "predictor",
+        "assumed",
+        "kernel",
         "extrapolated",
         "why",
     ]
     return ModelTime(path, fits.gpu.name, g.gpu, ops[cols], totals, fits=provenance(fits))
 
 
-def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None) -> ModelTime:
+def _trace_time(
+    path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None, autotune: bool = False
+) -> ModelTime:
     from seer.workload.kineto import kernel_ops, read_trace
     from seer.workload.replay import replay
 
@@ -175,7 +182,7 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
             "measured_ms": kops["kernel_ms"],
         }
     )
-    ops = predict_ops(table, fits)
+    ops = predict_ops(table, fits, autotune=autotune)
     # ops that launched kernels but map to no kernel kind (a dispatch name that did launch): measured
     timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
     pred_op = np.where(timed, ops["predicted_ms"].to_numpy(float), ops["measured_ms"].to_numpy(float))
@@ -206,7 +213,7 @@ def _trace_time(path: Path, gpu: str | None, fits: Fits | None, et: str | Path |
     sums = usual.groupby("step")["measured_ms"].sum()
     first = in_step[in_step["step"] == (sums - sums.median()).abs().idxmin()]
     cols = ["name", "site", "shapes", "direction", "kind", "count", "measured_ms", "predicted_ms", "predictor",
-            "extrapolated", "why"]  # fmt: skip
+            "assumed", "kernel", "extrapolated", "why"]  # fmt: skip
     note = note if same else ""  # says how the predicted GPU was found, not one --gpu replaced
     return ModelTime(
         path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note, fits=provenance(fits)

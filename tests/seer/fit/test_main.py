@@ -176,3 +176,14 @@ def test_a_failed_write_is_one_line_and_leaves_the_old_file(data, monkeypatch, c
     one_line(capsys, "seer.fit: ", f"{out / 't4.json'} cannot be written", words, "unchanged")
     assert (out / "t4.json").read_bytes() == before
     assert sorted(p.name for p in out.iterdir()) == ["t4.json"]  # no temporary file left
+
+
+def test_fits_traces_beside_harness_records(tmp_path):
+    data = pathlib.Path(__file__).parents[3] / "data" / "h100-sxm"
+    args = ["--data", str(data / "gemm_layers.csv"), "--data", str(data / "traces" / "gpt_b8.pt.trace.json.gz")]
+    assert fit_cli.main([*args, "--out", str(tmp_path), "--quiet"]) == 0
+    doc = json.loads((tmp_path / "h100-sxm.json").read_text())
+    assert "gpt_b8.pt.trace.json.gz" in doc["dataset"]["sources"] and " + " in doc["dataset"]["path"]
+    (launched,) = doc["launched"]
+    assert launched["versions"]["torch_version"] == "2.11.0+cu130" and "gemm" in launched["choosers"]
+    assert set(launched["choosers"]["gemm"]["labels"]) <= set(doc["variants"])

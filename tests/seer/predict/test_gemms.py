@@ -20,7 +20,8 @@ def test_a_linear_layers_batch_is_folded_before_it_is_routed():
     df = pd.DataFrame(dict(op=["linear", "bmm", "softmax"], batch=[8, 8, 8], m=[64, 64, 64], n=[5, 5, 5], k=[7, 7, 7]))
     out = route(df, {"gemm", "softmax"}, "a GPU")
     assert list(out["op"]) == ["gemm", "gemm", "softmax"]
-    assert list(out["m"]) == [512, 64, 64] and list(out["batch"]) == [1, 8, 8]
+    # timed by cuBLAS's gemm: row-major m and n swapped (the linear's 512 rows are cuBLAS's n)
+    assert list(out["n"]) == [512, 64, 5] and list(out["m"]) == [5, 5, 64] and list(out["batch"]) == [1, 8, 8]
     assert folded(df.iloc[1:]).equals(df.iloc[1:])  # nothing to fold: the same frame
 
 
@@ -30,3 +31,11 @@ def test_no_gemm_to_stand_for_a_row_is_one_sentence_naming_it():
         SeerError, match=r"config row 1: the fits for X time no GEMM .* 'bmm' with batch 8 \(they cover linear\)"
     ):
         route(df, {"linear"}, "X")
+
+
+def test_only_rows_timed_by_cublas_gemm_fits_are_swapped():
+    df = pd.DataFrame(dict(op=["linear", "gemm"], batch=[1, 1], m=[4096, 10], n=[2304, 20], k=[768, 30]))
+    out = route(df, {"gemm"}, "a GPU")
+    assert list(out["m"]) == [2304, 10] and list(out["n"]) == [4096, 20]  # a gemm row is cuBLAS's already
+    same = route(df.iloc[:1], {"linear"}, "a GPU")  # NeuSight's linear fits: row-major, as asked
+    assert list(same["m"]) == [4096] and list(same["n"]) == [2304]

@@ -5,8 +5,11 @@ the prediction interface was unified. The test recomputes it; on the machine tha
 the values were equal bit for bit, elsewhere a BLAS may round the last bit differently.
 Rewritten once on purpose since (2026-11-25): answers faster than the datasheet allows raised to
 that bound, a linear layer's batch folded into its rows, filter shapes an algorithm never ran
-refused (seer.predict.physics, seer.models.support)."""
-
+refused (seer.predict.physics, seer.models.support). Rewritten again (issue 28): a `linear` or
+`bmm` row timed by cuBLAS `gemm` fits has m and n swapped to cuBLAS's column-major terms, as the
+harness records them (seer.predict.gemms); only h100-sxm/bmm and h100-sxm/linear moved. And (issue
+29): the transferred L4's GEMMs capped by its power budget (seer.hardware.power); only l4's GEMM
+entries moved."""
 from __future__ import annotations
 
 from pathlib import Path

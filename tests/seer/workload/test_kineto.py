@@ -430,3 +430,13 @@ def test_execution_trace_gives_arguments_0d_tensors_and_tensor_lists(tmp_path):
     assert ko["tensor_lists"].iat[2] == [[[16, 3, 3, 3], [16]]] * 2 and ko["dtype"].iat[2] == "float32"
     assert ko["concrete"].iat[2] == ["", "", "-0.1"]
     assert ko["memcpy"].tolist() == ["", "", "", "h2d"] and ko["pageable"].tolist() == [False] * 3 + [True]
+
+
+def test_kernels_carry_their_launch_geometry():
+    path = Path(__file__).parents[3] / "data" / "h100-sxm" / "traces" / "gpt_b1.pt.trace.json.gz"
+    k = read_trace(path).kernels
+    gemm = k[k["name"].str.contains("xmma_gemm")]
+    assert len(gemm) and (gemm["grid_x"] >= 1).all() and (gemm["block_x"] >= 1).all()
+    assert (gemm["regs_per_thread"] > 0).all() and gemm["smem"].notna().all()
+    copies = k[k["cat"] == "memcpy"]
+    assert copies["grid_x"].isna().all()  # a copy has no launch geometry
