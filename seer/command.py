@@ -40,10 +40,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         "seer.predict.__main__", "python -m seer.predict", "a whole model's time on a GPU, from a graph or a trace"
     ),
     "trace": Subcommand(
-        "seer.predict.__main__",
-        "python -m seer.predict",
-        "a PyTorch profiler trace's ops and step time on a GPU",
-        entry="trace_main",
+        "seer.trace.__main__",
+        "python -m seer.trace",
+        "a PyTorch profiler trace: its ops and step time, or kernel by kernel (summary, augment, diff)",
     ),
     "collect": Subcommand(
         "cudnn_bench.__main__",
@@ -62,7 +61,7 @@ def usage() -> str:
         "GPU kernel and whole-model time predictions (SEER-style per-variant models).\n\n"
         "subcommands:\n" + "\n".join(lines) + "\n\n"
         "`seer SUBCOMMAND --help` explains each. Each is also `python -m MODULE`:\n"
-        "seer, seer.fit, seer.evaluate, seer.predict (predict and trace), cudnn_bench collect.\n"
+        "seer, seer.fit, seer.evaluate, seer.predict, seer.trace, cudnn_bench collect.\n"
     )
 
 
