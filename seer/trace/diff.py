@@ -43,7 +43,7 @@ def compare(a: Explained, b: Explained, by: str) -> pd.DataFrame:
     """A vs B grouped by `by` ("name": kernels, "op_name": ops), COLUMNS after the key, largest
     absolute change in time first."""
     sa, sb = _side(a, by), _side(b, by)
-    t = sa.join(sb, how="outer", lsuffix="_a", rsuffix="_b", sort=False)
+    t = sa.add_suffix("_a").join(sb.add_suffix("_b"), how="outer", sort=False)
     in_a, in_b = t["count_a"].notna().to_numpy(), t["count_b"].notna().to_numpy()
     for c in ("count_a", "count_b"):
         t[c] = t[c].fillna(0).astype(np.int64)

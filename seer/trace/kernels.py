@@ -6,9 +6,10 @@ launching op mapped by seer.workload.ops and timed by the GPU's fits), shared am
 kernels, as the `split` column says:
 
 - `one`: the op launched one kernel and seer times it as one: the op's FLOPs, bytes and time;
-- `part`: seer times the op as several kernels (`Mapped.parts`: a convolution's dgrad and wgrad)
-  and it launched as many: each kernel takes one part, a part whose label (dgrad, wgrad) its name
-  carries first, the others in launch order;
+- `part`: seer times the op as several kernels (`Mapped.parts`: a convolution's dgrad and wgrad, a
+  norm's dx and dgamma/dbeta) and it launched as many (memsets and copies aside, which then get
+  none): each kernel takes one part, a part whose label (dgrad, wgrad) its name carries first, the
+  others in launch order;
 - `time`: any other count: the op's FLOPs, bytes and time shared in proportion to the kernels'
   measured durations (equal shares where they all last 0);
 - `none`: no prediction: a kernel no op launched (its launch lies outside every cpu op), or whose
@@ -159,16 +160,22 @@ def _kernel_table(trace, ops: pd.DataFrame, fits: Fits, spec: GPUSpec) -> pd.Dat
     nbytes = np.where(has & counted[r], op_bytes[r] * share, np.nan)
     pred = np.where(has, op_pred[r] * share, np.nan)
     split = np.where(has, np.where(n_kern[r] == 1, "one", "time"), "none").astype(object)
-    # ops of several parts that launched one kernel per part: each kernel its part
-    multi = (n_units > 1) & (n_units == n_kern)
+    col = {c: ops[c].to_numpy(object) for c in ("kind", "shapes", "why")}
+    why = np.where(linked, col["why"][r], "launched outside every cpu op").astype(object)
+    # ops of several parts that launched one kernel per part (memsets and copies aside): each kernel its part
+    is_kernel = k["cat"].to_numpy(object) == "kernel"
+    n_compute = np.bincount(krow[linked & is_kernel], minlength=len(ops))
+    multi = (n_units > 1) & (n_units == n_compute)
     if multi.any():
         times = _part_times(units, multi, fits)
         starts = np.concatenate([[0], np.cumsum(n_units)])
         names = k["name"].to_numpy(object)
-        for i, idx in pd.Series(np.flatnonzero(linked)).groupby(krow[linked]).groups.items():
-            if not multi[i]:
-                continue
-            kid = np.flatnonzero(linked)[np.asarray(idx)]  # the op's kernels, in start order
+        where = np.flatnonzero(linked & multi[r])
+        for i, idx in pd.Series(where).groupby(krow[where]).groups.items():
+            kid = where[np.asarray(idx)]  # the op's GPU events, in start order
+            helpers, kid = kid[~is_kernel[kid]], kid[is_kernel[kid]]
+            flops[helpers], nbytes[helpers], pred[helpers], split[helpers] = np.nan, np.nan, np.nan, "none"
+            why[helpers] = "a memset or copy inside an op seer times as its kernels' parts"
             parts = _match([u.label for u in units[i]], [names[j] for j in kid])
             for j, p in zip(kid, parts):
                 w = starts[i] + p
@@ -180,7 +187,6 @@ def _kernel_table(trace, ops: pd.DataFrame, fits: Fits, spec: GPUSpec) -> pd.Dat
     op_name = np.where(linked, tops["name"].to_numpy(object)[opi] if len(tops) else "", "")
     site = np.where(linked, tops["site"].to_numpy(object)[opi] if len(tops) else "", "")
     direction = np.where(linked, tops["direction"].to_numpy(object)[opi] if len(tops) else "", "")
-    col = {c: ops[c].to_numpy(object) for c in ("kind", "shapes", "why")}
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(pred > 0, dur / pred, np.nan)
     return pd.DataFrame(
@@ -203,7 +209,7 @@ def _kernel_table(trace, ops: pd.DataFrame, fits: Fits, spec: GPUSpec) -> pd.Dat
             "predicted_us": pred,
             "ratio": ratio,
             **roof,
-            "why": np.where(linked, col["why"][r], "launched outside every cpu op"),
+            "why": why,
         },
         columns=COLUMNS,
     )

@@ -18,7 +18,7 @@ def steps(total: int, desc: str, enabled: bool = True) -> Iterator[Callable[[str
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=None if enabled else True, leave=False,
-               bar_format="{desc}: {n_fmt}/{total_fmt} {postfix} [{elapsed}]")  # fmt: skip
+               bar_format="{desc}: {n_fmt}/{total_fmt}{postfix} [{elapsed}]")  # fmt: skip
     started = False
 
     def stage(name: str) -> None:

@@ -270,9 +270,12 @@ def _step_of(ts: np.ndarray, steps: pd.DataFrame) -> np.ndarray:
     return np.where(ok, i, -1).astype(np.int64)
 
 
+_INT = {int}
+
+
 def _shape(x: Any) -> list[int]:
     """A tensor's shape as ints; [] for anything that is not one (scalars, lists of scalars, tensor lists)."""
-    if type(x) is list and all(type(v) is int for v in x):  # exact types: a bool is no size (and this is hot)
+    if type(x) is list and (not x or set(map(type, x)) == _INT):  # exact types: a bool is no size (this is hot)
         return list(x)
     return []
 

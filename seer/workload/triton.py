@@ -68,8 +68,8 @@ def _triton(c: OpCall) -> Mapped | None:
         return Mapped("bmm" if cfg["op"] == "bmm" else "linear", {**cfg, "dtype": c.dtype}, label="triton template")
     nbytes = float(DTYPE_BYTES.get(c.dtype, 4)) * sum(math.prod(s) for s in t)
     kind = "reduction" if c.op.startswith(REDUCTIONS) else "elementwise"
-    cols = max(t, key=math.prod)[-1]
-    return moved(nbytes, cols, c.dtype, f"triton: {len(t)} tensors in and out", kind)
+    # one column: the stream's bytes exact to an element (a streamed kernel's time does not depend on its rows)
+    return moved(nbytes, 1, c.dtype, f"triton: {len(t)} tensors in and out", kind)
 
 
 PREFIXES[PREFIX] = _triton
