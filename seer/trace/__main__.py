@@ -13,13 +13,13 @@
   diff A B [--out F.csv|F.json] [--top N]
       what changed between two runs: kernel by kernel and op by op, counts, total times, roofline
       efficiency, delta and ratio, largest change first.
-  TRACE [...]
-      without a verb: seer.predict on the trace (ops, time per kind, whole step), as `seer trace`.
 
 Each verb takes --gpu (predict for that GPU; default the one the trace was taken on), --et (the
 execution trace of the same run, for a trace recorded without shapes; diff: --et-a, --et-b) and
 --no-progress (the progress bar on stderr shows only on a terminal anyway). How an op's work and
-time are shared among its kernels: seer.trace.kernels (column `split`).
+time are shared among its kernels: seer.trace.kernels (column `split`). A trace's ops and step
+time as a whole: python -m seer.predict TRACE. The `seer` command has both: `seer trace TRACE` and
+`seer trace summary|augment|diff ...`.
 
 Examples:
   python -m seer.trace summary data/h100-sxm/traces/gpt_b8.pt.trace.json.gz --top 10
@@ -41,17 +41,11 @@ from seer.cli import known_gpu, run, writable_file
 from seer.errors import SeerError
 from seer.evaluate.metrics import format_table
 
-VERBS = ("summary", "augment", "diff")
 PERCENT = ("gpu_share", "frac_peak_flops", "frac_peak_bw", "efficiency_a", "efficiency_b")
 NAME_WIDTH = 70  # kernel names are printed this long at most (--out has them whole)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in VERBS and argv[0] not in ("-h", "--help"):
-        from seer.predict.__main__ import trace_main
-
-        return trace_main(argv)
     ap = argparse.ArgumentParser(
         prog="python -m seer.trace",
         description=__doc__.split("\n\n")[0],

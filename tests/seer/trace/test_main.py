@@ -40,8 +40,13 @@ def test_diff_writes_both_tables(h100, tmp_path, capsys):
     assert levels == {"kernel", "op"}
 
 
-def test_without_a_verb_it_is_seer_predict_on_the_trace(h100, capsys):
-    assert main([str(h100 / "gpt_b1.pt.trace.json.gz"), "--top", "2"]) == 0
+def test_seer_trace_takes_the_verbs_and_stays_seer_predict_without(h100, capsys):
+    from seer import command
+
+    trace = str(h100 / "gpt_b1.pt.trace.json.gz")
+    assert command.main(["trace", "summary", trace, "--top", "2"]) == 0
+    assert "The 2 longest kernels" in capsys.readouterr().out
+    assert command.main(["trace", trace, "--top", "2"]) == 0
     assert "predicted whole model" in capsys.readouterr().out
 
 
