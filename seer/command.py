@@ -42,7 +42,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "trace": Subcommand(
         "seer.predict.__main__",
         "python -m seer.predict",
-        "a PyTorch profiler trace's ops and step time on a GPU",
+        "a PyTorch profiler trace's ops and step time; `seer trace summary|augment|diff` kernel by kernel",
         entry="trace_main",
     ),
     "collect": Subcommand(
@@ -54,6 +54,11 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 }
 
 
+# `seer trace VERB ...`: python -m seer.trace (a trace kernel by kernel) instead of seer.predict on the trace
+TRACE_VERBS = Subcommand("seer.trace.__main__", "python -m seer.trace", "a trace kernel by kernel")
+VERBS = ("summary", "augment", "diff")
+
+
 def usage() -> str:
     width = max(map(len, SUBCOMMANDS))
     lines = [f"  {name:{width}}  {sub.summary}" for name, sub in SUBCOMMANDS.items()]
@@ -62,7 +67,8 @@ def usage() -> str:
         "GPU kernel and whole-model time predictions (SEER-style per-variant models).\n\n"
         "subcommands:\n" + "\n".join(lines) + "\n\n"
         "`seer SUBCOMMAND --help` explains each. Each is also `python -m MODULE`:\n"
-        "seer, seer.fit, seer.evaluate, seer.predict (predict and trace), cudnn_bench collect.\n"
+        "seer, seer.fit, seer.evaluate, seer.predict (predict and trace), seer.trace (trace VERB),\n"
+        "cudnn_bench collect.\n"
     )
 
 
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         print(f"seer: unknown subcommand {name!r} (choose from {', '.join(SUBCOMMANDS)}){hint}", file=sys.stderr)
         return 2
+    if name == "trace" and rest and rest[0] in VERBS:
+        sub = TRACE_VERBS
     # cudnn_bench's parser names its subcommands after itself: `seer` + `collect` reads `seer collect`
     new = "seer" if sub.prefix else f"seer {name}"
     with renamed(sub.prog, new):

@@ -69,13 +69,12 @@ def _seer_op(kind: str, cfg: dict, covered: set[str]) -> str | None:
     return cfg["op"] if cfg["op"] in covered else None
 
 
-def _kernels(out: pd.DataFrame, i: int, kind: str) -> list[tuple[str, dict, str]]:
-    """(kind, config, label) of each kernel of row i: its `parts` (an op of several kernels,
+def _kernels(parts: object, config: dict, kind: str) -> list[tuple[str, dict, str]]:
+    """(kind, config, label) of each kernel of a row: its `parts` (an op of several kernels,
     seer.workload.ops.Mapped) or its own kind and config."""
-    parts = out["parts"].iat[i] if "parts" in out else None
     if parts:
-        return [(p.kind, p.config, p.label) for p in parts]
-    return [(kind, out["config"].iat[i], "")]
+        return [(p.kind, p.config, p.label) for p in parts]  # type: ignore[attr-defined]
+    return [(kind, config, "")]
 
 
 def predict_ops(
@@ -94,8 +93,10 @@ def predict_ops(
     why = out["why"].to_numpy(dtype=object).copy() if "why" in out else np.full(len(out), "", dtype=object)
     covered = set(fits.ops)  # memory-bound ops: the datasheet where not fitted
     items: list[tuple[int, str, dict, str]] = []  # (row, kind, config, label) of every kernel
+    parts = out["parts"].to_numpy(object) if "parts" in out else np.full(len(out), None, dtype=object)
+    config = out["config"].to_numpy(object)  # arrays, not a pandas lookup per row
     for i in np.flatnonzero(np.isin(kind, KERNEL_KINDS)):
-        items += [(int(i), k, c, lab) for k, c, lab in _kernels(out, int(i), kind[i])]
+        items += [(int(i), k, c, lab) for k, c, lab in _kernels(parts[i], config[i], kind[i])]
     t = np.full(len(items), np.nan)
     far = np.zeros(len(items), dtype=bool)
     by = np.full(len(items), "", dtype=object)

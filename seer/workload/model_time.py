@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -25,8 +26,11 @@ from seer.predict.resolve import provenance
 from seer.workload.directions import DIRECTIONS
 from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
 from seer.workload.graph import read_graph
-from seer.workload.ops import KERNEL_KINDS, classify
+from seer.workload.ops import KERNEL_KINDS, Mapped, classify
 from seer.workload.trace_ops import trace_params
+
+if TYPE_CHECKING:
+    from seer.workload.kineto import Trace
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 
@@ -142,51 +146,15 @@ def model_time(
 def _trace_time(
     path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None, autotune: bool = False
 ) -> ModelTime:
-    from seer.workload.kineto import kernel_ops, read_trace
+    from seer.workload.kineto import read_trace
     from seer.workload.replay import replay
 
     trace = read_trace(path, et)
     device = trace.device
-    measured_on, note = _measured_on(path, trace.device_props, must=fits is None and gpu is None)
-    if fits is None:
-        target = gpu if gpu is not None else measured_on
-        assert target is not None  # _measured_on raised where the prediction needs it
-        fits = load(target)
-    kops = kernel_ops(trace)
-    if not len(kops):
-        raise DataError(
-            str(path), None, None,
-            f"GPU kernels launched by cpu ops: none of its {len(trace.kernels)} GPU events is linked to an op "
-            "(through its launch's correlation id and an enclosing cpu_op), so there is nothing to predict",
-        )  # fmt: skip
-    mapped = [
-        classify(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, pageable))
-        for n, s, d, c, lists, copy, pageable in zip(
-            kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"],
-            kops["memcpy"], kops["pageable"],
-        )
-    ]  # fmt: skip
-    table = pd.DataFrame(
-        {
-            "name": kops["name"],
-            "site": kops["site"],
-            "direction": kops["direction"],
-            "shapes": [shapes_text(s) for s in kops["input_shapes"]],
-            "kind": [m.kind for m in mapped],
-            "config": [m.config for m in mapped],
-            "parts": [m.parts for m in mapped],
-            "why": [m.why for m in mapped],
-            "count": 1,
-            "step": kops["step"],
-            "op": kops["op"],
-            "measured_ms": kops["kernel_ms"],
-        }
-    )
-    ops = predict_ops(table, fits, autotune=autotune)
-    # ops that launched kernels but map to no kernel kind (a dispatch name that did launch): measured
+    fits, measured_on, note = trace_fits(trace, gpu, fits)
+    ops = predict_trace_ops(trace, fits, autotune=autotune)
     timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
-    pred_op = np.where(timed, ops["predicted_ms"].to_numpy(float), ops["measured_ms"].to_numpy(float))
-    ops = ops.assign(predicted_ms=pred_op)
+    pred_op = ops["predicted_ms"].to_numpy(float)
     # each kernel gets its op's predicted time in proportion to its measured share of the op
     k = trace.kernels
     ratio = pd.Series(pred_op / np.maximum(ops["measured_ms"].to_numpy(float), 1e-9), index=ops["op"].to_numpy())
@@ -218,6 +186,18 @@ def _trace_time(
     return ModelTime(
         path, fits.gpu.name, device, first[cols].reset_index(drop=True), totals, note, fits=provenance(fits)
     )
+
+
+def trace_fits(trace: Trace, gpu: str | None, fits: Fits | None) -> tuple[Fits, gpus.GPUSpec | None, str]:
+    """The fits a trace is predicted with (`fits`, else `gpu`'s, else those of the GPU it was taken
+    on), the spec of that GPU (None where the trace does not say or seer cannot describe it) and
+    what was assumed to get it."""
+    measured_on, note = _measured_on(Path(trace.path), trace.device_props, must=fits is None and gpu is None)
+    if fits is None:
+        target = gpu if gpu is not None else measured_on
+        assert target is not None  # _measured_on raised where the prediction needs it
+        fits = load(target)
+    return fits, measured_on, note
 
 
 def _measured_on(path: Path, props: Device | None, must: bool) -> tuple[gpus.GPUSpec | None, str]:
@@ -268,3 +248,54 @@ def _step_sums(ops: pd.DataFrame, timed: np.ndarray) -> dict[str, float]:
             out[f"measured_kernel_sum_ms_{d}"] = float(per[("measured", d)])
             out[f"unmodelled_ms_{d}"] = float(per[("unmodelled", d)])
     return out
+
+
+def predict_trace_ops(trace: Trace, fits: Fits, autotune: bool = False) -> pd.DataFrame:
+    """Every op of `trace` that launched GPU work (kineto.kernel_ops: one row per call, every step)
+    mapped (classify) and timed (predict_ops): name, site, direction, shapes, kind, config, parts,
+    why, count, step, op (its row of trace.ops), measured_ms, predicted_ms, predictor,
+    extrapolated, assumed, kernel. An op that launched kernels but maps to no kernel kind (a dispatch
+    name that did launch, an unmodelled op) keeps its measured time as predicted_ms. `autotune`: GEMMs
+    and convolutions as the fastest fitted algorithm, not the kernel traces saw launched."""
+    from seer.workload.kineto import kernel_ops
+
+    kops = kernel_ops(trace)
+    if not len(kops):
+        raise DataError(
+            trace.path, None, None,
+            f"GPU kernels launched by cpu ops: none of its {len(trace.kernels)} GPU events is linked to an op "
+            "(through its launch's correlation id and an enclosing cpu_op), so there is nothing to predict",
+        )  # fmt: skip
+    # a trace repeats its ops step after step: each distinct call is mapped once (Mapped is frozen)
+    memo: dict[str, Mapped] = {}
+    mapped, shapes = [], []
+    for n, s, d, c, lists, copy, pageable in zip(
+        kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"], kops["memcpy"],
+        kops["pageable"],
+    ):  # fmt: skip
+        key = repr((n, s, d, c, lists, copy, pageable))
+        m = memo.get(key)
+        if m is None:
+            m = memo[key] = classify(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, pageable))
+        mapped.append(m)
+        shapes.append(shapes_text(s))
+    table = pd.DataFrame(
+        {
+            "name": kops["name"],
+            "site": kops["site"],
+            "direction": kops["direction"],
+            "shapes": shapes,
+            "kind": [m.kind for m in mapped],
+            "config": [m.config for m in mapped],
+            "parts": [m.parts for m in mapped],
+            "why": [m.why for m in mapped],
+            "count": 1,
+            "step": kops["step"],
+            "op": kops["op"],
+            "measured_ms": kops["kernel_ms"],
+        }
+    )
+    ops = predict_ops(table, fits, autotune=autotune)
+    timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
+    pred_op = np.where(timed, ops["predicted_ms"].to_numpy(float), ops["measured_ms"].to_numpy(float))
+    return ops.assign(predicted_ms=pred_op)

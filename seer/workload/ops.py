@@ -132,12 +132,22 @@ OPS: Registry[Handler] = Registry("op")  # op name -> the handler that maps it
 register = OPS.register  # @register("name", ...) over a handler; a name already registered is refused
 
 
+# name prefix -> handler: kernels a compiler generates and names per model (seer.workload.triton: triton_)
+PREFIXES: dict[str, Handler] = {}
+
+
 def handler_of(op: str) -> tuple[str, Handler | None]:
     """The name `op` is registered under and its handler (None: no handler). An op registered as
     it is spelt comes first (copy_, fill_, zero_, addmm_: in-place ops with their own rules), else
-    the op without its in-place `_` (add_ -> add, relu_ -> relu)."""
+    the op without its in-place `_` (add_ -> add, relu_ -> relu), else a handler of its prefix
+    (`PREFIXES`)."""
     name = op if op in OPS else op.rstrip("_")
-    return name, OPS.get(name)
+    handler = OPS.get(name)
+    if handler is None:
+        prefix = next((p for p in PREFIXES if op.startswith(p)), None)
+        if prefix is not None:
+            return op, PREFIXES[prefix]
+    return name, handler
 
 
 def op_name(target: str, module: str = "") -> str:

@@ -105,6 +105,9 @@ def sites(ops: pd.DataFrame, scopes: pd.DataFrame, module: list, stack: list, ma
     op_names = ops["name"].to_numpy(object)
     out = []
     for i, rows in enumerate(within):
+        if not rows and not (isinstance(module[i], str) and module[i]) and not (isinstance(stack[i], str) and stack[i]):
+            out.append(f"{str(op_names[top[i]]).removeprefix('aten::')}#{nth[i]}")  # what the loop below gives, fast
+            continue
         notes = [names[r] for r in rows if cats[r] == "user_annotation" and names[r] != marker]
         py = [names[r] for r in rows if cats[r] == "python_function"]
         mod = module[i] if isinstance(module[i], str) and module[i] else ""

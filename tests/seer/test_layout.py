@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # front doors (python -m seer; the `seer` command, which runs the command lines by name) and shared infrastructure
 SHARED = {"__init__", "__main__", "command", "errors", "cli", "cluster"}
-STAGES = ("hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload", "evaluate")
+STAGES = ("hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload", "trace", "evaluate")
 # what each stage may import besides the shared modules (the flow, not the folder order)
 MAY_IMPORT = {
     "hardware": set(),
@@ -25,6 +25,7 @@ MAY_IMPORT = {
     "fit": {"hardware", "data", "analytical", "models", "fitsfile"},
     "predict": {"hardware", "data", "analytical", "models", "fitsfile"},
     "workload": {"hardware", "data", "analytical", "predict"},
+    "trace": {"hardware", "data", "analytical", "predict", "workload"},
     "evaluate": {"hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload"},
 }
 

@@ -1,0 +1,1 @@
+"""python -m seer.trace: explain a profiler trace kernel by kernel (augment, summary, diff)."""
