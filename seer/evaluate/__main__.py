@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
         "--set",
         required=True,
         choices=["I", "II", "analytical", "noise", "models", "traces", "transfer", "kernel-floors"],
-        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "transfer", "kernel-floors") else s.upper(),
+        type=lambda s: (
+            s if s in ("analytical", "noise", "models", "traces", "transfer", "kernel-floors") else s.upper()
+        ),
         help="which evaluation",
     )
     ap.add_argument(

@@ -21,7 +21,20 @@ from seer.errors import SeerError
 from seer.hardware.device import resolve
 from seer.workload.ops import Mapped, classify
 
-COLUMNS = ("trace", "gpu", "step", "op", "name", "kind", "fns", "n_parts", "n_kernels", "bytes", "part_bytes", "kernel_ms")
+COLUMNS = (
+    "trace",
+    "gpu",
+    "step",
+    "op",
+    "name",
+    "kind",
+    "fns",
+    "n_parts",
+    "n_kernels",
+    "bytes",
+    "part_bytes",
+    "kernel_ms",
+)
 
 
 def _memory_parts(m: Mapped) -> tuple[Mapped, ...]:
@@ -38,10 +51,11 @@ def _memory_parts(m: Mapped) -> tuple[Mapped, ...]:
 
 
 def memory_kernels(path: str | Path, execution_trace: str | Path | None = None) -> pd.DataFrame:
-    """One row per op of the trace whose kernels are all memory-bound (COLUMNS): its GPU (the slug of the trace's
-    deviceProperties, seer.hardware.device.resolve; '' where it has none), step, op row, name, kind, element-wise functions, how many kernels seer
-    times for it (`n_parts`) and the trace measured (`n_kernels`), the bytes they move (in all, and
-    per kernel seer times: `part_bytes`) and their measured time (ms)."""
+    """One row per op of the trace whose kernels are all memory-bound (COLUMNS): its GPU (the slug
+    of the trace's deviceProperties, seer.hardware.device.resolve; '' where it has none), step, op
+    row, name, kind, element-wise functions, how many kernels seer times for it (`n_parts`) and the
+    trace measured (`n_kernels`), the bytes they move (in all, and per kernel seer times:
+    `part_bytes`) and their measured time (ms)."""
     from seer.workload.kineto import kernel_ops, read_trace
     from seer.workload.trace_ops import trace_params
 
