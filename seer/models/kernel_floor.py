@@ -24,6 +24,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from seer.hardware.peaks import spec_of
 from seer.models.solver import wls_relative
 
 SCHEMA = "seer.models.kernel_floor/1"
-BUNDLED = Path(__file__).with_name("kernel_floors.json")
+BUNDLED = Path(str(files("seer.models").joinpath("kernel_floors.json")))  # package data
 KNEES = tuple(np.linspace(0.05, 0.9, 18).tolist())  # candidate quantiles of bytes splitting floor / streaming
 MIN_KERNELS = 20  # fewer single-kernel measurements of a GPU than this: no fit of its own
 MODEL = "t = max(floor, const + bytes/bw) per kernel; weights 1/t^2"

@@ -32,10 +32,9 @@ import pandas as pd
 from seer.analytical.memory import work
 from seer.data.records import GEMM_OPS, MEMORY_OPS
 from seer.errors import SeerError
-from seer.models import kernel_floor
-from seer.models.kernel_floor import KernelFloors
 from seer.predict import Fits
 from seer.predict.gemms import timed_as
+from seer.predict.kernel_level import KernelFloors, kernel_line
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
@@ -102,8 +101,7 @@ def predict_ops(
     op was timed at kernel level: memory-bound kernels by `floors`, default the bundled
     seer.models.kernel_floor, GPU time alone whatever the fits time) and, for ops seer could not
     time, `kind` = unmodelled with the reason in `why`."""
-    floors = kernel_floor.bundled() if floors is None else floors
-    line = floors.line(fits.gpu) if floors.lines else None
+    line = kernel_line(fits.gpu, floors)
     out = ops.copy()
     pred = np.full(len(out), np.nan)
     outside = np.zeros(len(out), dtype=bool)
