@@ -10,7 +10,8 @@ The host time of an op (the framework's dispatch) is the GPU's fitted dispatch
 (seer.models.kernel_floor: NeuSight's call times less the kernel-level time of the same kernels,
 which never includes the graphs' whole-model times); for a GPU without one, the median measured
 latency of the shape-only nodes of the OTHER graphs of the same GPU. Memory-bound nodes are timed
-at kernel level: per node they are scored as dispatch + kernel, as NeuSight timed them.
+at kernel level on the timeline; per node, measured as whole calls, they are scored by the fits'
+time of a call (dispatch + kernel where the fits have none).
 """
 
 from __future__ import annotations
@@ -176,9 +177,12 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
         rows = k[["source", "name", "kind", "direction", "part", "count", "measured_ms", "predicted_ms"]].assign(
             gpu=g.gpu, model=g.model
         )
-        if times_calls(fits) and "kernel_level" in k:  # a node was timed as a whole call: host + kernel
-            host = np.where(k["kernel_level"].to_numpy(dtype=bool), dispatch[g.source], 0.0)
-            rows = rows.assign(predicted_ms=rows["predicted_ms"] + host)
+        if times_calls(fits) and "call_ms" in k:  # a node measured as a whole call: the fits' call time
+            call = k["call_ms"].to_numpy(dtype=float)
+            whole = np.where(np.isfinite(call), call, k["predicted_ms"].to_numpy(dtype=float) + dispatch[g.source])
+            rows = rows.assign(
+                predicted_ms=np.where(k["kernel_level"].to_numpy(dtype=bool), whole, rows["predicted_ms"])
+            )
         if ns_nodes is not None:
             ns = ns_nodes.stack()  # (Name, direction) -> NeuSight's time
             rows = rows.assign(neusight_ms=[ns.get((n, d), np.nan) for n, d in zip(rows["name"], rows["direction"])])

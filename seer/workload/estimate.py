@@ -99,8 +99,9 @@ def predict_ops(
     timed each kernel, with its label: `linear[dgrad]+linear[wgrad]`), `extrapolated` (a config
     lies outside the fitted range of the model that timed it), `kernel_level` (every kernel of the
     op was timed at kernel level: memory-bound kernels by `floors`, default the bundled
-    seer.models.kernel_floor, GPU time alone whatever the fits time) and, for ops seer could not
-    time, `kind` = unmodelled with the reason in `why`."""
+    seer.models.kernel_floor, GPU time alone whatever the fits time; `call_ms`: what the fits give
+    for them, a whole call's time where they time calls, NaN where they do not time it) and, for
+    ops seer could not time, `kind` = unmodelled with the reason in `why`."""
     line = kernel_line(fits.gpu, floors)
     out = ops.copy()
     pred = np.full(len(out), np.nan)
@@ -118,12 +119,11 @@ def predict_ops(
     groups: dict[tuple[str, str], list[int]] = {}
     level = np.zeros(len(items), dtype=bool)
     for j, (row, k, cfg, _) in enumerate(items):
-        if line is not None and _kernel_level(cfg):
-            level[j] = True
-            continue
+        level[j] = line is not None and _kernel_level(cfg)
         op = _seer_op(k, cfg, covered)
         if op is None:
-            failed.setdefault(row, f"the fits for {fits.gpu.name} do not cover {cfg['op']}")
+            if not level[j]:
+                failed.setdefault(row, f"the fits for {fits.gpu.name} do not cover {cfg['op']}")
             continue
         groups.setdefault((op, str(cfg.get("dtype", ""))), []).append(j)
     for (op, _), idx in groups.items():
@@ -136,7 +136,9 @@ def predict_ops(
                     a, b, c = _predict_group(fits, op, df.iloc[[n]])
                     t[j], far[j], by[j] = a[0], b[0], c[0]
                 except SeerError as exc:
-                    failed.setdefault(items[j][0], str(exc))
+                    if not level[j]:
+                        failed.setdefault(items[j][0], str(exc))
+    t_call = t.copy()  # what the fits give: a whole call's time where they time calls
     if level.any():  # bytes per kernel through the GPU's kernel line
         assert line is not None
         cfgs = pd.DataFrame([items[j][2] for j in np.flatnonzero(level)])
@@ -145,6 +147,7 @@ def predict_ops(
         by[level] = "kernel:" + cfgs["op"].astype(str).to_numpy(dtype=object)
     rows = np.array([it[0] for it in items], dtype=int)
     all_level = np.zeros(len(out), dtype=bool)
+    call_ms = np.full(len(out), np.nan)
     if len(items):
         sums = np.bincount(rows, weights=np.nan_to_num(t), minlength=len(out))
         has = np.bincount(rows, minlength=len(out)) > 0
@@ -152,6 +155,7 @@ def predict_ops(
         np.logical_or.at(outside, rows, far)
         all_level = np.bincount(rows, weights=level, minlength=len(out)) == np.bincount(rows, minlength=len(out))
         all_level &= np.bincount(rows, minlength=len(out)) > 0
+        call_ms[all_level] = np.bincount(rows, weights=t_call, minlength=len(out))[all_level]
     label = [f"{b}[{it[3]}]" if it[3] else str(b) for it, b in zip(items, by)]
     predictor = np.full(len(out), "", dtype=object)
     for row, name in zip(rows, label):
@@ -160,7 +164,13 @@ def predict_ops(
         kind[row], why[row], pred[row], predictor[row] = "unmodelled", reason, np.nan, ""
     pred[kind == "dispatch"] = dispatch_ms
     return out.assign(
-        kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside, kernel_level=all_level
+        kind=kind,
+        why=why,
+        predicted_ms=pred,
+        predictor=predictor,
+        extrapolated=outside,
+        kernel_level=all_level,
+        call_ms=call_ms,
     )
 
 
