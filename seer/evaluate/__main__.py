@@ -22,6 +22,10 @@
                   (--data, default data/h100-sxm) and the other traces of --traces (default
                   <data>/traces) predict each trace: kernel time per op kind and the step's
                   kernel sum vs measured, beside the harness-only fits and the step-to-step noise.
+--set kernel-floors  memory-bound kernels of the traces (same default folders), leave one trace
+                  out: the kernel-level model (seer.models.kernel_floor) fitted on the other
+                  traces, element-wise kernel sums per step against the measured ones and their
+                  step-to-step noise; --write also refits the bundled parameters on every trace.
 Metrics as docs/results.md (Metrics) defines them (seer.evaluate.metrics); --out writes them as JSON (fractions) or CSV.
 """
 
@@ -81,8 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--set",
         required=True,
-        choices=["I", "II", "analytical", "noise", "models", "traces", "trace-loo", "transfer"],
-        type=lambda s: s if s in ("analytical", "noise", "models", "traces", "trace-loo", "transfer") else s.upper(),
+        choices=["I", "II", "analytical", "noise", "models", "traces", "trace-loo", "transfer", "kernel-floors"],
+        type=lambda s: (
+            s
+            if s in ("analytical", "noise", "models", "traces", "trace-loo", "transfer", "kernel-floors")
+            else s.upper()
+        ),
         help="which evaluation",
     )
     ap.add_argument(
@@ -107,6 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         type=workspace_bytes,
         default=None,
         help="set II: exclude algorithms needing more workspace than this many bytes (>= 0)",
+    )
+    ap.add_argument(
+        "--write",
+        action="store_true",
+        help="set kernel-floors: refit the bundled kernel floors and dispatch (seer/models/kernel_floors.json)",
     )
     args = ap.parse_args(argv)
     return run(lambda: _main(args), "seer.evaluate")
@@ -158,6 +171,10 @@ def _main(args: argparse.Namespace) -> int:
         from seer.evaluate.models import run_set_traces
 
         return run_set_traces(args)
+    if args.set == "kernel-floors":
+        from seer.evaluate.kernel_floors import run_set_kernel_floors
+
+        return run_set_kernel_floors(args)
     from seer.evaluate.analytical import report
 
     return report(args.data, args.out)

@@ -6,9 +6,12 @@ timeline (seer.workload.estimate), and both are compared with what was measured.
 NeuSight's own predictions of the same graphs lie beside the data (`neusight-predictions/`),
 they are scored on the same nodes: the bar to beat.
 
-The host time of an op (the framework's dispatch, what a shape-only node like `view` costs) is
-learned from the data: the median measured latency of the shape-only nodes of the OTHER graphs
-of the same GPU (a graph never informs its own prediction).
+The host time of an op (the framework's dispatch) is the GPU's fitted dispatch
+(seer.models.kernel_floor: NeuSight's call times less the kernel-level time of the same kernels,
+which never includes the graphs' whole-model times); for a GPU without one, the median measured
+latency of the shape-only nodes of the OTHER graphs of the same GPU. Memory-bound nodes are timed
+at kernel level on the timeline; per node, measured as whole calls, they are scored by the fits'
+time of a call (dispatch + kernel where the fits have none).
 """
 
 from __future__ import annotations
@@ -45,10 +48,19 @@ def default_graphs() -> Path:
 
 
 def dispatch_by_graph(graphs: list[Graph]) -> dict[Path, float]:
-    """Host time per op for each graph: the median measured latency of the shape-only nodes of
-    the other graphs of its GPU (DEFAULT_DISPATCH_MS where there are none)."""
+    """Host time per op for each graph: the GPU's dispatch fitted on NeuSight's calls (a call's
+    time less the kernel-level time of its kernel, seer.models.kernel_floor); for a GPU without
+    one, the median measured latency of the shape-only nodes of the other graphs of its GPU
+    (DEFAULT_DISPATCH_MS where there are none)."""
+    from seer.models.kernel_floor import bundled
+
+    fitted = bundled().dispatch_ms
     out = {}
     for g in graphs:
+        slug = gpus.lookup(g.gpu).slug
+        if slug in fitted:
+            out[g.source] = fitted[slug]
+            continue
         others = [
             h.ops.loc[(h.ops["kind"] == "dispatch") & (h.ops["measured_ms"] > 0), "measured_ms"]
             for h in graphs
@@ -167,6 +179,12 @@ def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.Data
         rows = k[["source", "name", "kind", "direction", "part", "count", "measured_ms", "predicted_ms"]].assign(
             gpu=g.gpu, model=g.model
         )
+        if times_calls(fits) and "call_ms" in k:  # a node measured as a whole call: the fits' call time
+            call = k["call_ms"].to_numpy(dtype=float)
+            whole = np.where(np.isfinite(call), call, k["predicted_ms"].to_numpy(dtype=float) + dispatch[g.source])
+            rows = rows.assign(
+                predicted_ms=np.where(k["kernel_level"].to_numpy(dtype=bool), whole, rows["predicted_ms"])
+            )
         if ns_nodes is not None:
             ns = ns_nodes.stack()  # (Name, direction) -> NeuSight's time
             rows = rows.assign(neusight_ms=[ns.get((n, d), np.nan) for n, d in zip(rows["name"], rows["direction"])])

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.records import GEMM_OPS
+from seer.analytical.memory import work
+from seer.data.records import GEMM_OPS, MEMORY_OPS
 from seer.errors import SeerError
 from seer.predict import Fits
 from seer.predict.gemms import timed_as
+from seer.predict.kernel_level import KernelFloors, kernel_line
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
@@ -77,15 +79,31 @@ def _kernels(parts: object, config: dict, kind: str) -> list[tuple[str, dict, st
     return [(kind, config, "")]
 
 
+def _kernel_level(cfg: dict) -> bool:
+    """Whether a kernel's config is a memory-bound kernel on the GPU's DRAM (timed at kernel level,
+    seer.models.kernel_floor), not a copy over the host link."""
+    op = cfg.get("op")
+    return op in MEMORY_OPS and not (op == "memcpy" and cfg.get("fn") != "d2d")
+
+
 def predict_ops(
-    ops: pd.DataFrame, fits: Fits, dispatch_ms: float = DEFAULT_DISPATCH_MS, autotune: bool = False
+    ops: pd.DataFrame,
+    fits: Fits,
+    dispatch_ms: float = DEFAULT_DISPATCH_MS,
+    floors: KernelFloors | None = None,
+    autotune: bool = False,
 ) -> pd.DataFrame:
     """The op table with `predicted_ms` (GPU time of the op's kernels, summed where it has several
     `parts`; the host dispatch time for ops that launch none), `predictor` (the seer op that
     timed each kernel, with its label: `linear[dgrad]+linear[wgrad]`), `extrapolated` (a config
     lies outside the fitted range of the model that timed it), `assumed` and `kernel` (a GEMM's or
-    convolution's: the kernel the framework launches or the fastest, `autotune`: Fits.predict_frame)
-    and, for ops seer could not time, `kind` = unmodelled with the reason in `why`."""
+    convolution's: the kernel the framework launches or the fastest, `autotune`: Fits.predict_frame),
+    `kernel_level` (every kernel of the
+    op was timed at kernel level: memory-bound kernels by `floors`, default the bundled
+    seer.models.kernel_floor, GPU time alone whatever the fits time; `call_ms`: what the fits give
+    for them, a whole call's time where they time calls, NaN where they do not time it) and, for
+    ops seer could not time, `kind` = unmodelled with the reason in `why`."""
+    line = kernel_line(fits.gpu, floors)
     out = ops.copy()
     pred = np.full(len(out), np.nan)
     outside = np.zeros(len(out), dtype=bool)
@@ -104,10 +122,13 @@ def predict_ops(
     kernel = np.full(len(items), "", dtype=object)
     failed: dict[int, str] = {}
     groups: dict[tuple[str, str], list[int]] = {}
+    level = np.zeros(len(items), dtype=bool)
     for j, (row, k, cfg, _) in enumerate(items):
+        level[j] = line is not None and _kernel_level(cfg)
         op = _seer_op(k, cfg, covered)
         if op is None:
-            failed.setdefault(row, f"the fits for {fits.gpu.name} do not cover {cfg['op']}")
+            if not level[j]:
+                failed.setdefault(row, f"the fits for {fits.gpu.name} do not cover {cfg['op']}")
             continue
         groups.setdefault((op, str(cfg.get("dtype", ""))), []).append(j)
     for (op, _), idx in groups.items():
@@ -120,13 +141,26 @@ def predict_ops(
                     a, b, c, d, e = _predict_group(fits, op, df.iloc[[n]], autotune)
                     t[j], far[j], by[j], assumed[j], kernel[j] = a[0], b[0], c[0], d[0], e[0]
                 except SeerError as exc:
-                    failed.setdefault(items[j][0], str(exc))
+                    if not level[j]:
+                        failed.setdefault(items[j][0], str(exc))
+    t_call = t.copy()  # what the fits give: a whole call's time where they time calls
+    if level.any():  # bytes per kernel through the GPU's kernel line
+        assert line is not None
+        cfgs = pd.DataFrame([items[j][2] for j in np.flatnonzero(level)])
+        cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in cfgs]
+        t[level] = line.time(work(cfgs[cols])["bytes"].to_numpy(dtype=float))
+        by[level] = "kernel:" + cfgs["op"].astype(str).to_numpy(dtype=object)
     rows = np.array([it[0] for it in items], dtype=int)
+    all_level = np.zeros(len(out), dtype=bool)
+    call_ms = np.full(len(out), np.nan)
     if len(items):
         sums = np.bincount(rows, weights=np.nan_to_num(t), minlength=len(out))
         has = np.bincount(rows, minlength=len(out)) > 0
         pred[has] = sums[has]
         np.logical_or.at(outside, rows, far)
+        all_level = np.bincount(rows, weights=level, minlength=len(out)) == np.bincount(rows, minlength=len(out))
+        all_level &= np.bincount(rows, minlength=len(out)) > 0
+        call_ms[all_level] = np.bincount(rows, weights=t_call, minlength=len(out))[all_level]
     label = [f"{b}[{it[3]}]" if it[3] else str(b) for it, b in zip(items, by)]
     predictor = np.full(len(out), "", dtype=object)
     assumed_op = np.full(len(out), "", dtype=object)
@@ -140,9 +174,16 @@ def predict_ops(
         assumed_op[row] = kernel_op[row] = ""
     pred[kind == "dispatch"] = dispatch_ms
     return out.assign(
-        kind=kind, why=why, predicted_ms=pred, predictor=predictor, extrapolated=outside, assumed=assumed_op,
+        kind=kind,
+        why=why,
+        predicted_ms=pred,
+        predictor=predictor,
+        extrapolated=outside,
+        assumed=assumed_op,
         kernel=kernel_op,
-    )  # fmt: skip
+        kernel_level=all_level,
+        call_ms=call_ms,
+    )
 
 
 def timeline(host_ms: np.ndarray, gpu_ms: np.ndarray) -> float:
@@ -192,7 +233,9 @@ def whole_model(ops: pd.DataFrame, dispatch_ms: float = DEFAULT_DISPATCH_MS, hos
     host = np.full(len(order), dispatch_ms)
     # on the timeline an op's host call overlaps the previous kernels: the GPU's share is the rest
     host_part = dispatch_ms if host_in_times else 0.0
-    device = np.where(kernel, np.maximum(gpu - host_part, KERNEL_FLOOR_MS), gpu)[order]
+    level = ops["kernel_level"].to_numpy(dtype=bool) if "kernel_level" in ops else np.zeros(len(ops), dtype=bool)
+    call = kernel & ~level  # kernel-level times are the GPU's already: nothing to take off
+    device = np.where(call, np.maximum(gpu - host_part, KERNEL_FLOOR_MS), gpu)[order]
     total = timeline(host, device)
     n_forward = int((~back[order]).sum())
     forward = timeline(host[:n_forward], device[:n_forward])

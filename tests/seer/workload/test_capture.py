@@ -43,7 +43,7 @@ def test_an_mlp_is_predicted_per_op_and_whole_on_two_gpus():
         mt = predict_model(mlp(), torch.randn(32, 64), gpu)
         k = kernels(mt.ops)
         assert (k["predicted_ms"] > 0).all() and list(k["kind"]) == ["linear", "elementwise", "linear"]
-        assert k["predictor"].iloc[1] == "elementwise" and k["predictor"].iloc[0] in ("linear", "gemm")
+        assert k["predictor"].iloc[1] == "kernel:elementwise" and k["predictor"].iloc[0] in ("linear", "gemm")
         assert mt.totals["predicted_ms"] > 0 and mt.totals["kernel_sum_ms"] > 0
         assert not (mt.ops["kind"] == "unmodelled").any()
 

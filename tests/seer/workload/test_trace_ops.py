@@ -192,8 +192,8 @@ def test_the_trace_ops_predict_with_their_predictors():
     out = predict_ops(t, load("h100-sxm"))
     assert out["predictor"].tolist() == [
         "conv_fwd[dgrad]+conv_fwd[wgrad as forward]",
-        "elementwise[2 list(s) of 1 tensors, 4096 elements]",
-        "elementwise[dy (+ indices) in, dx out]",
+        "kernel:elementwise[2 list(s) of 1 tensors, 4096 elements]",
+        "kernel:elementwise[dy (+ indices) in, dx out]",
     ]
     assert (out["predicted_ms"] > 0).all()
 
