@@ -14,6 +14,7 @@ the bundled parameters, seer/models/kernel_floors.json.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ import pandas as pd
 from seer.errors import SeerError
 from seer.evaluate.metrics import format_table
 from seer.evaluate.report import write_out
-from seer.models.kernel_floor import BUNDLED, KernelFloors, fit_dispatch, fit_kernel_floors
+from seer.models.kernel_floor import BUNDLED, KernelFloors, fit_dispatch, fit_kernel_floors, op_times
 
 ELEMENTWISE_KINDS = ("elementwise",)
 
@@ -45,15 +46,6 @@ def read_kernels(files: list[tuple[Path, Path | None]], log=print) -> pd.DataFra
     return pd.concat(frames, ignore_index=True)
 
 
-def predicted(kernels: pd.DataFrame, floors: KernelFloors) -> np.ndarray:
-    """Each op's kernel time (ms): its kernels' bytes through its GPU's line."""
-    out = np.zeros(len(kernels))
-    for gpu, idx in kernels.groupby("gpu").indices.items():
-        line = floors.line(str(gpu))
-        out[idx] = [float(line.time(np.asarray(b)).sum()) for b in kernels["part_bytes"].iloc[idx]]
-    return out
-
-
 def _steps(t: pd.DataFrame) -> pd.DataFrame:
     """Per step (profiler steps; one pseudo-step where a trace has none): measured and predicted sums."""
     real = t[t["step"] >= 0] if (t["step"] >= 0).any() else t
@@ -70,7 +62,7 @@ def leave_one_out(kernels: pd.DataFrame, kinds: tuple[str, ...] = ELEMENTWISE_KI
         floors = fit_kernel_floors(train, tuple(sorted(set(train["trace"]))))
         gpu = str(test["gpu"].iat[0])
         line = floors.line(gpu)
-        test = test.assign(predicted_ms=predicted(test, floors))
+        test = test.assign(predicted_ms=op_times(test, floors))
         ew = _steps(test[test["kind"].isin(kinds)])
         every = _steps(test)
         m, p = ew["kernel_ms"].median(), ew["predicted_ms"].median()
@@ -104,7 +96,7 @@ def write_bundled(kernels: pd.DataFrame, path: Path = BUNDLED) -> KernelFloors:
         raise SeerError("no NeuSight data (../shared/datasets/neusight) to fit the dispatch on")
     calls = read_neusight(ns)
     calls = calls[calls["op"].isin(MEMORY_OPS) & (calls["status"] == "ok" if "status" in calls else True)]
-    floors = KernelFloors(floors.lines, fit_dispatch(calls, floors), floors.sources)
+    floors = replace(floors, dispatch_ms=fit_dispatch(calls, floors))
     path.write_text(json.dumps(floors.to_dict(), indent=1) + "\n")
     return floors
 

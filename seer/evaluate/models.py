@@ -27,8 +27,9 @@ from seer.errors import DataError, SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.report import write_out
 from seer.hardware import gpus
+from seer.predict.kernel_level import KernelFloors, bundled
 from seer.predict.resolve import provenance
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
+from seer.workload.estimate import dispatch_for, predict_ops, times_calls, whole_model
 from seer.workload.graph import Graph, graph_files, read_graph
 from seer.workload.ops import KERNEL_KINDS
 
@@ -47,27 +48,25 @@ def default_graphs() -> Path:
     return path
 
 
-def dispatch_by_graph(graphs: list[Graph]) -> dict[Path, float]:
+def dispatch_by_graph(
+    graphs: list[Graph], floors: KernelFloors | None = None, own_gpu: bool = True
+) -> dict[Path, float]:
     """Host time per op for each graph: the GPU's dispatch fitted on NeuSight's calls (a call's
-    time less the kernel-level time of its kernel, seer.models.kernel_floor); for a GPU without
-    one, the median measured latency of the shape-only nodes of the other graphs of its GPU
-    (DEFAULT_DISPATCH_MS where there are none)."""
-    from seer.models.kernel_floor import bundled
-
-    fitted = bundled().dispatch_ms
+    time less the kernel-level time of its kernel, seer.models.kernel_floor; `floors`, default the
+    bundled ones); for a GPU without one, the median measured latency of the shape-only nodes of
+    the other graphs of its GPU where `own_gpu` allows it, else the fitted GPUs' median
+    (workload.estimate.dispatch_for)."""
+    fitted = (bundled() if floors is None else floors).dispatch_ms
     out = {}
     for g in graphs:
-        slug = gpus.lookup(g.gpu).slug
-        if slug in fitted:
-            out[g.source] = fitted[slug]
-            continue
+        spec = gpus.lookup(g.gpu)
         others = [
             h.ops.loc[(h.ops["kind"] == "dispatch") & (h.ops["measured_ms"] > 0), "measured_ms"]
             for h in graphs
             if h.gpu == g.gpu and h.source != g.source
         ]
-        vals = pd.concat(others) if others else pd.Series(dtype=float)
-        out[g.source] = float(vals.median()) if len(vals) else DEFAULT_DISPATCH_MS
+        vals = pd.concat(others) if others and own_gpu and spec.slug not in fitted else pd.Series(dtype=float)
+        out[g.source] = float(vals.median()) if len(vals) else dispatch_for(spec, floors)
     return out
 
 
@@ -140,18 +139,21 @@ def _read_all(files: list[Path], log) -> tuple[list[Graph], list[tuple[Path, str
     return graphs, skipped
 
 
-def evaluate_graphs(files: list[Path], fits_for_gpu, log=print) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_graphs(
+    files: list[Path], fits_for_gpu, log=print, floors: KernelFloors | None = None, own_gpu: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(models, nodes): one row per graph and one per node (and direction, for a training step)
     that launches a kernel. Files that do not read are left out with their reason (log), and
-    listed in `models.attrs["skipped"]`."""
+    listed in `models.attrs["skipped"]`. `floors` (default the bundled kernel floors) and
+    `own_gpu` (whether a graph's GPU's other graphs may give its dispatch): dispatch_by_graph."""
     graphs, skipped = _read_all(files, log)
     if not graphs:
         raise SeerError(f"none of the {len(files)} graphs could be read; the first: {skipped[0][1]}")
-    dispatch = dispatch_by_graph(graphs)
+    dispatch = dispatch_by_graph(graphs, floors, own_gpu)
     models, nodes = [], []
     for g in graphs:
         fits = fits_for_gpu(g.gpu)
-        ops = predict_ops(g.ops, fits, dispatch[g.source])
+        ops = predict_ops(g.ops, fits, dispatch[g.source], floors)
         w = whole_model(ops, dispatch[g.source], times_calls(fits))
         ns_nodes, ns_whole = _neusight(g.source)
         measured_kernel = (ops["measured_ms"].fillna(0) * ops["count"])[ops["kind"] != "dispatch"].sum()

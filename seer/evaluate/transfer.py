@@ -107,8 +107,18 @@ def whole_models(folder: Path, fits_dir: Path, gpu: str | None = None) -> pd.Dat
         files = [f for f in files if gpus.slug_for(f.parent.name.replace("_", " ")) == want]
     if not files:
         raise SeerError(f"no graphs under {folder}" + (f" of GPU {gpu!r}" if gpu else ""))
-    models, _ = evaluate_graphs(files, transferred_fits(fits_dir), log=lambda _line: None)
-    return models
+    from seer.predict.kernel_level import bundled
+
+    fits_of = transferred_fits(fits_dir)
+    by_gpu: dict[str, list[Path]] = {}
+    for f in files:
+        by_gpu.setdefault(gpus.slug_for(f.parent.name.replace("_", " ")), []).append(f)
+    # each GPU as one nobody measured: its kernel line and dispatch from the others' too
+    parts = [
+        evaluate_graphs(fs, fits_of, log=lambda _line: None, floors=bundled().without(slug), own_gpu=False)[0]
+        for slug, fs in by_gpu.items()
+    ]
+    return pd.concat(parts, ignore_index=True)
 
 
 def models_table(models: pd.DataFrame) -> pd.DataFrame:

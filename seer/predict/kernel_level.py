@@ -4,13 +4,12 @@ moved to the GPU through its spec (seer.models.kernel_floor)."""
 
 from __future__ import annotations
 
-from seer.hardware.gpus import GPUSpec
 from seer.models.kernel_floor import KernelFloors, KernelLine, bundled
 
-__all__ = ["KernelFloors", "KernelLine", "kernel_line"]
+__all__ = ["KernelFloors", "KernelLine", "bundled", "kernel_floors"]
 
 
-def kernel_line(gpu: GPUSpec, floors: KernelFloors | None = None) -> KernelLine | None:
-    """The GPU's kernel line from `floors` (default: the bundled ones); None where none was fitted."""
+def kernel_floors(floors: KernelFloors | None = None) -> KernelFloors | None:
+    """`floors` (default: the bundled ones), None where no GPU's line was fitted."""
     floors = bundled() if floors is None else floors
-    return floors.line(gpu) if floors.lines else None
+    return floors if floors.lines else None

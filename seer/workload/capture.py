@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from seer.errors import SeerError
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
+from seer.workload.estimate import dispatch_for, predict_ops, times_calls, whole_model
 from seer.workload.model_time import ModelTime, shapes_text
 from seer.workload.ops import Mapped, classify, op_name
 from seer.workload.optimizer import optimizer_passes
@@ -406,13 +406,14 @@ def predict_capture(
     *,
     fits: Any = None,
     optimizer: str | None = "sgd",
-    dispatch_ms: float = DEFAULT_DISPATCH_MS,
+    dispatch_ms: float | None = None,
     source: str = "model",
 ) -> ModelTime:
     """A captured step's time on `gpu` (its own or transferred fits): per op and whole model."""
     from seer.predict import load_or_transfer
 
     fits = fits or load_or_transfer(gpu or "h100-sxm")
+    dispatch_ms = dispatch_for(fits.gpu) if dispatch_ms is None else dispatch_ms
     ops = predict_ops(step_table(cap, optimizer), fits, dispatch_ms)
     w = whole_model(ops, dispatch_ms, times_calls(fits))
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
@@ -443,7 +444,7 @@ def predict_model(
     optimizer: str | None = "sgd",
     loss: Callable[[Any], Any] | None = None,
     fits: Any = None,
-    dispatch_ms: float = DEFAULT_DISPATCH_MS,
+    dispatch_ms: float | None = None,
     source: str | None = None,
 ) -> ModelTime:
     """How long `module` takes on `gpu` for `example_inputs`: one inference pass, or (training)

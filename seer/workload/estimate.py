@@ -32,13 +32,22 @@ import pandas as pd
 from seer.analytical.memory import work
 from seer.data.records import GEMM_OPS, MEMORY_OPS
 from seer.errors import SeerError
+from seer.hardware.gpus import GPUSpec
 from seer.predict import Fits
 from seer.predict.gemms import timed_as
-from seer.predict.kernel_level import KernelFloors, kernel_line
+from seer.predict.kernel_level import KernelFloors, bundled, kernel_floors
 from seer.workload.ops import GEMM_KINDS, KERNEL_KINDS
 
 DEFAULT_DISPATCH_MS = 0.006  # host time of one op where no measurement says otherwise (6 us)
 KERNEL_FLOOR_MS = 0.002  # the least a launched kernel occupies the GPU (an assumed 2 us)
+
+
+def dispatch_for(gpu: GPUSpec, floors: KernelFloors | None = None) -> float:
+    """Host time of one op on `gpu` (ms): the dispatch fitted on NeuSight's calls
+    (seer.models.kernel_floor: a call's time less its kernel's), the fitted GPUs' median for
+    another GPU, DEFAULT_DISPATCH_MS where none was fitted; one rule for every whole-model path."""
+    fitted = (bundled() if floors is None else floors).dispatch(gpu)
+    return DEFAULT_DISPATCH_MS if fitted is None else fitted
 
 
 @dataclass(frozen=True)
@@ -103,7 +112,7 @@ def predict_ops(
     seer.models.kernel_floor, GPU time alone whatever the fits time; `call_ms`: what the fits give
     for them, a whole call's time where they time calls, NaN where they do not time it) and, for
     ops seer could not time, `kind` = unmodelled with the reason in `why`."""
-    line = kernel_line(fits.gpu, floors)
+    lines = kernel_floors(floors)
     out = ops.copy()
     pred = np.full(len(out), np.nan)
     outside = np.zeros(len(out), dtype=bool)
@@ -124,7 +133,7 @@ def predict_ops(
     groups: dict[tuple[str, str], list[int]] = {}
     level = np.zeros(len(items), dtype=bool)
     for j, (row, k, cfg, _) in enumerate(items):
-        level[j] = line is not None and _kernel_level(cfg)
+        level[j] = lines is not None and _kernel_level(cfg)
         op = _seer_op(k, cfg, covered)
         if op is None:
             if not level[j]:
@@ -144,11 +153,13 @@ def predict_ops(
                     if not level[j]:
                         failed.setdefault(items[j][0], str(exc))
     t_call = t.copy()  # what the fits give: a whole call's time where they time calls
-    if level.any():  # bytes per kernel through the GPU's kernel line
-        assert line is not None
-        cfgs = pd.DataFrame([items[j][2] for j in np.flatnonzero(level)])
+    if level.any():  # bytes per kernel through the GPU's kernel line, as its op's kind streams
+        assert lines is not None
+        at = np.flatnonzero(level)
+        cfgs = pd.DataFrame([items[j][2] for j in at])
         cols = [c for c in ("op", "rows", "cols", "fn", "dtype") if c in cfgs]
-        t[level] = line.time(work(cfgs[cols])["bytes"].to_numpy(dtype=float))
+        op_kind = kind[[items[j][0] for j in at]]
+        t[level] = lines.times(fits.gpu, work(cfgs[cols])["bytes"].to_numpy(dtype=float), op_kind)
         by[level] = "kernel:" + cfgs["op"].astype(str).to_numpy(dtype=object)
     rows = np.array([it[0] for it in items], dtype=int)
     all_level = np.zeros(len(out), dtype=bool)

@@ -22,9 +22,10 @@ from seer.hardware import gpus
 from seer.hardware.device import Device, resolve
 from seer.predict import Fits
 from seer.predict import load_or_transfer as load
+from seer.predict.kernel_level import KernelFloors
 from seer.predict.resolve import provenance
 from seer.workload.directions import DIRECTIONS
-from seer.workload.estimate import DEFAULT_DISPATCH_MS, predict_ops, times_calls, whole_model
+from seer.workload.estimate import dispatch_for, predict_ops, times_calls, whole_model
 from seer.workload.graph import read_graph
 from seer.workload.ops import KERNEL_KINDS, Mapped, classify
 from seer.workload.trace_ops import trace_params
@@ -100,25 +101,28 @@ def model_time(
     *,
     fits: Fits | None = None,
     execution_trace: str | Path | None = None,
-    dispatch_ms: float = DEFAULT_DISPATCH_MS,
+    dispatch_ms: float | None = None,
     autotune: bool = False,
+    floors: KernelFloors | None = None,
 ) -> ModelTime:
     """Predict a graph (.csv) or a profiler trace (.json, .json.gz) on `gpu` (default: the GPU it
     was measured on, where seer has fits for it). GEMMs and convolutions run the kernel profiler
     traces saw the framework launch for the nearest shape, or, with `autotune` (and where no trace
-    says), the fastest fitted algorithm (column `assumed`, seer.predict.Fits.predict_frame)."""
+    says), the fastest fitted algorithm (column `assumed`, seer.predict.Fits.predict_frame).
+    Memory-bound kernels by `floors` (default: the bundled seer.models.kernel_floor fit)."""
     path = data_path(path, "an existing graph (.csv) or profiler trace (.json, .json.gz)")
     if execution_trace is not None:  # checked before the long read of the trace
         data_path(execution_trace, "an existing execution trace file (.json, .json.gz)")
     if is_trace(path):
-        return _trace_time(path, gpu, fits, execution_trace, autotune)
+        return _trace_time(path, gpu, fits, execution_trace, autotune, floors)
     if path.suffix != ".csv":
         raise SeerError(f"{path}: expected a torch.fx graph (.csv) or a profiler trace (.json, .json.gz)")
     if execution_trace is not None:
         raise SeerError(f"{path}: an execution trace gives the shapes of a profiler trace's ops, not a graph's")
     g = read_graph(path)
     fits = fits or load(gpu or g.gpu)
-    ops = predict_ops(g.ops, fits, dispatch_ms, autotune)
+    dispatch_ms = dispatch_for(fits.gpu) if dispatch_ms is None else dispatch_ms
+    ops = predict_ops(g.ops, fits, dispatch_ms, floors, autotune=autotune)
     w = whole_model(ops, dispatch_ms, times_calls(fits))
     totals = {"predicted_ms": w.replay_ms, "kernel_sum_ms": w.kernel_sum_ms, "unmodelled_ms": w.unmodelled_ms}
     totals.update({f"predicted_ms_{d}": v for d, v in w.by_direction.items()})
@@ -144,7 +148,12 @@ def model_time(
 
 
 def _trace_time(
-    path: Path, gpu: str | None, fits: Fits | None, et: str | Path | None, autotune: bool = False
+    path: Path,
+    gpu: str | None,
+    fits: Fits | None,
+    et: str | Path | None,
+    autotune: bool = False,
+    floors: KernelFloors | None = None,
 ) -> ModelTime:
     from seer.workload.kineto import read_trace
     from seer.workload.replay import replay
@@ -152,7 +161,7 @@ def _trace_time(
     trace = read_trace(path, et)
     device = trace.device
     fits, measured_on, note = trace_fits(trace, gpu, fits)
-    ops = predict_trace_ops(trace, fits, autotune=autotune)
+    ops = predict_trace_ops(trace, fits, autotune=autotune, floors=floors)
     timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
     pred_op = ops["predicted_ms"].to_numpy(float)
     # each kernel gets its op's predicted time in proportion to its measured share of the op
@@ -250,7 +259,9 @@ def _step_sums(ops: pd.DataFrame, timed: np.ndarray) -> dict[str, float]:
     return out
 
 
-def predict_trace_ops(trace: Trace, fits: Fits, autotune: bool = False) -> pd.DataFrame:
+def predict_trace_ops(
+    trace: Trace, fits: Fits, autotune: bool = False, floors: KernelFloors | None = None
+) -> pd.DataFrame:
     """Every op of `trace` that launched GPU work (kineto.kernel_ops: one row per call, every step)
     mapped (classify) and timed (predict_ops): name, site, direction, shapes, kind, config, parts,
     why, count, step, op (its row of trace.ops), measured_ms, predicted_ms, predictor,
@@ -295,7 +306,7 @@ def predict_trace_ops(trace: Trace, fits: Fits, autotune: bool = False) -> pd.Da
             "measured_ms": kops["kernel_ms"],
         }
     )
-    ops = predict_ops(table, fits, autotune=autotune)
+    ops = predict_ops(table, fits, floors=floors, autotune=autotune)
     timed = ops["kind"].isin(KERNEL_KINDS).to_numpy()
     pred_op = np.where(timed, ops["predicted_ms"].to_numpy(float), ops["measured_ms"].to_numpy(float))
     return ops.assign(predicted_ms=pred_op)

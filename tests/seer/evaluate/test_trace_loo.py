@@ -12,6 +12,14 @@ from seer.evaluate import trace_loo
 DATA = Path(__file__).parents[3] / "data" / "h100-sxm"
 
 
+def floor_kernels(traces: Path) -> pd.DataFrame:
+    """The memory-bound kernels of the folder's traces alone (the default folders are slow to read)."""
+    from seer.evaluate.kernel_floors import read_kernels
+    from seer.evaluate.models import trace_files
+
+    return read_kernels(trace_files(traces), log=lambda _line: None)
+
+
 def test_each_fold_leaves_its_trace_out():
     entries = [{"file": f} for f in ("a.json", "b.json", "c.json")]
     folds = trace_loo.folds(entries)
@@ -34,8 +42,19 @@ def test_the_fits_of_a_fold_never_hold_its_trace(tmp_path, monkeypatch):
         learnt.append(set(rec["source"]))
         return seer.load("h100-sxm")
 
+    floors_from: list[set] = []
+    fit_floors = trace_loo.fit_kernel_floors
+
+    def spy_floors(kernels: pd.DataFrame):
+        floors_from.append(set(kernels["trace"]))
+        return fit_floors(kernels)
+
     monkeypatch.setattr(trace_loo, "fit_fits", spy)
+    monkeypatch.setattr(trace_loo, "fit_kernel_floors", spy_floors)
+    monkeypatch.setattr(trace_loo, "floor_kernels", lambda _t: floor_kernels(traces))
     table = trace_loo.run(DATA / "gemm_layers.csv", traces)
+    # the memory-bound kernels' floors of a fold learn from the other traces only
+    assert floors_from == [{"gpt_b8.pt.trace.json.gz"}, {"gpt_b1.pt.trace.json.gz"}]
     assert len(learnt) == 3  # the baseline, then one fit per held-out trace
     assert not any(s.endswith("trace.json.gz") for s in learnt[0])
     assert "gpt_b8.pt.trace.json.gz" in learnt[1] and "gpt_b1.pt.trace.json.gz" not in learnt[1]

@@ -12,7 +12,9 @@ from seer.models.kernel_floor import (
     bundled,
     fit_dispatch,
     fit_kernel_floors,
+    fit_kind_scales,
     fit_line,
+    op_times,
 )
 
 
@@ -82,3 +84,26 @@ def test_dispatch_is_the_call_time_less_the_kernel_and_positive():
     d = fit_dispatch(calls, floors)
     assert d["t4"] == pytest.approx(0.025)
     assert bundled().dispatch("t4") > 0
+
+
+def test_kind_scales_recover_a_kind_slower_than_plain_streaming():
+    """A kind whose kernels take 3x the floor and 2x the streaming time of the GPU's line gets
+    those scales; element-wise kernels (the line's own) keep none, and the scales round-trip."""
+    rng = np.random.default_rng(1)
+    line = KernelLine("h100-sxm", 0.002, 0.0, 2500.0)
+    floors = KernelFloors({"h100-sxm": line})
+    b = 10 ** rng.uniform(3, 9, 400)
+    kind = np.where(np.arange(400) % 2 == 0, "layer_norm", "elementwise")
+    slow = kind == "layer_norm"
+    t = np.where(slow, np.maximum(3 * 0.002, 2 * b / 2.5e9), line.time(b)) * (1 + 0.01 * rng.standard_normal(400))
+    k = pd.DataFrame({"trace": "x", "gpu": "h100-sxm", "kind": kind, "part_bytes": [(x,) for x in b],
+                      "kernel_ms": t})  # fmt: skip
+    scales = fit_kind_scales(k, floors)
+    assert set(scales) == {"layer_norm"}
+    assert scales["layer_norm"].floor == pytest.approx(3.0, rel=0.05)
+    assert scales["layer_norm"].stream == pytest.approx(2.0, rel=0.05)
+    scaled = KernelFloors(floors.lines, kinds=scales)
+    assert op_times(k, scaled) == pytest.approx(t, rel=0.1)
+    assert KernelFloors.from_dict(scaled.to_dict()).kinds == scales
+    # a kind the fit never saw streams as the line says
+    assert scaled.times("h100-sxm", np.array([1e9]), np.array(["pool"]))[0] == pytest.approx(line.time(1e9))

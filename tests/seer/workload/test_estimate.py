@@ -41,3 +41,14 @@ def bundled_dispatch_positive() -> bool:
     from seer.models.kernel_floor import bundled
 
     return all(v > 0 for v in bundled().dispatch_ms.values()) and bool(bundled().dispatch_ms)
+
+
+def test_dispatch_for_is_the_fitted_one_else_the_fitted_median_else_the_default():
+    from seer.hardware.peaks import spec_of
+    from seer.models.kernel_floor import KernelFloors
+    from seer.workload.estimate import DEFAULT_DISPATCH_MS, dispatch_for
+
+    floors = KernelFloors(dispatch_ms={"t4": 0.03, "p4": 0.05, "v100-pcie": 0.02})
+    assert dispatch_for(spec_of("t4"), floors) == 0.03
+    assert dispatch_for(spec_of("h100-sxm"), floors) == 0.03  # the median of the fitted GPUs
+    assert dispatch_for(spec_of("h100-sxm"), KernelFloors()) == DEFAULT_DISPATCH_MS
