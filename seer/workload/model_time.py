@@ -27,8 +27,8 @@ from seer.predict.resolve import provenance
 from seer.workload.directions import DIRECTIONS
 from seer.workload.estimate import dispatch_for, predict_ops, times_calls, whole_model
 from seer.workload.graph import read_graph
-from seer.workload.ops import KERNEL_KINDS, Mapped, classify
-from seer.workload.trace_ops import trace_params
+from seer.workload.ops import KERNEL_KINDS
+from seer.workload.trace_ops import map_calls
 
 if TYPE_CHECKING:
     from seer.workload.kineto import Trace
@@ -277,19 +277,8 @@ def predict_trace_ops(
             f"GPU kernels launched by cpu ops: none of its {len(trace.kernels)} GPU events is linked to an op "
             "(through its launch's correlation id and an enclosing cpu_op), so there is nothing to predict",
         )  # fmt: skip
-    # a trace repeats its ops step after step: each distinct call is mapped once (Mapped is frozen)
-    memo: dict[str, Mapped] = {}
-    mapped, shapes = [], []
-    for n, s, d, c, lists, copy, pageable in zip(
-        kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"], kops["memcpy"],
-        kops["pageable"],
-    ):  # fmt: skip
-        key = repr((n, s, d, c, lists, copy, pageable))
-        m = memo.get(key)
-        if m is None:
-            m = memo[key] = classify(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, pageable))
-        mapped.append(m)
-        shapes.append(shapes_text(s))
+    mapped = map_calls(kops)
+    shapes = [shapes_text(s) for s in kops["input_shapes"]]
     table = pd.DataFrame(
         {
             "name": kops["name"],

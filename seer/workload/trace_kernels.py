@@ -19,7 +19,7 @@ from seer.analytical.memory import work
 from seer.data.records import MEMORY_OPS
 from seer.errors import SeerError
 from seer.hardware.device import resolve
-from seer.workload.ops import Mapped, classify
+from seer.workload.ops import Mapped
 
 COLUMNS = (
     "trace",
@@ -57,19 +57,13 @@ def memory_kernels(path: str | Path, execution_trace: str | Path | None = None) 
     trace measured (`n_kernels`), the bytes they move (in all, and per kernel seer times:
     `part_bytes`) and their measured time (ms)."""
     from seer.workload.kineto import kernel_ops, read_trace
-    from seer.workload.trace_ops import trace_params
+    from seer.workload.trace_ops import map_calls
 
     trace = read_trace(path, execution_trace)
     gpu = resolve(trace.device_props)[0].slug if trace.device_props is not None else ""
     kops = kernel_ops(trace)
     rows = []
-    for r in kops.itertuples(index=False):
-        m = classify(
-            r.name,
-            r.input_shapes,
-            dtype=r.dtype or "float32",
-            params=trace_params(r.name, r.concrete, r.tensor_lists, r.memcpy, r.pageable),
-        )
+    for r, m in zip(kops.itertuples(index=False), map_calls(kops)):
         parts = _memory_parts(m)
         if not parts:
             continue

@@ -45,6 +45,7 @@ from seer.workload.ops import (
     _numel,
     _rows_cols,
     _shaped,
+    classify,
     conv_params,
     op_name,
     register,
@@ -127,6 +128,24 @@ def trace_params(
     if memcpy:
         out["memcpy"], out["pageable"] = memcpy, bool(pageable)
     return out or None
+
+
+def map_calls(kops) -> list[Mapped]:
+    """Each row of a kernel-op table (seer.workload.kineto.kernel_ops) as seer maps it (classify,
+    with what the trace says beyond its shapes: trace_params). A trace repeats its ops step after
+    step: each distinct call is mapped once (Mapped is frozen)."""
+    memo: dict[str, Mapped] = {}
+    out = []
+    for n, s, d, c, lists, copy, pageable in zip(
+        kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"], kops["memcpy"],
+        kops["pageable"],
+    ):  # fmt: skip
+        key = repr((n, s, d, c, lists, copy, pageable))
+        m = memo.get(key)
+        if m is None:
+            m = memo[key] = classify(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, pageable))
+        out.append(m)
+    return out
 
 
 def named_args(name: str, args: Sequence) -> dict:

@@ -41,8 +41,7 @@ from seer.errors import DataError
 from seer.hardware import occupancy
 from seer.hardware.device import occupancy_cc, resolve
 from seer.workload.kineto import kernel_ops, read_trace
-from seer.workload.ops import classify as classify_op
-from seer.workload.trace_ops import trace_params
+from seer.workload.trace_ops import map_calls
 
 SUITE = "trace"
 INDEX = "traces.json"  # a traces folder's index: one entry per trace (file, execution_trace, versions, flags)
@@ -144,13 +143,7 @@ def read_trace_records(
     sms = props.sms or spec.sms
     flags: dict = entry["flags"] if isinstance(entry.get("flags"), dict) else {}
     kops = kernel_ops(trace)
-    mapped = {
-        int(o): classify_op(n, s, dtype=d or "float32", params=trace_params(n, c, lists, copy, page))
-        for o, n, s, d, c, lists, copy, page in zip(
-            kops["op"], kops["name"], kops["input_shapes"], kops["dtype"], kops["concrete"], kops["tensor_lists"],
-            kops["memcpy"], kops["pageable"],
-        )
-    }  # fmt: skip
+    mapped = dict(zip(kops["op"].astype(int), map_calls(kops)))
     dtypes = dict(zip(kops["op"].astype(int), kops["dtype"]))
     k = trace.kernels
     source = path.name
