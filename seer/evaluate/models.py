@@ -60,13 +60,15 @@ def dispatch_by_graph(
     out = {}
     for g in graphs:
         spec = gpus.lookup(g.gpu)
-        others = [
-            h.ops.loc[(h.ops["kind"] == "dispatch") & (h.ops["measured_ms"] > 0), "measured_ms"]
-            for h in graphs
-            if h.gpu == g.gpu and h.source != g.source
-        ]
-        vals = pd.concat(others) if others and own_gpu and spec.slug not in fitted else pd.Series(dtype=float)
-        out[g.source] = float(vals.median()) if len(vals) else dispatch_for(spec, floors)
+        out[g.source] = dispatch_for(spec, floors)
+        if own_gpu and spec.slug not in fitted:  # its other graphs measure it
+            others = [
+                h.ops.loc[(h.ops["kind"] == "dispatch") & (h.ops["measured_ms"] > 0), "measured_ms"]
+                for h in graphs
+                if h.gpu == g.gpu and h.source != g.source
+            ]
+            vals = pd.concat(others) if others else pd.Series(dtype=float)
+            out[g.source] = float(vals.median()) if len(vals) else out[g.source]
     return out
 
 
