@@ -27,6 +27,7 @@ from seer.errors import SeerError
 from seer.fit import fit_all
 from seer.fitsfile import DEFAULT_OUT, write
 from seer.hardware import gpus
+from seer.models.chooser import Chooser
 from seer.models.memory import MIN_ROWS as MEMORY_MIN_ROWS
 
 # Where the fits of other data than the bundled files' go when --out is not given: beside the
@@ -52,6 +53,15 @@ def variant_table(doc: dict) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def choice_lines(doc: dict) -> list[str]:
+    """How each family with several variants chooses among them, one line each."""
+    out = []
+    for key, d in doc["choosers"].items():
+        if len(d["labels"]) > 1:
+            out.append(f"  {key}: {Chooser.from_dict(d).rule}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,6 +147,9 @@ def _main(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"\n{doc['gpu']['name']}: {out}")
             print(variant_table(doc).to_string(index=False))
+            rules = choice_lines(doc)
+            if rules:
+                print("variant choice (seer.models.candidates):\n" + "\n".join(rules))
         for key, n in doc["too_few_rows"].items():
             print(
                 f"warning: {slug} {key}: only {n} training rows (< {doc['options']['min_rows']}); no model, "

@@ -18,7 +18,6 @@ import pandas as pd
 
 from seer import __version__
 from seer.data import records
-from seer.data.configs import log_config
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
@@ -26,7 +25,7 @@ from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
-from seer.models.chooser import fit_chooser
+from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
@@ -93,11 +92,8 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
         g = g[g["key"].isin(list(models))]
         if len(g):
-            ch = fit_chooser(g, op, algo, g["key"]).to_dict()
-            k = _candidates(g, models, target[g.index], op)
-            if k is not None:
-                ch["candidates"] = k
-            choosers[family_key(op, algo)] = ch
+            near, tree = _rules(g, models, target[g.index], op)
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, tree).to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
@@ -125,19 +121,27 @@ def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
     return rec[named & (pd.to_numeric(rec["heuristic_rank"], errors="coerce") == 0)]
 
 
-def _candidates(g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str) -> int | None:
-    """How many nearest training configurations' variants compete in a convolution family
-    (seer.models.candidates). GEMM families keep the fastest of 5 (cuBLAS's heuristic aims at the
-    fastest kernel for each shape; leave-one-out picked fewer and NeuSight's held-out linear rows
-    came out worse on four of five GPUs)."""
+def _rules(
+    g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str
+) -> tuple[int | None, int | None]:
+    """How a convolution family's chooser proposes variants (seer.models.candidates): (the count
+    of nearest configurations that compete, by leave-one-out; the smallest leaf of the tree that
+    replaces them within the data, by cross-validation, or None). GEMM families keep the fastest
+    of the 5 nearest (cuBLAS's heuristic aims at the fastest kernel for each shape; leave-one-out
+    picked fewer and NeuSight's held-out linear rows came out worse on four of five GPUs)."""
     if op != "conv_fwd" or g["key"].nunique() < 2:
-        return None  # one variant: nothing to choose
+        return None, None  # one variant: nothing to choose
     keys = g["key"].to_numpy()
     rows = g.reset_index(drop=True)
-    scores = candidates.loo_rmspe(
-        log_config(rows, op), keys, target, lambda lab, idx: models[lab].predict(rows.iloc[idx])
-    )
-    return candidates.choose(scores)
+    pts = points_of(rows, op)
+
+    def predict(lab: str, idx: np.ndarray) -> np.ndarray:
+        return models[lab].predict(rows.iloc[idx])
+
+    k = candidates.choose(candidates.loo_rmspe(pts, keys, target, predict))
+    if k is None:
+        return None, None
+    return k, candidates.tree_leaf(pts, keys, target, predict, k, kinds=kind_of(pts, op))
 
 
 def trained_dtypes(rec: pd.DataFrame) -> list[str]:

@@ -28,9 +28,11 @@ from seer.data.records import OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES
 from seer.models import knn
+from seer.models.chooser import KINDS
 from seer.models.drift import KNOTS
 from seer.models.geometry import AXES, RULE_KINDS
 from seer.models.memory import SCHEMA as MEMORY_SCHEMA
+from seer.models.tree import LEAF
 
 GPU_FIGURES = ("fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
 CONV_TIMINGS = ("every_algorithm", "pick_only")
@@ -376,13 +378,40 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
     _, dims = _sample(op)
     if "candidates" in ch:  # nearest configurations whose variants compete (seer.models.candidates)
         c.nums([ch["candidates"]], _at(w, "candidates"), 1, 1, 64, whole=True)
-    for i, lab in enumerate(_knn_labels(c, ch, w, dims)):
+    labels = _knn_labels(c, ch, w, dims)
+    for i, lab in enumerate(labels):
         lw = _at(_at(w, "labels"), i)
         if not isinstance(lab, str) or lab not in variants:
             c.fail(lw, "the key of a fitted variant in variants", lab)
         if variants[lab].get("op") != op:
             c.fail(lw, f"a variant of op {op}", lab)
+    if "trees" in ch:  # the tree rule (seer.models.tree), one tree per kind of convolution
+        tw = _at(w, "trees")
+        c.obj(ch["trees"], tw)
+        for kind, t in ch["trees"].items():
+            if kind not in KINDS.values():
+                c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
+            _tree(c, t, _at(tw, kind), dims, len(labels))
     return op, algo
+
+
+def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
+    """A tree's nodes: equal-length lists; inner nodes split on a log-configuration axis at a
+    finite threshold and point to later nodes (so a walk ends), leaves answer a label index."""
+    c.obj(t, w)
+    c.num(c.get(t, "min_leaf", w, "a whole number >= 1"), _at(w, "min_leaf"), 1, whole=True)
+    feature = c.nums(c.get(t, "feature", w, "a list of axis indices"), _at(w, "feature"), None, LEAF, dims - 1, True)
+    n = len(feature)
+    if not n:
+        c.fail(_at(w, "feature"), "a non-empty list of axis indices", t["feature"])
+    c.nums(c.get(t, "threshold", w, f"a list of {n} numbers"), _at(w, "threshold"), n)
+    c.nums(c.get(t, "label", w, f"a list of {n} label indices"), _at(w, "label"), n, 0, labels - 1, whole=True)
+    for side in ("left", "right"):
+        child = c.nums(c.get(t, side, w, f"a list of {n} node indices"), _at(w, side), n, 0, n - 1, whole=True)
+        bad = (feature != LEAF) & (child <= np.arange(n))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            c.fail(_at(_at(w, side), i), f"a node after node {i} (a tree's children follow their parent)", t[side][i])
 
 
 def _options(c: _Doc, o: dict) -> None:

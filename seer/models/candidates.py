@@ -1,22 +1,35 @@
-"""How many nearest training configurations' variants compete for a new configuration.
+"""How a convolution algorithm's chooser proposes the variant for a new configuration.
 
-A variant chooser proposes the variants the library launched for the k nearest training
-configurations, and prediction takes the fastest of them (cuBLAS and cuDNN pick fast kernels).
-k = 1 trusts the nearest configuration alone: where a regular grid leaves a configuration
-between two of different variants, one wrong pick puts a variant's model far outside its data
-(on the H100's grid, 10 such rows of the GEMM algorithm carried most of its squared error).
-Larger k guards against that and costs accuracy where the nearest is right. k is chosen per
-convolution algorithm by leave-one-out on its training rows: each row's variant proposed by its
-k nearest other rows, its time the fastest of their models' predictions, scored by RMSPE (the
-smallest k within TOLERANCE of the best, so a tie keeps the simpler rule).
+Two rules (seer.models.chooser):
+- the nearest configurations: the variants the library launched for the k nearest training
+  configurations compete, the one its model predicts fastest taken. k = 1 trusts the nearest
+  alone: where a regular grid leaves a configuration between two of different variants, one
+  wrong pick puts a variant's model far outside its data (on the H100's grid, 10 such rows of
+  the GEMM algorithm carried most of its squared error). Larger k guards against that and costs
+  accuracy where the nearest is right. k is chosen by leave-one-out on the algorithm's training
+  rows: each row's variant proposed by its k nearest other rows, its time the fastest of their
+  models' predictions, scored by RMSPE (the smallest k within TOLERANCE of the best, so a tie
+  keeps the simpler rule). RMSPE is the judge here because the guard is against large misses.
+- a classification tree (SEER's rule, seer.models.tree), grown with leaves of at least m rows,
+  used within the trust distance of the training data only (beyond it, the nearest rule). It
+  replaces the nearest rule there where it wins a 5-fold cross-validation on the training rows
+  (each held-out row's variant proposed from the other folds' rows of its kind, grouped or not;
+  its time that variant model's prediction) scored by the mean |log(predicted/measured)|, the
+  simpler rule winning within TOLERANCE. Not RMSPE: on a thousand rows it is decided by one or
+  two rows whose wrong variant's model runs 10-20x off, whichever rule proposed it.
+The variant models predicting held-out rows were fitted on every training row: the folds judge
+the choice, not the models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.spatial import cKDTree
+
+from seer.models.tree import fit_tree
 
 CHOICES = (1, 2, 3, 5)
 TOLERANCE = 0.05  # relative RMSPE within which the smaller k wins
@@ -51,3 +64,99 @@ def choose(scores: dict[int, float], choices: Sequence[int] = CHOICES) -> int | 
         return None
     best = min(finite.values())
     return min(k for k, v in finite.items() if v <= best * (1 + TOLERANCE))
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The variants of the `size` nearest configurations (tree False), or a tree with leaves of
+    at least `size` training rows (tree True)."""
+
+    tree: bool
+    size: int
+
+    def __str__(self) -> str:
+        return f"tree, leaves >= {self.size}" if self.tree else f"nearest {self.size}"
+
+
+LEAVES = (8, 5, 3, 1)  # the trees tried, simplest (largest leaves) first
+FOLDS = 5
+
+
+def tree_leaf(
+    points: np.ndarray,
+    labels: np.ndarray,
+    times: np.ndarray,
+    predict: Callable[[str, np.ndarray], np.ndarray],
+    k: int,
+    kinds: np.ndarray | None = None,
+) -> int | None:
+    """The smallest leaf of the tree that replaces the nearest-`k` rule within the data, None
+    where none wins: the first of the nearest rule and the trees (LEAVES' order) within TOLERANCE
+    of the best cross-validated score (`cv_scores`)."""
+    rules = [Rule(False, k), *(Rule(True, m) for m in LEAVES)]
+    scores = cv_scores(points, labels, times, predict, kinds, rules)
+    finite = {r: v for r, v in scores.items() if np.isfinite(v)}
+    if not finite:
+        return None
+    best = min(finite.values())
+    win = next(r for r in rules if r in finite and finite[r] <= best * (1 + TOLERANCE))
+    return win.size if win.tree else None
+
+
+def fold_of(n: int, folds: int = FOLDS) -> np.ndarray:
+    """Each row's fold: a fixed shuffle (seed 0), so a refit of the same rows folds them alike."""
+    out = np.empty(n, dtype=int)
+    out[np.random.default_rng(0).permutation(n)] = np.arange(n) % folds
+    return out
+
+
+def cv_scores(
+    points: np.ndarray,
+    labels: np.ndarray,
+    times: np.ndarray,
+    predict: Callable[[str, np.ndarray], np.ndarray],
+    kinds: np.ndarray | None,
+    rules: Sequence[Rule],
+) -> dict[Rule, float]:
+    """Cross-validated mean |log(predicted / measured)| of each rule. `predict(label, rows)` is a
+    variant model's time for the training rows `rows`; `kinds` (grouped or not) keeps each row's
+    candidates among rows of its kind. Rows whose kind has no other fold's rows are not scored."""
+    n = len(points)
+    if not n or not rules:
+        return {}
+    kinds = np.zeros(n, dtype=bool) if kinds is None else kinds
+    uniq = list(dict.fromkeys(labels.tolist()))
+    code = np.array([uniq.index(lab) for lab in labels.tolist()], dtype=int)
+    pred = np.column_stack([predict(lab, np.arange(n)) for lab in uniq])
+    folds = fold_of(n)
+    chosen = {r: np.full(n, -1) for r in rules}
+    for f in range(FOLDS):
+        for kind in np.unique(kinds):
+            test = np.flatnonzero((folds == f) & (kinds == kind))
+            train = np.flatnonzero((folds != f) & (kinds == kind))
+            if len(test) and len(train):
+                for r in rules:
+                    chosen[r][test] = _propose(r, points, code, pred, train, test)
+    rows = np.flatnonzero(chosen[rules[0]] >= 0)
+    if not len(rows):
+        return {}
+    out = {}
+    for r in rules:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            err = np.abs(np.log(pred[rows, chosen[r][rows]] / times[rows]))
+        out[r] = float(np.mean(np.where(np.isfinite(err), err, np.inf)))
+    return out
+
+
+def _propose(
+    rule: Rule, points: np.ndarray, code: np.ndarray, pred: np.ndarray, train: np.ndarray, test: np.ndarray
+) -> np.ndarray:
+    """The label code each test row gets from the training rows under `rule`: the tree's, or
+    the fastest predicted of the k nearest's."""
+    if rule.tree:
+        return fit_tree(points[train], code[train], rule.size).predict(points[test])
+    k = min(rule.size, len(train))
+    _, idx = cKDTree(points[train]).query(points[test], k=k)
+    cand = code[train][np.asarray(idx).reshape(len(test), k)]
+    t = np.take_along_axis(pred[test], cand, axis=1)
+    return np.take_along_axis(cand, t.argmin(axis=1)[:, None], axis=1)[:, 0]

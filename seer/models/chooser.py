@@ -1,13 +1,16 @@
 """Which kernel variant the library launches for a configuration.
 
 cuDNN and cuBLAS pick a kernel (tile size, split-K) by heuristics we cannot read; the choice
-is learned from the training rows instead (SEER used a classification tree for the same
-purpose): the candidates are the variants the library launched for the nearest training
-configurations in log-configuration space. For cuBLAS, whose heuristics aim at the fastest
-kernel for each shape, the candidates of the 5 nearest configs compete and `seer.predict` takes
-the one its models predict fastest; for cuDNN's kernel choice inside one algorithm the nearest
-config's variant is taken (on NeuSight's held-out rows each rule was the better one for its
-library: cuBLAS linear on the A100 4.1% -> 3.6% median APE, conv 10.5% -> 10.8% the other way).
+is learned from the training rows instead, by one of two rules (`seer.models.candidates`
+picks one per convolution algorithm by cross-validation):
+- the nearest configurations: the variants the library launched for the k nearest training
+  configurations in log-configuration space compete and `seer.predict` takes the one its models
+  predict fastest. cuBLAS's heuristics aim at the fastest kernel for each shape, so GEMMs take
+  the fastest of the 5 nearest;
+- SEER's classification tree (`seer.models.tree`), one per kind of convolution (grouped or
+  not), where the library's choice turns on thresholds of single sizes.
+Either way the trust distance (is a configuration near the data?) is the nearest training
+configuration's distance.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from scipy.spatial import cKDTree
 
 from seer.data import configs
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
+from seer.models.tree import Tree, fit_tree
 
 CANDIDATES = {"conv_fwd": 1}  # nearest training configs whose variants compete (default 5)
 PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
@@ -117,6 +121,7 @@ class Chooser:
     points: np.ndarray  # log-configurations of training rows
     label_idx: np.ndarray  # index into labels per point
     candidates: int | None = None  # nearest training configs whose variants compete (None: CANDIDATES)
+    trees: dict[bool, Tree] = field(default_factory=dict)  # the tree rule: a tree per kind (grouped or not)
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
     # of_kind's choosers: not carried by dataclasses.replace, so a copy with other candidates builds its own
@@ -182,6 +187,46 @@ class Chooser:
         k = min(k, len(self.points))
         return np.zeros((len(logcfg), k), dtype=self.label_idx.dtype), self.within(logcfg, radius, order)
 
+    def propose(
+        self, logcfg: np.ndarray, radius: float, order: np.ndarray | None = None, inside_too: bool = True
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(label indices of each row's candidate variants, whether its nearest training config
+        lies within `radius`; all False where not `inside_too` and the chooser has no tree).
+        A chooser with trees answers its tree's variant within the radius, where it learnt the
+        library's choice, and the k nearest's variants beyond it: there the tree's thresholds
+        say nothing (a grid of batch 128 has none on the batch), and the fastest of the nearest's
+        variants follows the library's heuristic to small kernels for small problems."""
+        if not self.trees:
+            if not inside_too:
+                return self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
+            return self.nearest_within(logcfg, radius, self.k, order)
+        cand, inside = self.nearest_within(logcfg, radius, self.k, order)
+        if inside.any():
+            cand[inside] = self.tree_labels(logcfg[inside])[:, None]
+        return cand, inside
+
+    def tree_labels(self, logcfg: np.ndarray) -> np.ndarray:
+        """The label index the tree of each row's kind answers (the nearest config's label
+        where the chooser has no tree of that kind)."""
+        grouped = kind_of(logcfg, self.op)
+        out = np.empty(len(logcfg), dtype=self.label_idx.dtype)
+        for kind in (False, True):
+            rows = np.flatnonzero(grouped == kind)
+            if not len(rows):
+                continue
+            tree = self.trees.get(kind)
+            out[rows] = tree.predict(logcfg[rows]) if tree is not None else self.nearest(logcfg[rows])[1][:, 0]
+        return out
+
+    @property
+    def rule(self) -> str:
+        """How the variant is chosen, in words (what `seer.fit` reports)."""
+        near = f"the fastest of the {self.k} nearest's variants" if self.k > 1 else "the nearest's variant"
+        if not self.trees:
+            return near
+        leaf = next(iter(self.trees.values())).min_leaf
+        return f"a classification tree (leaves of >= {leaf} rows) within the trust distance, beyond it {near}"
+
     def within(self, logcfg: np.ndarray, radius: float, order: np.ndarray | None = None) -> np.ndarray:
         """Whether the nearest training config lies within `radius`: `nearest(logcfg)[0] <=
         radius`, without finding the nearest where none is that close. A few points are
@@ -214,16 +259,17 @@ class Chooser:
         of an ungrouped call, nor the reverse, so each kind of row is served by its own kind."""
         if self.op != "conv_fwd":
             return (True, True)
-        learnt = self.points[:, configs.GROUPS_COLUMN] > 0
+        learnt = kind_of(self.points, self.op)
         return (bool((~learnt).any()), bool(learnt.any()))
 
     def of_kind(self, grouped: bool) -> Chooser:
         """The chooser over the training points of one kind (grouped or not), for the rows of that kind."""
         key = "grouped" if grouped else "ungrouped"
         if key not in self._kinds:
-            keep = (self.points[:, configs.GROUPS_COLUMN] > 0) == grouped
+            keep = kind_of(self.points, self.op) == grouped
+            trees = {grouped: self.trees[grouped]} if grouped in self.trees else {}
             self._kinds[key] = Chooser(
-                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates
+                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates, trees
             )
         return self._kinds[key]
 
@@ -233,6 +279,8 @@ class Chooser:
             return np.full(len(batch), self.labels[0], dtype=object)
         if isinstance(batch, pd.DataFrame):
             batch = configs.ConfigBatch.of(batch, self.op)
+        if self.trees:
+            return np.asarray(self.labels, dtype=object)[self.tree_labels(batch.logcfg)]
         return np.asarray(self.labels, dtype=object)[self.nearest(batch.logcfg)[1][:, 0]]
 
     def to_dict(self) -> dict:
@@ -243,6 +291,7 @@ class Chooser:
             "points": encode(self.points),
             "label_idx": self.label_idx.tolist(),
             **({"candidates": self.candidates} if self.candidates is not None else {}),
+            **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
         }
 
     @property
@@ -254,7 +303,8 @@ class Chooser:
     @classmethod
     def from_dict(cls, d: dict) -> Chooser:
         points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
-        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"))
+        trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
+        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees)
 
 
 def _unsort(a: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -264,11 +314,39 @@ def _unsort(a: np.ndarray, order: np.ndarray) -> np.ndarray:
     return out
 
 
-def fit_chooser(train: pd.DataFrame, op: str, algo: str, keys: pd.Series) -> Chooser:
-    """Learn the variant choice from training rows (`keys`: each row's variant key)."""
+def fit_chooser(
+    train: pd.DataFrame,
+    op: str,
+    algo: str,
+    keys: pd.Series,
+    candidates: int | None = None,
+    tree_leaf: int | None = None,
+) -> Chooser:
+    """Learn the variant choice from training rows (`keys`: each row's variant key): the
+    nearest configurations (`candidates` of them compete), or, given `tree_leaf`, a tree per
+    kind of row grown on all of them (the smallest leaf)."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
-    pts = configs.log_config(train, op).astype(np.float32).astype(np.float64)
+    pts = points_of(train, op)
     keep = condense(pts, idx)
-    return Chooser(op, algo, labels, pts[keep], idx[keep])
+    trees = {}
+    if tree_leaf is not None:
+        kinds = kind_of(pts, op)
+        trees = {bool(g): fit_tree(pts[kinds == g], idx[kinds == g], tree_leaf) for g in np.unique(kinds)}
+    return Chooser(op, algo, labels, pts[keep], idx[keep], candidates, trees)
+
+
+KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it
+
+
+def points_of(rows: pd.DataFrame, op: str) -> np.ndarray:
+    """The log-configurations of rows as a chooser stores them (float32 values)."""
+    return configs.log_config(rows, op).astype(np.float32).astype(np.float64)
+
+
+def kind_of(points: np.ndarray, op: str) -> np.ndarray:
+    """Whether each point is a grouped convolution (False for every GEMM)."""
+    if op != "conv_fwd":
+        return np.zeros(len(points), dtype=bool)
+    return points[:, configs.GROUPS_COLUMN] > 0

@@ -213,14 +213,10 @@ class VariantPredictor:
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(variant key, time, whether the nearest fitted config lies within trust_distance) of
-        each row: among the variants the library launched for the nearest training configs, the
-        fastest predicted. `order`: knn.locality_order of the rows (a faster search)."""
-        k = ch.k
-        if with_inside:
-            cand, inside = ch.nearest_within(batch.logcfg, self.options.trust_distance, k, order)
-        else:
-            cand = ch.nearest(batch.logcfg, k, order)[1]
-            inside = np.zeros(len(batch), dtype=bool)
+        each row: among the variants the chooser proposes (Chooser.propose: its tree's, or those
+        the library launched for the nearest training configs), the fastest predicted.
+        `order`: knn.locality_order of the rows (a faster search)."""
+        cand, inside = ch.propose(batch.logcfg, self.options.trust_distance, order, inside_too=with_inside)
         n = len(batch)
         best_t = np.full(n, np.inf)
         best = np.zeros(n, dtype=int)

@@ -187,3 +187,15 @@ def test_fits_traces_beside_harness_records(tmp_path):
     (launched,) = doc["launched"]
     assert launched["versions"]["torch_version"] == "2.11.0+cu130" and "gemm" in launched["choosers"]
     assert set(launched["choosers"]["gemm"]["labels"]) <= set(doc["variants"])
+
+
+def test_the_variant_choice_of_each_family_is_said():
+    from seer import fitsfile
+
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    lines = fit_cli.choice_lines(doc)
+    several = [k for k, d in doc["choosers"].items() if len(d["labels"]) > 1]
+    assert len(lines) == len(several) and all(any(k in ln for ln in lines) for k in several)
+    trees = [k for k, d in doc["choosers"].items() if "trees" in d]
+    assert trees and all("classification tree" in next(ln for ln in lines if f"{k}:" in ln) for k in trees)
+    assert fit_cli.choice_lines({"choosers": {}}) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -343,3 +344,33 @@ def test_seer_load_refuses_bad_and_binary_files(t4_text, tmp_path):
     with pytest.raises(SeerError, match="binary.json") as info:
         seer.load(binary)
     assert "\n" not in str(info.value)
+
+
+def _tree_doc():
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    key = next(k for k, v in doc["choosers"].items() if "trees" in v)
+    return doc, doc["choosers"][key]["trees"]["ungrouped"], key
+
+
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda t: t["label"].__setitem__(0, 99), "label[0]"),
+        (lambda t: t["feature"].__setitem__(0, 14), "feature[0]"),
+        (lambda t: t["left"].__setitem__(0, 0), "left[0]"),
+        (lambda t: t["threshold"].pop(), "threshold"),
+        (lambda t: t.__setitem__("min_leaf", 0), "min_leaf"),
+    ],
+)
+def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
+    doc, tree, key = _tree_doc()
+    edit(tree)
+    with pytest.raises(SeerError, match=re.escape(f'choosers["{key}"].trees.ungrouped.{where}')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_a_tree_of_an_unknown_kind_is_refused(tmp_path):
+    doc, tree, key = _tree_doc()
+    doc["choosers"][key]["trees"]["depthwise"] = tree
+    with pytest.raises(SeerError, match="ungrouped or grouped"):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")

@@ -1,5 +1,6 @@
-"""How many nearest configurations' variants compete: chosen per convolution algorithm by
-leave-one-out, the fastest of their models taken."""
+"""How a convolution algorithm's chooser proposes variants: how many nearest configurations'
+variants compete (leave-one-out, the fastest of their models taken), and whether a
+classification tree replaces them within the data (cross-validation)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_bundled_conv_choosers_carry_their_count_and_a_bad_one_is_refused(tmp_pa
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
     conv = {k: v for k, v in doc["choosers"].items() if v["op"] == "conv_fwd" and len(v["labels"]) > 1}
     assert conv and all(v.get("candidates") in candidates.CHOICES for v in conv.values())
-    assert all("candidates" not in v for v in doc["choosers"].values() if v["op"] != "conv_fwd")
+    assert all("candidates" not in v and "trees" not in v for v in doc["choosers"].values() if v["op"] != "conv_fwd")
+    assert any("trees" in v for v in conv.values())  # the tree won somewhere on the H100's grid
     key = next(iter(conv))
     doc["choosers"][key]["candidates"] = 0
     with pytest.raises(SeerError, match="candidates"):
@@ -57,3 +59,80 @@ def test_a_copy_with_other_candidates_keeps_them_in_its_per_kind_choosers():
     assert ch.of_kind(False).candidates == ch.candidates
     one = dataclasses.replace(ch, candidates=1)  # what a transfer does (transfer.nearest_variant)
     assert one.of_kind(False).candidates == 1 and ch.of_kind(False).candidates == ch.candidates
+
+
+def _threshold_grid(seed=0):
+    """Points on a coarse grid of 3 log-sizes whose variant turns on the third alone (a >= 7),
+    as the GEMM algorithm's explicit GEMM turns on c_out >= 128: the nearest configurations
+    mislead along the other two, where the grid is finer."""
+    rng = np.random.default_rng(seed)
+    pts = np.column_stack(
+        [rng.integers(0, 12, 300) * 0.5, rng.integers(0, 12, 300) * 0.5, rng.choice([2.0, 4.0, 6.0, 7.0, 9.0], 300)]
+    )
+    labels = np.where(pts[:, 2] >= 7, "big", "small").astype(object)
+    return pts, labels
+
+
+def _wrong_is_3x(labels):
+    def predict(lab, rows):
+        return np.where(labels[rows] == lab, 1.0, 3.0)
+
+    return predict
+
+
+def test_a_tree_replaces_the_nearest_where_one_size_decides():
+    pts, labels = _threshold_grid()
+    pts[:, 2] *= 0.2  # the deciding size varies little next to the others: the nearest mislead
+    scores = candidates.cv_scores(
+        pts,
+        labels,
+        np.ones(len(pts)),
+        _wrong_is_3x(labels),
+        None,
+        [candidates.Rule(False, 1), candidates.Rule(True, 1)],
+    )
+    assert scores[candidates.Rule(True, 1)] == pytest.approx(0.0)  # the tree: every row its own variant
+    assert scores[candidates.Rule(False, 1)] > 0.1
+    assert candidates.tree_leaf(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) in candidates.LEAVES
+
+
+def test_the_nearest_stay_where_a_tree_is_no_better():
+    # variants in clusters: the nearest configuration is always right, a tree can only tie
+    pts = np.repeat(np.arange(20, dtype=float)[:, None], 5, axis=0) + np.tile(np.linspace(0, 0.1, 5), 20)[:, None]
+    labels = np.array([f"v{i % 3}" for i in range(20)], dtype=object).repeat(5)
+    assert candidates.tree_leaf(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) is None
+
+
+def test_cross_validation_keeps_each_row_among_its_kind():
+    # grouped rows (kind True) carry their own variant: no ungrouped row may be proposed it
+    pts, labels = _threshold_grid(seed=1)
+    kinds = np.arange(len(pts)) % 4 == 0
+    labels = np.where(kinds, "grouped", labels).astype(object)
+    seen = []
+
+    def predict(lab, rows):
+        seen.append(lab)
+        # only the other kind's variant is wrong: it would cost log(1e6)
+        return np.where((labels[rows] == "grouped") == (lab == "grouped"), 1.0, 1e6)
+
+    rules = [candidates.Rule(False, 3), candidates.Rule(True, 1)]
+    scores = candidates.cv_scores(pts, labels, np.ones(len(pts)), predict, kinds, rules)
+    assert set(seen) == {"grouped", "big", "small"}
+    assert all(v < np.log(1e6) / len(pts) for v in scores.values())  # not one row got the other kind's
+
+
+def test_folds_are_fixed_and_even():
+    f = candidates.fold_of(103)
+    assert (f == candidates.fold_of(103)).all()
+    assert sorted(np.bincount(f)) == [20, 20, 21, 21, 21]
+    assert (
+        candidates.cv_scores(
+            np.zeros((0, 2)),
+            np.array([], dtype=object),
+            np.zeros(0),
+            _wrong_is_3x(None),
+            None,
+            [candidates.Rule(True, 1)],
+        )
+        == {}
+    )

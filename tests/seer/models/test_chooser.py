@@ -58,3 +58,70 @@ def test_condense_keeps_boundaries():
     assert np.isin(np.flatnonzero(near), keep).mean() > 0.9
     assert len(keep) < len(pts) / 3
     assert np.allclose(knn.decode(knn.encode(pts[:5])), pts[:5].astype(np.float32))
+
+
+def _convs(n, seed=0, groups=1):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": 128,
+            "c_in": rng.choice([3, 16, 64, 128, 512, 1024], n),
+            "h_in": rng.choice([10, 40, 80, 160], n),
+            "w_in": 0,
+            "c_out": rng.choice([3, 16, 64, 128, 512, 1024], n),
+            "kh": rng.choice([1, 3, 5], n),
+            "kw": 0,
+            "stride_h": 1,
+            "stride_w": 1,
+            "pad_h": 0,
+            "pad_w": 0,
+            "dil_h": 1,
+            "dil_w": 1,
+            "groups": groups,
+        }
+    ).assign(w_in=lambda d: d["h_in"], kw=lambda d: d["kh"])
+
+
+def _explicit_from_128(df):
+    return np.where(df["c_out"] >= 128, "explicit", "direct").astype(object)
+
+
+def test_a_tree_chooser_answers_within_the_data_and_the_nearest_beyond():
+    from seer.data import configs
+
+    tr = _convs(600)
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr)), candidates=1, tree_leaf=1)
+    assert set(ch.trees) == {False}
+    q = _convs(300, seed=1)
+    assert (ch.choose(q) == _explicit_from_128(q)).all()
+    cand, inside = ch.propose(configs.log_config(q, "conv_fwd"), radius=1.5)
+    assert inside.mean() > 0.5  # (the stored points are condensed: some grid points left them)
+    assert (np.asarray(ch.labels, dtype=object)[cand[inside, 0]] == _explicit_from_128(q)[inside]).all()
+    # batch 1: seven doublings from every training config; there the nearest config's variant answers
+    far = q.assign(batch=1)
+    cand, inside = ch.propose(configs.log_config(far, "conv_fwd"), radius=1.5)
+    near = ch.nearest(configs.log_config(far, "conv_fwd"))[1]
+    assert not inside.any() and (cand == near).all()
+    back = chooser.Chooser.from_dict(ch.to_dict())
+    assert back.trees[False].min_leaf == 1 and (back.choose(q) == ch.choose(q)).all()
+    assert "classification tree" in back.rule and "nearest" in back.rule
+    assert "tree" not in chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr))).rule
+
+
+def test_each_kind_has_its_tree_and_never_answers_the_other_kinds_variant():
+    from seer.data import configs
+
+    flat, grouped = _convs(300), _convs(300, seed=2, groups=2)
+    tr = pd.concat([flat, grouped], ignore_index=True)
+    keys = np.where(tr["groups"] > 1, "grouped_direct", _explicit_from_128(tr)).astype(object)
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, tree_leaf=1)
+    assert set(ch.trees) == {False, True}
+    q = pd.concat([_convs(100, seed=3), _convs(100, seed=4, groups=2)], ignore_index=True)
+    got = ch.choose(q)
+    assert (got[q["groups"].to_numpy() > 1] == "grouped_direct").all()
+    assert "grouped_direct" not in set(got[q["groups"].to_numpy() == 1])
+    sub = ch.of_kind(True)
+    assert set(sub.trees) == {True}
+    cand, _ = sub.propose(configs.log_config(q[q["groups"] > 1], "conv_fwd"), radius=1.5)
+    assert {sub.labels[i] for i in cand.ravel()} == {"grouped_direct"}

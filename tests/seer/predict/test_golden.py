@@ -9,7 +9,10 @@ refused (seer.predict.physics, seer.models.support). Rewritten again (issue 28):
 `bmm` row timed by cuBLAS `gemm` fits has m and n swapped to cuBLAS's column-major terms, as the
 harness records them (seer.predict.gemms); only h100-sxm/bmm and h100-sxm/linear moved. And (issue
 29): the transferred L4's GEMMs capped by its power budget (seer.hardware.power); only l4's GEMM
-entries moved."""
+entries moved. And (issue 25, round 2): convolution choosers with a classification tree within the
+data (seer.models.tree, seer.models.candidates); only conv and rank entries of h100-sxm,
+a100-80gb-pcie and the L4 transferred from it moved."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,0 +1,98 @@
+"""A classification tree over log-configurations: which kernel variant the library launches.
+
+SEER chose the variant with a classification tree; seer's first choosers took the variants of
+the nearest training configurations instead. On the H100's grid the nearest configurations
+mislead where the library's choice turns on one size: cuDNN's GEMM algorithm runs its explicit
+im2col GEMM from c_out = 128 up and a direct kernel below, and a configuration between grid
+points is nearer to the wrong side in the other sizes. Axis-aligned splits find such
+thresholds (Test-set-I variant accuracy of the GEMM algorithm 88% -> 97%, of
+IMPLICIT_PRECOMP_GEMM 65% -> 96%; `seer.models.candidates` says where the tree is used).
+
+The tree is grown by scikit-learn (CART, Gini) at fit time only; a fits file stores its nodes
+and prediction walks them with numpy, so loading fits needs no scikit-learn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+LEAF = -1  # the feature index of a leaf
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The nodes of a fitted tree: a row at node i goes left where x[feature[i]] <= threshold[i],
+    else right; at a leaf (feature LEAF) its answer is label[i] (an index into the chooser's labels)."""
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    label: np.ndarray
+    min_leaf: int  # the smallest number of training rows in a leaf (how it was grown)
+
+    @cached_property
+    def depth(self) -> int:
+        depth = np.zeros(len(self.feature), dtype=int)
+        for i in range(len(self.feature)):  # parents come before their children (pre-order)
+            if self.feature[i] != LEAF:
+                depth[self.left[i]] = depth[self.right[i]] = depth[i] + 1
+        return int(depth.max())
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The label index of each row of x (log-configurations). The rows are compared as
+        float32, as scikit-learn compared its training points when it placed the thresholds."""
+        x = np.asarray(x, dtype=np.float32)
+        node = np.zeros(len(x), dtype=np.int64)
+        rows = np.arange(len(x))
+        for _ in range(self.depth):
+            f = self.feature[node]
+            inner = f != LEAF
+            if not inner.any():
+                break
+            go_left = x[rows, np.where(inner, f, 0)] <= self.threshold[node]
+            node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
+        return self.label[node]
+
+    def to_dict(self) -> dict:
+        return {
+            "min_leaf": self.min_leaf,
+            "feature": self.feature.tolist(),
+            "threshold": self.threshold.tolist(),
+            "left": self.left.tolist(),
+            "right": self.right.tolist(),
+            "label": self.label.tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Tree:
+        return cls(
+            np.asarray(d["feature"], dtype=np.int64),
+            np.asarray(d["threshold"], dtype=np.float64),
+            np.asarray(d["left"], dtype=np.int64),
+            np.asarray(d["right"], dtype=np.int64),
+            np.asarray(d["label"], dtype=np.int64),
+            int(d["min_leaf"]),
+        )
+
+
+def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int) -> Tree:
+    """Grow a tree on training points and their label indices (deterministic: a fixed seed
+    breaks ties between equally good splits, as between the height and width of square layers)."""
+    from sklearn.tree import DecisionTreeClassifier  # fit time only
+
+    clf = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=0).fit(points, label_idx)
+    t = clf.tree_
+    inner = t.children_left >= 0
+    label = np.asarray(clf.classes_, dtype=np.int64)[t.value[:, 0, :].argmax(axis=1)]
+    return Tree(
+        np.where(inner, t.feature, LEAF).astype(np.int64),
+        np.where(inner, t.threshold, 0.0),
+        np.where(inner, t.children_left, 0).astype(np.int64),
+        np.where(inner, t.children_right, 0).astype(np.int64),
+        label,
+        min_leaf,
+    )
