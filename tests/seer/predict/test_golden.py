@@ -10,9 +10,8 @@ refused (seer.predict.physics, seer.models.support). Rewritten again (issue 28):
 harness records them (seer.predict.gemms); only h100-sxm/bmm and h100-sxm/linear moved. And (issue
 29): the transferred L4's GEMMs capped by its power budget (seer.hardware.power); only l4's GEMM
 entries moved. And (issue 25, round 2): convolution choosers with a classification tree within the
-data (seer.models.tree, seer.models.candidates), and a Winograd non-fused call keyed by its data
-transform (seer.data.prepare.call_rows); only conv, rank and best entries of h100-sxm,
-a100-80gb-pcie and the transferred L4 moved."""
+data (seer.models.tree, seer.models.candidates); only conv and rank entries of h100-sxm,
+a100-80gb-pcie and the L4 transferred from it moved."""
 
 from __future__ import annotations
 
