@@ -151,8 +151,9 @@ def _values(df: pd.DataFrame, i: int, cols: tuple[str, ...]) -> str:
 def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
     """Named size arrays for every row; the vocabulary of geometry rules and features.
 
-    GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S and the
-    GEMM sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles).
+    GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S, the GEMM
+    sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles), and the
+    output's elements (NKPQ).
     """
     return dict(_shapes(df, _Columns(df)))
 
@@ -215,6 +216,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             CRS=lambda s: s["C"] * s["R"] * s["S"] / s["G"],
             T4=lambda s: s["N"] * np.ceil(s["P"] / 4) * np.ceil(s["Q"] / 4),
             T2=lambda s: s["N"] * np.ceil(s["P"] / 2) * np.ceil(s["Q"] / 2),
+            NKPQ=lambda s: s["NPQ"] * s["K"],  # output elements: a direct kernel's threads
         )
     return _Lazy(rules)
 

@@ -22,6 +22,10 @@ from seer.errors import SeerError
 from seer.models.knn import condense, decode, encode
 
 TILES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
+# Sizes a kernel covers one element per thread, up to 1024 threads to a block: cuDNN's direct
+# convolution launches ceil(NKPQ / 1024) blocks. Without them a grid learnt at batch 128 passed
+# for K x ceil(PQ / 8): right on a third of the rows, and 128x too many blocks at batch 1.
+THREAD_TILES = {"NKPQ": (512, 1024)}
 AXES = ("grid_x", "grid_y", "grid_z")
 
 
@@ -231,8 +235,9 @@ def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> 
     names = [k for k in s if k != "one" and np.all(np.isfinite(s[k]))]
     best = _Best(y)
     for e in names:
-        rows, row = _ceils(s[e], TILES)
-        best.offer([Ceil(e, t) for t in TILES], rows, row)
+        tiles = TILES + THREAD_TILES.get(e, ())
+        rows, row = _ceils(s[e], tiles)
+        best.offer([Ceil(e, t) for t in tiles], rows, row)
         if best.err == 0 and best.rule is not None:
             return best.rule
     ceils = {e2: _ceils(s[e2], TILES[1:]) for e2 in names}

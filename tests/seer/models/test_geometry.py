@@ -34,3 +34,19 @@ def test_nearest_fallback_when_no_rule_fits():
     assert (back.grid(tr)["grid_z"] == g.grid(tr)["grid_z"]).all()
     # a training row is its own nearest neighbour
     assert (g.grid(tr)["grid_z"] == tr["grid_z"].to_numpy(float)).mean() > 0.9
+
+
+def test_a_direct_kernels_grid_learnt_at_one_batch_scales_with_the_batch():
+    # cuDNN's direct convolution: one thread per output element, 1024 to a block
+    from seer.data import configs
+
+    rec = conv_records(300)
+    rec = rec.assign(batch=128)
+    out = configs.shapes(rec)["NKPQ"]
+    rec["grid_x"], rec["grid_y"], rec["grid_z"] = np.ceil(out / 1024), 1, 1
+    g = geometry.fit_geometry(rec, "conv_fwd")
+    assert g.axes["grid_x"].describe() == "ceil(NKPQ/1024)" and g.axes["grid_x"].match == 1.0
+    one = rec.assign(batch=1)
+    assert (g.grid(one)["grid_x"] == np.ceil(configs.shapes(one)["NKPQ"] / 1024)).all()
+    # the thread tiles are for the output's elements only: a GEMM's axes keep tiles of at most 256
+    assert max(r.tile for r in geometry.fit_geometry(gemm_records(300), "bmm").axes.values()) <= 256

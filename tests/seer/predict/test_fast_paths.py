@@ -260,6 +260,7 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             NK=N * K,
             CRS=C * R * S / G,
             T4=N * np.ceil(P / 4) * np.ceil(Q / 4),
+            NKPQ=N * P * Q * K,
         )
         view = {"WINOGRAD_NONFUSED": (s["T4"], K, C), "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))

@@ -11,7 +11,9 @@ harness records them (seer.predict.gemms); only h100-sxm/bmm and h100-sxm/linear
 29): the transferred L4's GEMMs capped by its power budget (seer.hardware.power); only l4's GEMM
 entries moved. And (issue 25, round 2): convolution choosers with a classification tree within the
 data (seer.models.tree, seer.models.candidates); only conv and rank entries of h100-sxm,
-a100-80gb-pcie and the L4 transferred from it moved."""
+a100-80gb-pcie and the L4 transferred from it moved. Then the direct convolution's grid,
+ceil(NKPQ/1024) (seer.models.geometry.THREAD_TILES): only h100-sxm's and the L4's GEMM and
+IMPLICIT_GEMM conv and rank entries moved."""
 
 from __future__ import annotations
 
