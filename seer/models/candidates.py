@@ -74,9 +74,6 @@ class Rule:
     tree: bool
     size: int
 
-    def __str__(self) -> str:
-        return f"tree, leaves >= {self.size}" if self.tree else f"nearest {self.size}"
-
 
 LEAVES = (8, 5, 3, 1)  # the trees tried, simplest (largest leaves) first
 FOLDS = 5

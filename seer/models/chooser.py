@@ -264,7 +264,7 @@ class Chooser:
 
     def of_kind(self, grouped: bool) -> Chooser:
         """The chooser over the training points of one kind (grouped or not), for the rows of that kind."""
-        key = "grouped" if grouped else "ungrouped"
+        key = KINDS[grouped]
         if key not in self._kinds:
             keep = kind_of(self.points, self.op) == grouped
             trees = {grouped: self.trees[grouped]} if grouped in self.trees else {}
@@ -323,8 +323,8 @@ def fit_chooser(
     tree_leaf: int | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
-    nearest configurations (`candidates` of them compete), or, given `tree_leaf`, a tree per
-    kind of row grown on all of them (the smallest leaf)."""
+    nearest configurations (`candidates` of them compete) and, given `tree_leaf` (its smallest
+    leaf), a tree per kind of row grown on all of them, which answers within the trust distance."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
