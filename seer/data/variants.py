@@ -214,6 +214,20 @@ def _fft(m, name):
     )
 
 
+@_rule(r"regular_fft_(pad|clip)<\s*\d+,\s*\d+,\s*(\d+),\s*(\d+),\s*(\d+)")
+def _fft_dse(m, name):
+    """cuDNN 9.19's FFT engine (namespace DSE): the padded forward transform before the
+    pointwise product, the inverse transform clipped to the output after it."""
+    return _kv(
+        name,
+        f"fft_{m.group(1)}",
+        "conv_fwd",
+        "FFT",
+        role="pre" if m.group(1) == "pad" else "post",
+        tag="x".join(m.group(i) for i in (2, 3, 4)),
+    )
+
+
 @_rule(r"region_transform_abc")
 def _region(m, name):
     return _kv(name, "fft_region_transform", "conv_fwd", "FFT", role="pre")

@@ -38,6 +38,26 @@ def fits_for(
     return fits
 
 
+def fitted_gpus(names, fits_dir: Path, log: Callable[[str], None] = print) -> list[str]:
+    """The data's GPUs (names) that a folder of fits has own fits for; each other one is said in
+    a note and left out (a per-kernel set scores own fits only), unless none has fits, which
+    fits_for then refuses in one sentence. A fits file (not a folder) scores all of them."""
+    names = list(names)
+    if not fits_dir.is_dir():
+        return names
+    have = [n for n in names if (fits_dir / f"{gpus.lookup(n).slug}.json").exists()]
+    if not have:
+        return names
+    for n in names:
+        if n not in have:
+            slug = gpus.lookup(n).slug
+            log(
+                f"note: {n} ({slug}) has no fits in {fits_dir}, so its rows are not scored "
+                f"(python -m seer.fit --data data/{slug} --out DIR fits them; then --fits DIR)"
+            )
+    return have
+
+
 def check_pairing(slug: str, fits: Fits, path: Path, gpu: str | None, log: Callable[[str], None] = print) -> None:
     """Fits score the data of their own GPU: another GPU's fits would pass for this one's and
     their errors for the model's. Refused in one sentence unless --gpu named the data's GPU (the

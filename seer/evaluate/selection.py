@@ -19,9 +19,10 @@ import pandas as pd
 from seer.data import paths, records
 from seer.data.prepare import prepare
 from seer.data.records.harness import UNVERIFIED
+from seer.data.records.load import record_files
 from seer.data.variants import CONV_ALGOS
 from seer.errors import SeerError
-from seer.evaluate.report import fits_for, pyplot, repeat_runs, write_out
+from seer.evaluate.report import fits_for, fitted_gpus, pyplot, repeat_runs, write_out
 from seer.hardware import gpus
 
 SELECTION_KEYS = (
@@ -76,8 +77,10 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> p
         cfg = list(records.CONV_FIELDS)
         conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
     unverified = conv["time_basis"].eq(UNVERIFIED) if "time_basis" in conv else pd.Series(False, index=conv.index)
-    dropped = set(conv.loc[unverified, "config_key"])  # a layer with a time that is no call's: not scored
-    conv = conv[~conv["config_key"].isin(list(dropped))]
+    # a layer with a time that is no call's is not scored on that GPU
+    layer = conv["gpu"].astype(str) + "/" + conv["config_key"].astype(str)
+    dropped = set(layer[unverified])
+    conv = conv[~layer.isin(list(dropped))]
     ok = conv["status"] == "ok"
     if workspace_limit is not None:
         ok &= conv["workspace_bytes"].astype("Float64").fillna(0) <= workspace_limit
@@ -308,7 +311,8 @@ def run_set_two(args) -> int:
     data = args.data
     own: list[Path] = []
     if data is None:
-        own = list(paths.OWN_DATA.glob("*/test_set_ii*.csv*"))
+        # the record files only: a collection's `<suite>.csv.superseded` blocks are no records
+        own = [p for p in record_files(paths.OWN_DATA) if p.name.startswith("test_set_ii")]
     if data is not None or own:
         rec = pd.concat([records.load(p) for p in ([data] if data else own)], ignore_index=True)
         if "suite" in rec and (rec["suite"] == "test_set_ii").any():
@@ -370,6 +374,7 @@ def run_set_two(args) -> int:
 
 
 def _run_measured(rec: pd.DataFrame, args) -> int:
+    rec = rec[rec["gpu"].isin(fitted_gpus(sorted(pd.unique(rec["gpu"])), Path(args.fits)))]
     table = measured_table(rec, args.workspace_limit)
     fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits), args.gpu) for g in pd.unique(table["gpu"])}
     pk, pred = picks(table, fits_by_gpu)

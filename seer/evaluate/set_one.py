@@ -12,7 +12,7 @@ from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.noise import rerun_line, rerun_table
-from seer.evaluate.report import evaluation_records, fits_for, write_out
+from seer.evaluate.report import evaluation_records, fits_for, fitted_gpus, write_out
 from seer.hardware import gpus
 from seer.models.drift import position
 
@@ -29,6 +29,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
     if test.empty:
         raise SeerError("no Test-set-I rows: the data has no convolution or GEMM measurements")
     parts = []
+    test = test[test["gpu"].isin(fitted_gpus(sorted(pd.unique(test["gpu"])), fits_dir, log))]
     for name, g in test.groupby("gpu", sort=True):
         slug = gpus.lookup(name).slug
         f = fits_for(slug, fits_dir, gpu, log)

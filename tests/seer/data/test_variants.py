@@ -98,6 +98,20 @@ from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_alg
             (None, None),
         ),
         ("ampere_gcgemm_64x64_nt", "gcgemm", "FFT", "main", (64, 64)),
+        (  # cuDNN 9.19's FFT engine on the H200
+            "void DSE::regular_fft_pad<0, 1, 256, 16, 16, 1, float, float, float2>(float2*, float*, int, int3)",
+            "fft_pad",
+            "FFT",
+            "pre",
+            (None, None),
+        ),
+        (
+            "void DSE::regular_fft_clip<1, 2, 128, 16, 32, 1, float, float, float2>(float*, float2*, int, int3)",
+            "fft_clip",
+            "FFT",
+            "post",
+            (None, None),
+        ),
     ],
 )
 def test_classify_reference_names(name, kind, family, role, tile):

@@ -54,3 +54,16 @@ def test_json_times_in_ms_and_ratios_as_fractions(fitted, which, capsys):
         doc = json.loads(out.read_text())["overall"]
         assert 0.5 < doc["within_10pct"] <= 1 and 0 <= doc["median_ape"] < 0.1
         assert all(0 <= v < 1 for k, v in found if k in ERRORS)
+
+
+def test_a_gpu_without_fits_in_the_folder_is_said_and_left_out(tmp_path):
+    from seer.evaluate.report import fitted_gpus
+
+    (tmp_path / "t4.json").write_text("{}")
+    said = []
+    names = ["Tesla T4", "NVIDIA H200"]
+    assert fitted_gpus(names, tmp_path, said.append) == ["Tesla T4"]
+    assert len(said) == 1 and "NVIDIA H200 (h200) has no fits" in said[0]
+    assert fitted_gpus(["NVIDIA H200"], tmp_path, said.append) == ["NVIDIA H200"]  # none: fits_for refuses it
+    assert fitted_gpus(names, tmp_path / "t4.json", said.append) == names  # one file scores them all
+    assert len(said) == 1

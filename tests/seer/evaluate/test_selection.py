@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from synthetic import conv_records
 
@@ -72,3 +73,14 @@ def test_set_two_beats_the_heuristic(synthetic_fits, capsys):
     assert (d / "plots" / "set2_slowdown.png").stat().st_size > 1000
     text = capsys.readouterr().out
     assert "Whole-network convolution time" in text and "netB" in text
+
+
+def test_a_layer_unverified_on_one_gpu_is_still_scored_on_another():
+    a = conv_records(30, seed=5, suite="test_set_ii").assign(gpu="Tesla T4", time_basis="span")
+    b = a.assign(gpu="Tesla V100-PCIE-32GB")
+    first = a["config_key"].iloc[0]
+    a.loc[a["config_key"] == first, "time_basis"] = "unverified"
+    table = selection.measured_table(pd.concat([a, b], ignore_index=True))
+    assert table.attrs["unverified_layers"] == 1
+    kept = table.groupby("gpu")["config_key"].apply(set)
+    assert first not in kept["Tesla T4"] and first in kept["Tesla V100-PCIE-32GB"]
