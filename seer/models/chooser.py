@@ -24,6 +24,7 @@ from scipy.spatial import cKDTree
 
 from seer.data import configs
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
+from seer.models.support import shape_keys
 from seer.models.tree import Tree, fit_tree
 
 CANDIDATES = {"conv_fwd": 1}  # nearest training configs whose variants compete (default 5)
@@ -330,6 +331,8 @@ def fit_chooser(
     idx = keys.map(lookup).to_numpy(dtype=int)
     pts = points_of(train, op)
     keep = condense(pts, idx)
+    if op == "conv_fwd":  # every filter shape the algorithm ran stays (Support reads them off these points)
+        keep = np.union1d(keep, np.unique(shape_keys(pts), return_index=True)[1])
     trees = {}
     if tree_leaf is not None:
         kinds = kind_of(pts, op)

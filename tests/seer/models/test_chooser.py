@@ -125,3 +125,17 @@ def test_each_kind_has_its_tree_and_never_answers_the_other_kinds_variant():
     assert set(sub.trees) == {True}
     cand, _ = sub.propose(configs.log_config(q[q["groups"] > 1], "conv_fwd"), radius=1.5)
     assert {sub.labels[i] for i in cand.ravel()} == {"grouped_direct"}
+
+
+def test_condensing_keeps_every_filter_shape_the_algorithm_ran():
+    # Support reads which filter shapes an algorithm ran off its chooser's points: condensing
+    # (which drops points away from a boundary) must not drop the only points of a shape
+    from seer.models.support import shape_keys
+
+    tr = _convs(600)
+    tr.loc[tr.index[:3], ["dil_h", "dil_w"]] = 2  # a rare shape, deep inside one variant's region
+    keys = pd.Series(np.full(len(tr), "explicit", dtype=object))
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", keys)
+    pts = chooser.points_of(tr, "conv_fwd")
+    assert set(shape_keys(ch.points)) == set(shape_keys(pts))
+    assert len(ch.points) < len(tr)  # still condensed
