@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import gzip
 import io
 import json
 import math
@@ -188,6 +189,18 @@ def set_aside(path: Path, blocks: Blocks) -> Path | None:
     return side
 
 
+def unzip_stored(path: Path) -> bool:
+    """A suite file committed gzipped (`<suite>.csv.gz`: the repository's working tree must stay
+    small enough to travel to a GPU machine) is decompressed to `<suite>.csv`, atomically and
+    the .gz removed, so a collection appends to it and resumes; False where there is none."""
+    gz = path.with_name(path.name + ".gz")
+    if path.exists() or not gz.is_file():
+        return False
+    atomic_write(path, lambda p: p.write_bytes(gzip.decompress(gz.read_bytes())))
+    gz.unlink()
+    return True
+
+
 class Store:
     """Appends configuration blocks to one CSV; `done` holds the keys of finished blocks."""
 
@@ -206,6 +219,7 @@ class Store:
             raise
 
     def _open(self) -> None:
+        unzip_stored(self.path)
         if not self.path.exists() or self.path.stat().st_size == 0:
             with open(self.path, "w", encoding="utf-8", newline="") as fh:
                 csv.writer(fh, lineterminator="\n").writerow(self.header)

@@ -156,3 +156,19 @@ def test_rewrite_round_trip(tmp_path):
     with ST.Store(p) as st:
         assert st.done == {("s", "a", "fma")}
     assert records.read_csv(p)["fp32_inst"].iloc[0] == 123.0
+
+
+def test_a_suite_file_committed_gzipped_is_resumed_and_appended(tmp_path):
+    import gzip
+
+    p = tmp_path / "s.csv"
+    with ST.Store(p) as st:
+        st.append([_row(key="a")])
+    (tmp_path / "s.csv.gz").write_bytes(gzip.compress(p.read_bytes()))
+    p.unlink()
+    with ST.Store(p) as st:
+        assert st.done == {("s", "a", "fma")}  # what the committed file held
+        st.append([_row(key="b")])
+    assert not (tmp_path / "s.csv.gz").exists()
+    assert set(records.read_csv(p)["config_key"]) == {"a", "b"}
+    assert ST.unzip_stored(p) is False  # nothing left to unzip
