@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +38,7 @@ def fits_for(
     return fits
 
 
-def fitted_gpus(names, fits_dir: Path, log: Callable[[str], None] = print) -> list[str]:
+def fitted_gpus(names: Iterable[str], fits_dir: Path, log: Callable[[str], None] = print) -> list[str]:
     """The data's GPUs (names) that a folder of fits has own fits for; each other one is said in
     a note and left out (a per-kernel set scores own fits only), unless none has fits, which
     fits_for then refuses in one sentence. A fits file (not a folder) scores all of them."""
