@@ -164,7 +164,8 @@ def test_grid_rules_are_the_first_best_of_every_candidate():
     got = geometry.fit_axis(s, batch.logcfg, y)
     if not isinstance(got, geometry.Nearest):
         assert got.to_dict() == {**best.to_dict(), "match": round(share, 4)}
-    for rule in (geometry.Ceil("NPQ", 128, 0.5), geometry.MulCeil("batch", "m", 64, 1.0), geometry.Const(3.0, 1.0)):
+    for rule in (geometry.Ceil("NPQ", 128, 0.5), geometry.MulCeil("batch", "m", 64, 1.0), geometry.Const(3.0, 1.0),
+                 geometry.Product(("batch", "m", "n"), (16, 64, 27), 1.0)):
         assert geometry.AxisRule.from_dict(rule.to_dict()) == rule
 
 

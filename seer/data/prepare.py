@@ -52,8 +52,9 @@ def training_records(rec: pd.DataFrame) -> pd.DataFrame:
 
 
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
-    """Rows the models learn from: successful main kernels, with their variant and split."""
-    rec = rec[(rec["status"] == "ok") & (rec["role"] == "main")]
+    """Rows the models learn from: successful calls, each by the kernel that stands for it
+    (`call_rows`), with their variant and split."""
+    rec = rec[(rec["status"] == "ok") & call_rows(rec)]
     rec = rec[~unnamed_calls(rec)]
     # a canonical row order by configuration (not by file row or call id), so that the same
     # rows in any order give the same CV folds, staircase subsample and fits
@@ -81,6 +82,24 @@ def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     rec["key"] = key_column(rec)
     rec["split"] = split(rec)
     return rec
+
+
+def call_rows(rec: pd.DataFrame) -> pd.Series:
+    """The row of each call whose kernel keys the call's time: the kernel that names the call's
+    engine where it launched one (variants.ENGINE_KINDS: a Winograd non-fused call's data
+    transform), else its main kernel (the longest, as the harness marks it). Every row of a call
+    carries the call's time."""
+    main = rec["role"] == "main"
+    if "call_id" not in rec or "kernel" not in rec or rec.empty:
+        return main
+    names = rec["kernel"].astype("string").fillna("")
+    kinds = names.map({n: variants.classify(n).kind for n in pd.unique(names)})
+    engine = variants.is_engine(kinds)
+    if not engine.any():
+        return main
+    call = [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
+    has = engine.groupby(call).transform("any")
+    return (main & ~has) | engine
 
 
 UNNAMED = (

@@ -477,6 +477,21 @@ def classify(name: str) -> KernelVariant:
     return KernelVariant(name=name, kind=UNKNOWN, op=UNKNOWN, family=None)
 
 
+# Kernels that name a call's engine, and so its variant, where the call runs a fixed pipeline of
+# kernels and which is longest changes with the sizes: a Winograd non-fused call transforms data
+# and filter, runs a GEMM and transforms the output, and its transform tile (4x4 for 3x3 filters,
+# 9x9 for 5x5) is cuDNN's choice while the longest kernel is any of the four. Keyed by its
+# longest kernel, the H100's 126 such calls fell into 9 variants, 6 of them too few to model,
+# and Test-set-I's RMSPE was 115%; keyed by the data transform, 21% (python -m seer.evaluate
+# --set I --by algo).
+ENGINE_KINDS = frozenset({"wn_data"})
+
+
+def is_engine(kinds: pd.Series) -> pd.Series:
+    """Whether each kernel kind names its call's engine (ENGINE_KINDS)."""
+    return kinds.isin(list(ENGINE_KINDS))
+
+
 _CONV_FAMILY_ORDER = ("WINOGRAD_NONFUSED", "WINOGRAD", "FFT", "GEMM", "IMPLICIT_PRECOMP_GEMM", "IMPLICIT_GEMM")
 
 

@@ -110,17 +110,26 @@ def per_row(batch: ConfigBatch, name: str) -> np.ndarray:
     return batch.memo(name, _MB_RULES[name])
 
 
+# Helper terms of tensors a kernel lays out in whole tiles of images (Winograd's transformed
+# input and output): they hold padded images too where the grid tiles the batch.
+BATCH_TILED = ("xin_MB", "xout_MB")
+
+
 class _Helpers(Mapping):
     """A convolution's helper terms, each read from the batch on first use (feature sets
-    without helper terms read none)."""
+    without helper terms read none); `batch_tile` images to a block of the variant's grid."""
 
-    def __init__(self, batch: ConfigBatch, names: list[str]):
-        self.batch, self.names = batch, names
+    def __init__(self, batch: ConfigBatch, names: list[str], batch_tile: int = 1):
+        self.batch, self.names, self.batch_tile = batch, names, batch_tile
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self.names:
             raise KeyError(key)
-        return per_row(self.batch, key)
+        out = per_row(self.batch, key)
+        if key in BATCH_TILED and self.batch_tile > 1:
+            n = self.batch.shapes["N"]
+            out = out * (np.ceil(n / self.batch_tile) * self.batch_tile / n)
+        return out
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -144,7 +153,7 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) 
         extra = np.where(split > 1, 1.0, 0.0)
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
-        helpers = _Helpers(batch, helper_names(geom.op, algo))
+        helpers = _Helpers(batch, helper_names(geom.op, algo), geom.batch_tile())
     tm, tn = geom.tiles()
     tile_mb = el * blocks  # el * blocks * kb * (tm + tn), in place
     tile_mb *= kb

@@ -3,8 +3,9 @@
 cuDNN and cuBLAS size the grid as ceil(problem size / tile) on each axis; which size goes on
 which axis, and the tile, differ per kernel. `fit_geometry` picks, per axis, the rule that best
 reproduces the grids measured on training rows: ceil(size / tile), size x ceil(size2 / tile),
-a constant, or (where no closed form fits, e.g. cuBLAS's split-K choice) the nearest training
-row in log-configuration space.
+a constant, a product of two or three such ceilings flattened onto one axis where one of them
+reproduces every row, or (where no closed form fits, e.g. cuBLAS's split-K choice) the nearest
+training row in log-configuration space.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class AxisRule:
             return Ceil(d["expr"], int(d.get("div", 1)), match)
         if kind == "mulceil":
             return MulCeil(d["expr"], d["expr2"], int(d.get("div", 1)), match)
+        if kind == "prod":
+            return Product(tuple(d["exprs"]), tuple(int(t) for t in d["divs"]), match)
         if kind == "const":
             return Const(float(d.get("value", 1.0)), match)
         if kind == "knn":
@@ -120,6 +123,32 @@ class MulCeil(AxisRule):
 
 
 @dataclass
+class Product(AxisRule):
+    """ceil(size1 / tile1) x ceil(size2 / tile2) [x ceil(size3 / tile3)]: tiles of several sizes
+    flattened onto one axis. cuDNN's Winograd data transform gives a block 16 images and 4x4
+    output tiles of 4x4 each: ceil(N/16) x ceil(P/16) x ceil(Q/16). Learnt at batch 128 by the
+    other rules (P x ceil(H/32), right on a third of the rows), its grid at batch 1 was 8x too
+    large."""
+
+    exprs: tuple[str, ...]
+    divs: tuple[int, ...]
+    match: float = 0.0
+    kind: ClassVar[str] = "prod"
+
+    def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
+        out = np.ones(len(s["one"]))
+        for e, t in zip(self.exprs, self.divs):
+            out *= np.ceil(s[e] / t)
+        return out
+
+    def describe(self) -> str:
+        return "*".join(f"ceil({e}/{t})" if t > 1 else e for e, t in zip(self.exprs, self.divs))
+
+    def _fields(self) -> dict:
+        return {"exprs": list(self.exprs), "divs": list(self.divs)}
+
+
+@dataclass
 class Const(AxisRule):
     """The same size for every configuration."""
 
@@ -175,6 +204,18 @@ class Geometry:
 
     def blocks(self, batch: configs.ConfigBatch | pd.DataFrame) -> np.ndarray:
         return np.prod(list(self.grid(batch).values()), axis=0)
+
+    def batch_tile(self) -> int:
+        """How many images one block covers where a grid axis tiles the batch (a ceil(N / t)
+        factor; cuDNN's Winograd transform: 16), else 1. Such a kernel works on whole tiles of
+        images: at batch 1 its transform fills 16 images' slots, and takes 2/3 of the time of
+        16 images (the H100's Test-set-II), not 1/16."""
+        for r in self.axes.values():
+            pairs = zip(r.exprs, r.divs) if isinstance(r, Product) else [(r.expr, r.div)] if isinstance(r, Ceil) else []
+            t = next((t for e, t in pairs if e in ("N", "batch") and t > 1), None)
+            if t is not None:
+                return t
+        return 1
 
     def tiles(self) -> tuple[float, float]:
         """The two tile divisors of the grid (the output tile of a GEMM-like kernel)."""
@@ -247,6 +288,10 @@ def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> 
         pred = s[e] * np.concatenate([ceils[e2][0] for e2 in others])
         row = np.concatenate([start + ceils[e2][1] for start, e2 in zip(starts, others)])
         best.offer([MulCeil(e, e2, t) for e2 in others for t in TILES[1:]], pred, row)
+    if best.err > 0 and len(y) >= PRODUCT_MIN_ROWS:
+        exact = _exact(s, names, y)
+        if exact is not None:
+            return exact
     if best.err > 0 and len(y) > 2:
         # nearest other training row (leave-one-out)
         _, idx = cKDTree(logcfg).query(logcfg, k=2)
@@ -255,6 +300,62 @@ def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> 
         best.offer([Nearest(pts[keep], y[keep].astype(float))], y[idx[:, 1]][None, :])
     assert best.rule is not None
     return best.rule
+
+
+# Where no rule above reproduces every row, a ceiling with any whole tile up to PRODUCT_TILE, or a
+# product of such ceilings, is searched (cuDNN's Winograd 9x9 transform covers 27 outputs a
+# block along each side), on this many rows or more: fewer are reproduced by chance.
+PRODUCT_MIN_ROWS = 8
+PRODUCT_TILE = 1024
+
+
+def _factors(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
+    """Every ceil(size / tile) that divides each row of `y` and is not 1 throughout: the only
+    possible factors of an exact product. The smallest tile of each distinct column, in the
+    order of `names`; the batch is the convolution's N under another name, so it is left out."""
+    tiles = np.arange(1, PRODUCT_TILE + 1, dtype=float)
+    out = []
+    for e in names:
+        if e == "batch" and "N" in names:
+            continue
+        cols = np.ceil(s[e][None, :] / tiles[:, None])
+        ok = np.flatnonzero((np.mod(y[None, :], cols) == 0).all(axis=1) & (cols > 1).any(axis=1))
+        _, first = np.unique(cols[ok], axis=0, return_index=True)
+        out += [(e, int(tiles[i]), cols[i]) for i in ok[np.sort(first)]]
+    return out
+
+
+def _exact(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> AxisRule | None:
+    """The first ceil(size / tile) with any whole tile, else product of two, else of three such
+    ceilings of different sizes, that reproduces every row of `y`; None if there is none. Only
+    ceilings that divide every row can be factors (`_factors`), and the third factor of a pair
+    is looked up by its values."""
+    facs = _factors(s, names, y)
+    by_values: dict[bytes, list[int]] = {}
+    for i, (_, _, c) in enumerate(facs):
+        by_values.setdefault(c.tobytes(), []).append(i)
+    one = next((f for f in facs if np.array_equal(f[2], y)), None)
+    if one is not None:
+        return Ceil(one[0], one[1], match=1.0)
+    for three in (False, True):
+        for i, (ei, _, ci) in enumerate(facs):
+            for j in range(i + 1, len(facs)):
+                ej, _, cj = facs[j]
+                if ej == ei:
+                    continue
+                rest = y / (ci * cj)
+                if not three:
+                    if np.all(rest == 1):
+                        return _as_product([facs[i], facs[j]])
+                    continue
+                k = next((k for k in by_values.get(rest.tobytes(), []) if facs[k][0] not in (ei, ej)), None)
+                if k is not None:
+                    return _as_product([facs[i], facs[j], facs[k]])
+    return None
+
+
+def _as_product(facs: list[tuple[str, int, np.ndarray]]) -> Product:
+    return Product(tuple(e for e, _, _ in facs), tuple(t for _, t, _ in facs), match=1.0)
 
 
 def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None = None) -> Geometry:
@@ -280,4 +381,4 @@ def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None
     return Geometry(op, axes)
 
 
-RULE_KINDS = tuple(r.kind for r in (Ceil, MulCeil, Const, Nearest))
+RULE_KINDS = tuple(r.kind for r in (Ceil, MulCeil, Product, Const, Nearest))

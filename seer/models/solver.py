@@ -62,6 +62,7 @@ def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
     usable = norm > 0
     p = np.zeros(X.shape[1])
     if usable.any():
+        usable &= ~_constant_but_last(X, usable)
         A = Xw[:, usable] / norm[usable]
         try:
             sol = nnls(A, np.ones(len(y)), maxiter=50 * A.shape[1])[0]
@@ -69,6 +70,17 @@ def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
             sol = lsq_linear(A, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
         p[usable] = sol / norm[usable]
     return WLSResult(p, X, y)
+
+
+def _constant_but_last(X: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Columns constant over the rows but the last of them (waves where every row launches one
+    wave, beside the constant term, which comes last): NNLS splits the weight of such columns by
+    the last bits of the BLAS, and the rows never varied them, so only the last is fitted."""
+    const = usable & (X.max(axis=0) == X.min(axis=0))
+    out = np.zeros(len(usable), dtype=bool)
+    idx = np.flatnonzero(const)
+    out[idx[:-1]] = True
+    return out
 
 
 def rmspe(pred: np.ndarray, y: np.ndarray) -> float:

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data.records import MEMORY_OPS, conform, data_path, read_json, validate, warn
-from seer.data.variants import UNKNOWN, classify, conv_algorithm
+from seer.data.variants import ENGINE_KINDS, UNKNOWN, classify, conv_algorithm
 from seer.errors import DataError
 from seer.hardware import occupancy
 from seer.hardware.device import occupancy_cc, resolve
@@ -109,10 +109,12 @@ def _math(dtype: str, flags: dict) -> str:
 
 
 def _roles(names: list[str], durs: np.ndarray) -> list[str]:
-    """main for the call's longest kernel of role main (its longest kernel where none is), pre for
-    those before it, post for those after."""
+    """main for the kernel that names the call's engine where there is one (variants.ENGINE_KINDS,
+    as seer.data.prepare keys a harness call), else the call's longest kernel of role main (its
+    longest kernel where none is); pre for those before it, post for those after."""
+    engine = [i for i, n in enumerate(names) if classify(n).kind in ENGINE_KINDS]
     mains = [i for i, n in enumerate(names) if classify(n).role == "main" and classify(n).kind != UNKNOWN]
-    pool = mains or list(range(len(names)))
+    pool = engine or mains or list(range(len(names)))
     main = max(pool, key=lambda i: (durs[i], -i))
     return ["pre" if i < main else "main" if i == main else "post" for i in range(len(names))]
 

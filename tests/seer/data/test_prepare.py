@@ -22,3 +22,49 @@ def test_no_data_says_what_is_missing_where_and_what_to_do(tmp_path, monkeypatch
         assert f"{tmp_path / 'data'}/<gpu>/" in msg and "make collect" in msg
     else:
         assert "installed, not a clone" in msg and "data/<gpu>/" in msg
+
+
+WN = (
+    "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(Params)",
+    "void cudnn::winograd_nonfused::winogradForwardFilter4x4<float, float>(Params)",
+    "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas",
+    "void cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>(Params)",
+)
+EXPLICIT = (
+    "void cudnn::engines_precompiled::im2col4d_kernel<float, long>(cudnn::engines_precompiled::im2col4d_params)",
+    "void explicit_convolve_sgemm<float, int, 128, 6, 7, 3, 3, 5, 0, false>(int, int, int, float const*)",
+)
+
+
+def _call(call_id, kernels, main, source="a.csv"):
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "source": source,
+            "call_id": call_id,
+            "kernel": list(kernels),
+            "role": ["main" if i == main else "pre" if i < main else "post" for i in range(len(kernels))],
+        }
+    )
+
+
+def test_a_winograd_call_is_keyed_by_its_transform_whichever_kernel_is_longest():
+    import pandas as pd
+
+    rec = pd.concat(
+        [
+            _call(1, WN, main=2),  # the GEMM longest
+            _call(2, WN, main=3),  # the output transform longest
+            _call(1, EXPLICIT, main=0, source="b.csv"),  # the same call id in another file, no engine kernel
+            _call(3, EXPLICIT, main=1),
+        ],
+        ignore_index=True,
+    )
+    rows = prepare.call_rows(rec)
+    kept = rec[rows]
+    assert kept.groupby(["source", "call_id"]).size().eq(1).all() and len(kept) == 4
+    assert kept["kernel"].str.contains("winogradForwardData").sum() == 2
+    assert kept.loc[kept["source"] == "b.csv", "kernel"].iloc[0] == EXPLICIT[0]  # its own main, as marked
+    assert kept.loc[(kept["source"] == "a.csv") & (kept["call_id"] == 3), "kernel"].iloc[0] == EXPLICIT[1]
+    assert prepare.call_rows(rec.drop(columns="call_id")).equals(rec["role"] == "main")  # no calls: the main rows

@@ -106,3 +106,21 @@ def test_the_data_hash_survives_a_schema_that_grows(a100_80_conv):
     before = prepare.content_hash(rec.drop(columns=["gpu_span_ms"], errors="ignore"))
     assert prepare.content_hash(rec.assign(gpu_span_ms=np.nan)) == before
     assert prepare.content_hash(rec.assign(gpu_span_ms=1.0)) != before
+
+
+def test_a_column_constant_over_the_rows_leaves_its_weight_to_the_constant():
+    """Waves where every training row launches one wave are a second constant: NNLS would split
+    the weight between the two by the BLAS's last bits (the A100-80GB's FFT_TILING variant did),
+    and a slope the rows never varied extrapolates unidentified. The last constant column takes it."""
+    rng = np.random.default_rng(1)
+    n = 100
+    work = rng.uniform(1, 50, n)
+    y = 0.02 * work + 0.3 + rng.normal(0, 0.01, n)
+    X = np.column_stack([work, np.full(n, 6.0), np.ones(n)])
+    r = nonnegative_wls(X, y)
+    assert r.params[1] == 0 and r.params[2] > 0
+    alone = nonnegative_wls(X[:, [0, 2]], y)
+    np.testing.assert_allclose(r.params[[0, 2]], alone.params, rtol=1e-12)
+    swapped = nonnegative_wls(X[:, [0, 2, 1]], y).params  # the last constant is now the waves
+    assert swapped[1] == 0
+    np.testing.assert_allclose([swapped[0], 6 * swapped[2]], alone.params, rtol=1e-9)

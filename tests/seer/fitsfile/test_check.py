@@ -155,6 +155,20 @@ def _geometry(field, value, expected):
     return mutate
 
 
+def _product(exprs, divs, field, expected):
+    """A ceil rule turned into a product of ceilings (seer.models.geometry.Product) with `exprs`
+    and `divs`."""
+
+    def mutate(doc):
+        k = _variant(doc, lambda v: any(r["kind"] == "ceil" for r in v["geometry"]["axes"].values()))
+        axes = doc["variants"][k]["geometry"]["axes"]
+        axis = next(a for a, r in axes.items() if r["kind"] == "ceil")
+        axes[axis] = {"kind": "prod", "exprs": exprs, "divs": divs, "match": 1.0}
+        return f'variants["{k}"].geometry.axes.{axis}.{field} must be {expected}'
+
+    return mutate
+
+
 def _type_chooser_on_bounds(doc):
     k = _plain(doc)
     doc["variants"][k]["type_chooser"] = next(iter(doc["choosers"].values()))
@@ -231,7 +245,10 @@ BAD = {
     "chooser key": (_chooser(_rekeyed), "(its op:algo)"),
     "geometry expr": (_geometry("expr", "Z", "one of"), 'got "Z"'),
     "geometry div": (_geometry("div", 0, "a whole number >= 1"), "got 0"),
-    "geometry kind": (_geometry("kind", "table", 'one of "ceil", "mulceil", "const", "knn"'), 'got "table"'),
+    "geometry kind": (_geometry("kind", "table", 'one of "ceil", "mulceil", "prod", "const", "knn"'), 'got "table"'),
+    "geometry product size": (_product(["batch", "Z"], [16, 16], "exprs[1]", "one of"), 'got "Z"'),
+    "geometry product length": (_product(["batch"], [16], "exprs", "a list of 2 or 3 sizes"), '["batch"]'),
+    "geometry product tiles": (_product(["batch", "m"], [16], "divs", "a list of 2"), "got a list of 1"),
     "type chooser on bounds": (_type_chooser_on_bounds, "got an object"),
     "memory schema": (_memory_schema, "memory_bound/0"),
     "memory bytes": (_memory_bytes, "got -1e-09"),

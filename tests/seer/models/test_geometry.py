@@ -50,3 +50,51 @@ def test_a_direct_kernels_grid_learnt_at_one_batch_scales_with_the_batch():
     assert (g.grid(one)["grid_x"] == np.ceil(configs.shapes(one)["NKPQ"] / 1024)).all()
     # the thread tiles are for the output's elements only: a GEMM's axes keep tiles of at most 256
     assert max(r.tile for r in geometry.fit_geometry(gemm_records(300), "bmm").axes.values()) <= 256
+
+
+def test_winograd_transform_grid_learnt_at_batch_128_scales_with_the_batch():
+    # cuDNN's Winograd data transform: a block covers 16 images and 4x4 output tiles of 4x4
+    # (the H100's and H200's records, every batch); learnt at batch 128, where ceil(N/16) is 8
+    from seer.data import configs
+
+    rec = conv_records(300).assign(batch=128, pad_h=1, pad_w=1)
+
+    def grid(df):
+        s = configs.shapes(df)
+        return np.ceil(s["N"] / 16) * np.ceil(s["P"] / 16) * np.ceil(s["Q"] / 16)
+
+    rec["grid_x"], rec["grid_y"], rec["grid_z"] = grid(rec), rec["c_in"], 1
+    g = geometry.fit_geometry(rec, "conv_fwd")
+    rule = g.axes["grid_x"]
+    assert isinstance(rule, geometry.Product) and rule.match == 1.0, rule.describe()
+    assert g.batch_tile() == 16
+    for n in (1, 17, 256):
+        other = rec.assign(batch=n)
+        assert (g.grid(other)["grid_x"] == grid(other)).all()
+    back = geometry.Geometry.from_dict(g.to_dict())
+    assert back.describe() == g.describe() and back.batch_tile() == 16
+    # a grid without a batch factor covers one image a block
+    assert geometry.fit_geometry(conv_records(200)[lambda d: d["algo"] == "GEMM"], "conv_fwd").batch_tile() == 1
+
+
+def test_a_tile_outside_the_usual_ones_is_found_where_it_reproduces_every_row():
+    # cuDNN's im2col kernel on the H100: ceil(CRS/205) blocks along y (192 matched 86% of rows)
+    from seer.data import configs
+
+    rec = conv_records(300)
+    rec["grid_y"] = np.ceil(configs.shapes(rec)["CRS"] / 205)
+    rule = geometry.fit_geometry(rec, "conv_fwd").axes["grid_y"]
+    assert rule.describe() == "ceil(CRS/205)" and rule.match == 1.0
+
+
+def test_no_product_is_searched_on_too_few_rows():
+    # a handful of rows is reproduced by some product of ceilings by chance
+    from seer.data import configs
+
+    rec = conv_records(300).assign(batch=128)
+    s = configs.shapes(rec)
+    rec["grid_x"] = np.ceil(s["N"] / 16) * np.ceil(s["P"] / 16) * np.ceil(s["Q"] / 16)
+    few = rec.drop_duplicates(["c_in", "h_in", "w_in", "c_out", "kh", "stride_h", "pad_h"]).head(7)
+    assert len(few) == 7 < geometry.PRODUCT_MIN_ROWS
+    rule = geometry.fit_geometry(few, "conv_fwd").axes["grid_x"]
+    assert not isinstance(rule, geometry.Product)

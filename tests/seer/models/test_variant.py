@@ -113,3 +113,28 @@ def test_seer_types_used_where_utilizations_were_measured():
     e_blind = np.abs(blind.predict(test) / test["time_ms"] - 1)
     assert np.median(e) < 0.04 and np.median(e) < np.median(e_blind)
     assert models.seer_types(gemm_records(50)) is None
+
+
+def test_winograd_transforms_of_a_batch_tiled_grid_cover_whole_tiles_of_images():
+    # cuDNN's Winograd transform works on 16 images a block: at batch 1 the transformed input
+    # and output hold 16 images (its GEMM's grid covers them too), so its helper terms are
+    # those of batch 16; the input and output tensors themselves stay one image
+    from seer.data.configs import ConfigBatch
+    from seer.models import features, geometry
+
+    rec = conv_records(200)
+    wn = rec[(rec["algo"] == "WINOGRAD_NONFUSED") & (rec["status"] == "ok")].head(20)
+    tiled = geometry.Geometry("conv_fwd", {"grid_x": geometry.Product(("N", "P", "Q"), (16, 16, 16), 1.0)})
+    plain = geometry.Geometry("conv_fwd", {"grid_x": geometry.Ceil("T4", 64, 1.0)})
+    assert tiled.batch_tile() == 16 and plain.batch_tile() == 1
+
+    def helpers(geom, batch):
+        x = features.inputs(ConfigBatch.of(wn.assign(batch=batch), "conv_fwd"), geom, "WINOGRAD_NONFUSED")
+        return {k: x.helpers[k] for k in x.helpers}
+
+    one, sixteen = helpers(tiled, 1), helpers(tiled, 16)
+    for k in features.BATCH_TILED:
+        np.testing.assert_allclose(one[k], sixteen[k], rtol=1e-12)
+        np.testing.assert_allclose(helpers(plain, 1)[k], sixteen[k] / 16, rtol=1e-12)
+    np.testing.assert_allclose(one["in_MB"], sixteen["in_MB"] / 16, rtol=1e-12)
+    np.testing.assert_allclose(helpers(tiled, 32)["xin_MB"], helpers(plain, 32)["xin_MB"], rtol=1e-12)

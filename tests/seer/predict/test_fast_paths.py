@@ -300,8 +300,10 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
         h = [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]
     else:
         h = [el * s["N"] * s["C"] * s["H"] * s["W"], el * s["NPQ"] * s["K"]]
-        if algo == "WINOGRAD_NONFUSED":
-            h += [36 * el * s["C"] * s["T4"], 36 * el * s["K"] * s["T4"], 36 * el * s["K"] * s["C"]]
+        if algo == "WINOGRAD_NONFUSED":  # transformed tensors of whole tiles of images
+            t = geom.batch_tile()
+            pad = np.ceil(s["N"] / t) * t / s["N"]
+            h += [36 * el * s["C"] * s["T4"] * pad, 36 * el * s["K"] * s["T4"] * pad, 36 * el * s["K"] * s["C"]]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"]]
         else:

@@ -13,7 +13,13 @@ entries moved. And (issue 25, round 2): convolution choosers with a classificati
 data (seer.models.tree, seer.models.candidates); only conv and rank entries of h100-sxm,
 a100-80gb-pcie and the L4 transferred from it moved. Then the direct convolution's grid,
 ceil(NKPQ/1024) (seer.models.geometry.THREAD_TILES): only h100-sxm's and the L4's GEMM and
-IMPLICIT_GEMM conv and rank entries moved."""
+IMPLICIT_GEMM conv and rank entries moved. Then (issue 25, round 3) a Winograd non-fused call keyed
+by its data transform, grids as products of ceilings with any whole tile where one reproduces
+every training row (seer.models.geometry.Product), and Winograd's transformed tensors padded to
+whole tiles of images, and a column constant over a fit's rows left to the constant term
+(seer.models.solver): only conv, rank and best entries of the refitted conv GPUs (h100-sxm,
+a100-80gb-pcie, p100-pcie, p4, t4, v100-pcie) and the L4, and the lt:20 GEMM entries of h100-sxm
+and the L4 (its split-K grid, ceil(m/1024)), moved."""
 
 from __future__ import annotations
 

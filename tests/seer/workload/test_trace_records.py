@@ -62,3 +62,17 @@ def test_a_trace_is_told_from_other_files(tmp_path):
     (tmp_path / "t.json").write_text('{"traceEvents": []}')
     with pytest.raises(DataError):
         read_trace_records(tmp_path / "t.json")
+
+
+def test_a_winograd_call_in_a_trace_is_keyed_by_its_transform_as_the_harness_calls_are():
+    import numpy as np
+
+    from seer.workload.trace_records import _roles
+
+    names = [
+        "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(Params)",
+        "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x64x8_stage3_warpsize1x4x1_ffma_execute_kernel__5x_cublas",
+        "void cudnn::winograd_nonfused::winogradForwardOutput4x4<float, float>(Params)",
+    ]
+    assert _roles(names, np.array([1.0, 5.0, 2.0])) == ["main", "post", "post"]
+    assert _roles(names[1:], np.array([5.0, 2.0])) == ["main", "post"]  # no transform: the GEMM, a main kernel
