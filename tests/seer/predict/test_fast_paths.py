@@ -305,7 +305,7 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
             pad = np.ceil(s["N"] / t) * t / s["N"]
             h += [36 * el * s["C"] * s["T4"] * pad, 36 * el * s["K"] * s["T4"] * pad, 36 * el * s["K"] * s["C"]]
         elif algo == "GEMM":
-            h += [el * s["NPQ"] * s["CRS"]]
+            h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         else:
             h += [el * s["K"] * s["CRS"]]
     tm, tn = geom.tiles()

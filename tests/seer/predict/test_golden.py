@@ -19,7 +19,9 @@ every training row (seer.models.geometry.Product), and Winograd's transformed te
 whole tiles of images, and a column constant over a fit's rows left to the constant term
 (seer.models.solver): only conv, rank and best entries of the refitted conv GPUs (h100-sxm,
 a100-80gb-pcie, p100-pcie, p4, t4, v100-pcie) and the L4, and the lt:20 GEMM entries of h100-sxm
-and the L4 (its split-K grid, ceil(m/1024)), moved."""
+and the L4 (its split-K grid, ceil(m/1024)), moved. Then the direct convolution's per-channel term
+(features `direct_G`) and trees without one-row leaves (seer.models.candidates.LEAVES): only conv,
+rank and best entries of h100-sxm, t4, v100-pcie and the L4 moved."""
 
 from __future__ import annotations
 
