@@ -55,6 +55,12 @@ class AxisRule:
         """The divisor of a ceil rule (the kernel's tile along this axis), else 1."""
         return 1
 
+    @property
+    def factors(self) -> tuple[tuple[str, int], ...]:
+        """(size, tile) of each ceil(size / tile) the axis multiplies (none for a constant or
+        the nearest row)."""
+        return ()
+
     @staticmethod
     def from_dict(d: dict) -> AxisRule:
         match = d.get("match", 0.0)
@@ -95,6 +101,10 @@ class Ceil(AxisRule):
     def tile(self) -> int:
         return self.div
 
+    @property
+    def factors(self) -> tuple[tuple[str, int], ...]:
+        return ((self.expr, self.div),)
+
 
 @dataclass
 class MulCeil(AxisRule):
@@ -121,6 +131,10 @@ class MulCeil(AxisRule):
     def tile(self) -> int:
         return self.div
 
+    @property
+    def factors(self) -> tuple[tuple[str, int], ...]:
+        return ((self.expr, 1), (self.expr2, self.div))
+
 
 @dataclass
 class Product(AxisRule):
@@ -142,10 +156,14 @@ class Product(AxisRule):
         return out
 
     def describe(self) -> str:
-        return "*".join(f"ceil({e}/{t})" if t > 1 else e for e, t in zip(self.exprs, self.divs))
+        return "*".join(f"ceil({e}/{t})" if t > 1 else e for e, t in self.factors)
 
     def _fields(self) -> dict:
         return {"exprs": list(self.exprs), "divs": list(self.divs)}
+
+    @property
+    def factors(self) -> tuple[tuple[str, int], ...]:
+        return tuple(zip(self.exprs, self.divs))
 
 
 @dataclass
@@ -210,12 +228,8 @@ class Geometry:
         factor; cuDNN's Winograd transform: 16), else 1. Such a kernel works on whole tiles of
         images: at batch 1 its transform fills 16 images' slots, and takes 2/3 of the time of
         16 images (the H100's Test-set-II), not 1/16."""
-        for r in self.axes.values():
-            pairs = zip(r.exprs, r.divs) if isinstance(r, Product) else [(r.expr, r.div)] if isinstance(r, Ceil) else []
-            t = next((t for e, t in pairs if e in ("N", "batch") and t > 1), None)
-            if t is not None:
-                return t
-        return 1
+        tiles = (t for r in self.axes.values() for e, t in r.factors if e in ("N", "batch") and t > 1)
+        return next(tiles, 1)
 
     def tiles(self) -> tuple[float, float]:
         """The two tile divisors of the grid (the output tile of a GEMM-like kernel)."""
