@@ -304,6 +304,15 @@ def build_parser() -> Parser:
         metavar="N",
         help="with --session: this many calls of 9.5 minutes (default: 1)",
     )
+    pl.add_argument(
+        "--data",
+        type=Path,
+        default=Path("data"),
+        metavar="DIR",
+        help="with --session: the data folder the calls resume (default: data): what its "
+        "data/<gpu-slug> stores hold is skipped, and what an older harness split wrongly is "
+        "measured again first",
+    )
 
     k2 = sub.add_parser(
         "counters",
@@ -437,7 +446,7 @@ def cmd_plan(a) -> int:
 
     if a.session:
         try:
-            print(session_coverage(a.gpu, calls=a.calls))
+            print(session_coverage(a.gpu, calls=a.calls, data=a.data))
         except SeerError as exc:
             raise BenchError(f"plan --session: {exc}") from None
         return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from seer.errors import UnknownGPUError
@@ -24,8 +24,8 @@ from .env import Env, open_env
 from .errors import BenchError, DiskFull, is_disk_full
 from .measure import measure
 from .options import Options
-from .plan import Plan, make_plan
-from .redo import keys_to_redo
+from .plan import Plan, PlanItem, make_plan
+from .redo import calls_to_redo
 from .runtime import DeviceInfo
 from .store import Store, utc_now, write_json
 from .suites import SUITES
@@ -91,14 +91,10 @@ class Progress:
 
 
 # ====================================================================== the run
-def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec | None = None) -> Plan:
-    if spec is None:
-        try:
-            spec = gpus.lookup(device_name or opts.gpu_for_plan)
-        except UnknownGPUError:
-            spec = gpus.lookup(opts.gpu_for_plan)
+def cost_for(opts: Options, spec: gpus.GPUSpec) -> CostModel:
+    """The cost model of a run's timing options on a GPU."""
     t = opts.timing
-    cost = CostModel.for_gpu(
+    return CostModel.for_gpu(
         spec,
         warmup=t.warmup,
         reps=t.reps,
@@ -107,16 +103,33 @@ def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec |
         slow_ms=t.slow_ms,
         gemm_algos=opts.gemm_algos,
     )
+
+
+def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec | None = None) -> Plan:
+    if spec is None:
+        try:
+            spec = gpus.lookup(device_name or opts.gpu_for_plan)
+        except UnknownGPUError:
+            spec = gpus.lookup(opts.gpu_for_plan)
     return make_plan(
         opts.suites,
         opts.maths,
         opts.budget,
-        cost,
+        cost_for(opts, spec),
         max_call_ms=opts.max_call_ms,
         max_bytes=opts.max_bytes,
         limit=opts.limit,
         shard=opts.shard,
     )
+
+
+def as_measured(item: PlanItem, store: Store, cost: CostModel) -> PlanItem:
+    """A plan item as this run measures it: of a stored configuration measured again, only
+    the calls asked for, at their estimated cost."""
+    calls = store.calls_of(item.key)
+    if calls is None:
+        return item
+    return replace(item, calls=calls, est_s=cost.config_s(item.config, item.math, calls))
 
 
 def device_spec(dev: DeviceInfo) -> gpus.GPUSpec:
@@ -252,8 +265,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     for note in env.notes:
         log(f"note: {note}")
     for st in stores.values():
-        st.redo(keys_to_redo(st.path, opts.redo) if opts.redo else ())
-    todo = [i for i in plan.items if not stores[i.suite].is_done(i.key)]
+        st.redo(calls_to_redo(st.path, opts.redo))
+    cost = cost_for(opts, spec)
+    todo = [as_measured(i, stores[i.suite], cost) for i in plan.items if not stores[i.suite].is_done(i.key)]
     todo.sort(key=lambda i: i.key not in stores[i.suite].again)  # known-wrong data before new configurations
     redone = sum(i.key in stores[i.suite].again for i in todo)
     skipped = len(plan.items) - len(todo)
@@ -266,7 +280,12 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     if skipped:
         log(f"{skipped} configurations are already in {folder} and are skipped")
     if redone:
-        log(f"{redone} stored configurations are measured again first (--redo {','.join(opts.redo)})")
+        partial = sum(i.calls is not None for i in todo)
+        cost_s = sum(i.est_s for i in todo if i.key in stores[i.suite].again)
+        log(
+            f"{redone} stored configurations are measured again first (--redo {','.join(opts.redo)}), "
+            f"{partial} of them only in the calls that were wrong: about {cost_s:.0f} GPU seconds"
+        )
     limits = [s for s in (opts.budget.seconds, opts.stop_after) if s is not None]
     deadline = time.monotonic() + min(limits) if limits else None
     by_stop = opts.stop_after is not None and (opts.budget.seconds is None or opts.stop_after < opts.budget.seconds)

@@ -9,6 +9,7 @@ beside its measured wall time (`wall_s`) to recalibrate it. The estimate is deli
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -147,12 +148,14 @@ class CostModel:
         loop = cfg.groups * self.GROUP_LOOP_S.get(algo, 0.0) if cfg.groups > 1 else 0.0
         return lat + factor * roof + loop
 
-    def config_s(self, cfg: Config, math_mode: str = "fma") -> float:
+    def config_s(self, cfg: Config, math_mode: str = "fma", algos: Iterable[str] | None = None) -> float:
+        """A configuration's seconds: every call, or only those of `algos` (a convolution's
+        calls measured again)."""
         if isinstance(cfg, GemmConfig):
             t = self.call_s(cfg, math_mode)
             return self.config_overhead_s + self.gemm_scale * self.gemm_algos * self.timed_s(1.3 * t)
         calls = 0.0
-        for algo in CONV_ALGOS.values():
+        for algo in CONV_ALGOS.values() if algos is None else algos:
             if not self.supported(cfg, algo):
                 calls += self.query_s
                 continue

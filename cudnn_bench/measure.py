@@ -9,7 +9,9 @@ the tracer's records of its repetitions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from seer.data.variants import CONV_ALGOS
 
 from .configs import GemmConfig
 from .counters import kernel_roles, launch_geometry, model_occupancy
@@ -216,7 +218,10 @@ def measure_call(env: Env, base: dict, call: Call, opts: Options) -> list[dict]:
 # ====================================================================== one configuration
 def measure(env: Env, item: PlanItem, opts: Options) -> list[dict]:
     """Every call of one configuration (each conv algorithm, or cuBLASLt's heuristic
-    algorithms of a GEMM), each timed, with the library's own ranking."""
+    algorithms of a GEMM), each timed, with the library's own ranking; of a configuration
+    measured again, only the calls asked for (`item.calls`)."""
+    if item.calls is not None:
+        opts = replace(opts, algos=tuple(a for a in opts.algos if CONV_ALGOS[a] in item.calls))
     base = base_row(env, item)
     try:
         runner = open_runner(env, item, opts)

@@ -11,7 +11,8 @@ the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: first
-the stored configurations an older harness got wrong (`--redo unsplit`, the SEER grid's), then
+the stored calls an older harness got wrong (`--redo unsplit`, the SEER grid's: those calls
+only, each configuration's other calls kept as stored), then
 the convolution training grid `conv_grid` (its core first: real CNN layers and the first points
 of a space-filling design), then the rest of the SEER grid, each in stratified order (any prefix
 is a spread-out sample), until the reserve for 5, the ncu counters of a stratified sample; 6
@@ -34,16 +35,18 @@ import tarfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from seer.data.records import BLOCK_KEY, read_raw
 from seer.hardware import gpus
 
 from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
 from .errors import BenchError
-from .plan import Budget, Plan, make_plan, prefix
+from .plan import Budget, Plan, PlanItem, make_plan, prefix
+from .redo import calls_to_redo
 from .runtime import BACKENDS
 from .suites import SUITES
 
@@ -339,32 +342,87 @@ def summary(sess: Session, t0: float) -> str:
 
 
 # ====================================================================== what one call covers
-def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1) -> str:
-    """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model: the grid
-    step measures conv_grid in its plan order, then seer_grid, until its time is up."""
+@dataclass
+class Resume:
+    """Where a data folder stands for one suite's plan: what is stored, what of it to redo."""
+
+    new: list[PlanItem]  # not stored yet, in plan order
+    redo: list[PlanItem]  # stored, measured again (--redo unsplit), only the calls that were wrong
+    stored: int
+
+
+def resume(plan: Plan, folder: Path | None, cost: CostModel, reasons: tuple[str, ...] = ("unsplit",)) -> Resume:
+    """The plan's items against a data/<gpu-slug> folder's stores (None: nothing stored)."""
+    done: set[tuple[str, ...]] = set()
+    redo: dict[tuple[str, ...], frozenset[str] | None] = {}
+    for suite in dict.fromkeys(i.suite for i in plan.items):
+        path = (
+            next((p for p in (folder / f"{suite}.csv", folder / f"{suite}.csv.gz") if p.is_file()), None)
+            if folder
+            else None
+        )
+        if path is not None:
+            raw = read_raw(path)[0]
+            done |= set(raw[list(BLOCK_KEY)].itertuples(index=False, name=None))
+            redo |= calls_to_redo(path, list(reasons))
+    again = [
+        i if redo[i.key] is None else replace(i, calls=redo[i.key], est_s=cost.config_s(i.config, i.math, redo[i.key]))
+        for i in plan.items
+        if i.key in redo
+    ]
+    return Resume([i for i in plan.items if i.key not in done], again, sum(i.key in done for i in plan.items))
+
+
+def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int = 1, data: Path | None = None) -> str:
+    """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model, resuming
+    `data` (its data/<gpu-slug> folder's stores: what they hold is skipped, what an older
+    harness split wrongly is measured again first, only in the calls that were wrong): the core
+    step, then the grid step's redo, conv_grid in its plan order and seer_grid, until the time
+    is up."""
     spec = gpus.lookup(gpu)
     cost = CostModel.for_gpu(spec)
-    core = make_plan(list(CORE_SUITES), ["fma"], Budget(), cost)
+    folder = (
+        data / gpus.slug_for(spec.name) if data is not None and (data / gpus.slug_for(spec.name)).is_dir() else None
+    )
+    core = resume(make_plan(list(CORE_SUITES), ["fma"], Budget(), cost), folder, cost)
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
-    grid_s = max(0.0, calls * (limit_s - fixed) - core.est_s)
+    core_s = sum(i.est_s for i in core.new + core.redo)
+    grid_s = max(0.0, calls * (limit_s - fixed) - core_s)
+    n_ii = sum(1 for i in core.new if i.suite == "test_set_ii")
+    n_gemm = sum(1 for i in core.new if i.suite == "gemm_layers")
     lines = [
         f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
         "by the planner's cost model (datasheet peaks, calibrated on the first H100 run; `report` shows how "
-        "far off it was):",
+        "far off it was)" + (f", resuming {folder}:" if folder else ", from nothing stored:"),
         f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
         f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
-        f"  test_set_ii: all {sum(1 for i in core.items if i.suite == 'test_set_ii')} configurations (AlexNet, "
-        "VGG-16, ResNet-50, MobileNetV2 x batch 1, 32, 128: all 12 sets), gemm_layers: all "
-        f"{sum(1 for i in core.items if i.suite == 'gemm_layers')}, about {core.est_s / 60:.1f} GPU minutes "
-        "(first call)",
-        "  the grid step first measures again what an older harness split wrongly (--redo unsplit, the "
-        "default; `cudnn_bench report DATA` counts it), then in this order, with the time left "
-        f"(about {grid_s / 60:.1f} minutes without a redo):",
+        (
+            f"  test_set_ii: all {n_ii} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 x batch 1, 32, "
+            "128: all 12 sets)"
+            if not core.stored
+            else f"  test_set_ii and gemm_layers: {core.stored} stored, {n_ii + n_gemm} new"
+        )
+        + (f", gemm_layers: all {n_gemm}" if not core.stored else "")
+        + (f", {len(core.redo)} measured again" if core.redo else "")
+        + f", about {core_s / 60:.1f} GPU minutes",
     ]
     left = grid_s
     for suite in GRID_SUITES:
+        state = resume(make_plan([suite], ["fma"], Budget(), cost), folder, cost)
+        redo_s = sum(i.est_s for i in state.redo)
+        if state.redo:
+            whole = sum(cost.config_s(i.config, i.math) for i in state.redo)
+            lines.append(
+                f"  {suite}, measured again first (--redo unsplit): {len(state.redo)} stored configurations, "
+                f"{sum(i.calls is not None for i in state.redo)} of them only in the calls that were wrong, "
+                f"about {_span(redo_s)} ({_span(whole)} whole)"
+            )
+        left -= redo_s
+    lines.append(f"  then, with the time left (about {max(0.0, left) / 60:.1f} minutes), in this order:")
+    for suite in GRID_SUITES:
         full = make_plan([suite], ["fma"], Budget(), cost)
-        got = prefix(full.items, left)
+        state = resume(full, folder, cost)
+        got = prefix(state.new, max(0.0, left))
         left -= sum(i.est_s for i in got)
         n = len(full.items)
         what = (
@@ -373,16 +431,23 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
             if SUITES[suite].tier is not None
             else "a stratified spread (filter size x stride)"
         )
+        rest = sum(i.est_s for i in state.new)
         lines.append(
             f"  {suite}: {len(got)} of {n} plannable configurations ({100 * len(got) / max(1, n):.0f}%) in "
-            f"{sum(i.est_s for i in got) / 60:.1f} minutes, {what}; the whole plannable suite is about "
-            f"{full.est_s / 60:.0f} GPU minutes, about {full.est_s / max(1.0, limit_s - fixed):.0f} such calls"
+            f"{sum(i.est_s for i in got) / 60:.1f} minutes"
+            + (f" ({state.stored} stored before)" if state.stored else "")
+            + f", {what}; what is not stored is about {rest / 60:.0f} GPU minutes, about "
+            f"{rest / max(1.0, limit_s - fixed):.0f} such calls"
         )
     lines += [
         "  each later call resumes where the last stopped; --shard I/N splits the grids between machines",
         "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
     ]
     return "\n".join(lines)
+
+
+def _span(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds < 90 else f"{seconds / 60:.1f} minutes"
 
 
 def _core_count(suite: str, plan: Plan) -> int:

@@ -28,6 +28,7 @@ class PlanItem:
     config: Config
     math: str
     est_s: float
+    calls: frozenset[str] | None = None  # a stored configuration's algorithms measured again (--redo); None: all
 
     @property
     def key(self) -> tuple[str, str, str]:

@@ -1,14 +1,19 @@
-"""Which stored configurations to measure again (`collect --redo REASON`).
+"""Which stored calls to measure again (`collect --redo`).
 
 A store skips every configuration it holds, so a harness fix reaches old data only when the
-configurations it got wrong are measured again. Each reason names such a set; the store then
-appends the new blocks, which supersede the old ones (store.Store.redo).
+calls it got wrong are measured again. Each reason names such calls, per configuration; the
+store then appends each configuration's block again with those calls measured anew and its
+other calls as they were, and the new block supersedes the old one (store.Store.redo). Only
+the wrong calls cost GPU time: on the first H100 run's data 43 s of the 5 minutes its 566
+configurations would take whole.
 
     unsplit: a timed call whose CUPTI records did not split into whole calls, by the harness
              before cupti.split_calls went by launch order: no kernel names although other calls
              of the configuration have them (and no message saying why: the fixed harness
              writes one), or a GPU span the CUDA events exceed by more than host gaps explain
-             (seer.data.records' span_partial: the split found a chunk of the batch as the call).
+             (seer.data.records' span_partial) where the main kernel's blocks do not show the
+             whole output (time_basis: a call whose kernels cover it was not chunked, and its
+             span is its time already).
 """
 
 from __future__ import annotations
@@ -20,9 +25,14 @@ import numpy as np
 import pandas as pd
 
 from seer.data.records import BLOCK_KEY, read_raw
-from seer.data.records.harness import span_partial
+from seer.data.records.harness import SPAN, span_partial, time_basis
+from seer.data.records.schema import CONV_FIELDS
 
 Key = tuple[str, ...]
+# per configuration (BLOCK_KEY), the algorithms of the calls to measure again; None: every call
+# (a GEMM's: cuBLASLt's heuristic names its algorithms afresh on each run)
+Redo = dict[Key, frozenset[str] | None]
+NUMERIC = (*CONV_FIELDS, "c_out", "m", "n", "blocks")
 
 
 def _number(col: pd.Series) -> np.ndarray:
@@ -33,28 +43,56 @@ def _text(col: pd.Series) -> pd.Series:
     return col.fillna("").astype(str).str.strip()
 
 
-def unsplit(rows: pd.DataFrame) -> set[Key]:
-    """The configurations (BLOCK_KEY) of a store's rows with a call whose kernel records did
-    not split into whole calls. The rows may be a file's text (read_raw) or seer's records
-    (read_csv: a span_partial call keeps its event time as `time_ms`, so the test is the same)."""
-    need = {*BLOCK_KEY, "status", "kernel", "message", "time_ms", "gpu_span_ms"}
+def chunked(rows: pd.DataFrame) -> np.ndarray:
+    """Per row, whether its call's events exceed its kernels' span beyond host gaps and its
+    kernels' geometry does not show the whole output (chunked or unverified, never span)."""
+    short = span_partial(_number(rows["time_ms"]), _number(rows["gpu_span_ms"]))
+    if not short.any():
+        return short
+    cols = [c for c in NUMERIC if c in rows]
+    num = rows.assign(**{c: pd.to_numeric(rows[c], errors="coerce") for c in cols})
+    return short & (time_basis(num, short) != SPAN)
+
+
+def unsplit(rows: pd.DataFrame) -> Redo:
+    """The calls of a store's rows whose kernel records did not split into whole calls, by
+    configuration. The rows may be a file's text (read_raw) or seer's records (read_csv)."""
+    need = {*BLOCK_KEY, "status", "kernel", "message", "time_ms", "gpu_span_ms", "op", "algo"}
     if rows.empty or not need <= set(rows.columns):
-        return set()
+        return {}
     ok = rows[rows["status"] == "ok"]
     named = _text(ok["kernel"]) != ""
     traced = named.groupby([ok[c] for c in BLOCK_KEY]).transform("any")  # the run had names
     lost = ~named & traced & (_text(ok["message"]) == "")
-    short = span_partial(_number(ok["time_ms"]), _number(ok["gpu_span_ms"]))
-    bad = ok[lost.to_numpy() | short]
-    return set(bad[list(BLOCK_KEY)].itertuples(index=False, name=None))
+    bad = ok[lost.to_numpy() | chunked(ok)]
+    out: Redo = {}
+    for key, grp in bad.groupby(list(BLOCK_KEY), sort=False):
+        conv = (grp["op"] == "conv_fwd").all()
+        out[tuple(map(str, key))] = frozenset(grp["algo"].astype(str)) if conv else None
+    return out
 
 
-REASONS: dict[str, Callable[[pd.DataFrame], set[Key]]] = {"unsplit": unsplit}
+REASONS: dict[str, Callable[[pd.DataFrame], Redo]] = {"unsplit": unsplit}
 
 
-def keys_to_redo(path: str | Path, reasons: list[str]) -> set[Key]:
-    """The configurations of one store file to measure again for any of `reasons`."""
-    if not Path(path).is_file():
-        return set()
+def merge(a: Redo, b: Redo) -> Redo:
+    """Both sets of calls to measure again (None, every call, absorbs the rest)."""
+    out = dict(a)
+    for k, v in b.items():
+        if k in out:
+            w = out[k]
+            out[k] = None if v is None or w is None else v | w
+        else:
+            out[k] = v
+    return out
+
+
+def calls_to_redo(path: str | Path, reasons: list[str]) -> Redo:
+    """The calls of one store file to measure again for any of `reasons`."""
+    if not reasons or not Path(path).is_file():
+        return {}
     raw = read_raw(path)[0]
-    return set().union(*(REASONS[r](raw) for r in reasons)) if reasons else set()
+    out: Redo = {}
+    for r in reasons:
+        out = merge(out, REASONS[r](raw))
+    return out

@@ -7,9 +7,10 @@ length, with a single write + flush + fsync, so after a crash or Ctrl-C the file
 finished configuration and at most a torn tail. Opening the file again keeps every complete
 block (`seer.data.records.scan_blocks`), moves anything else (a torn tail, a blank or garbage line,
 an incomplete block) to `<name>.quarantine` beside it with a warning, and returns the keys
-(suite, config_key, math) already done, which a rerun skips; `redo` un-skips some, and the
-new block of a configuration supersedes its old one (set aside in `<name>.superseded` on
-closing, or on the next opening after a crash). A Store holds a lock
+(suite, config_key, math) already done, which a rerun skips; `redo` un-skips some (all their
+calls, or only some algorithms: the block is then written again with those calls new and the
+others as they were), and the new block of a configuration supersedes its old one (set aside in
+`<name>.superseded` on closing, or on the next opening after a crash). A Store holds a lock
 (`.<name>.lock`) for its life: a second writer of the same file is refused, as it would
 measure every configuration again.
 """
@@ -23,7 +24,7 @@ import io
 import json
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -233,7 +234,9 @@ class Store:
         self.quarantined = set_aside(self.path, blocks)  # where the bytes of no block went
         self.recovered_bytes = blocks.dropped_bytes
         self.done = blocks.done
-        self.again: set[tuple[str, ...]] = set()  # stored keys to measure again (redo)
+        self._chunks = dict(blocks.chunks)  # each stored block's bytes: what a partial redo keeps
+        # stored keys to measure again (redo): the algorithms of the calls to measure, None: all
+        self.again: dict[tuple[str, ...], frozenset[str] | None] = {}
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - open until close()
 
     def _migrate(self) -> None:
@@ -245,24 +248,44 @@ class Store:
     def is_done(self, key: tuple[str, ...]) -> bool:
         return tuple(key) in self.done
 
-    def redo(self, keys: Iterable[tuple[str, ...]]) -> int:
+    def redo(self, keys: Mapping[tuple[str, ...], frozenset[str] | None] | Iterable[tuple[str, ...]]) -> int:
         """Measure these stored configurations again: they no longer count as done, and each new
         block supersedes the old one (moved to `<name>.superseded` on closing, or on the next
-        opening after a crash). Returns how many of `keys` the store held."""
-        again = {tuple(k) for k in keys} & self.done
-        self.done -= again
-        self.again |= again
+        opening after a crash). Given a mapping, only the calls of those algorithms are measured
+        (`calls_of`); `append` keeps the block's other calls. Returns how many of `keys` the
+        store held."""
+        wanted = dict(keys) if isinstance(keys, Mapping) else dict.fromkeys(keys)
+        again = {tuple(k): v for k, v in wanted.items() if tuple(k) in self.done}
+        self.done -= set(again)
+        self.again.update(again)
         return len(again)
+
+    def calls_of(self, key: tuple[str, ...]) -> frozenset[str] | None:
+        """The algorithms to measure of a configuration measured again; None: every call."""
+        return self.again.get(tuple(key))
+
+    def _kept_rows(self, key: tuple[str, ...], new: list[dict]) -> list[dict]:
+        """A partial redo's block: the stored block's rows of the calls not measured again, then
+        the new rows, in the stored block's order of algorithms."""
+        calls = self.calls_of(key)
+        chunk = self._chunks.get(key)
+        if calls is None or chunk is None:
+            return new
+        old = [dict(zip(self.header, cells)) for cells in csv.reader(io.StringIO(chunk.decode("utf-8")))]
+        kept = [r for r in old if r.get("algo", "") not in calls]
+        order = {a: i for i, a in enumerate(dict.fromkeys(r.get("algo", "") for r in old))}
+        return sorted(kept + new, key=lambda r: order.get(str(r.get("algo", "")), len(order)))
 
     def append(self, rows: list[dict]) -> None:
         """Write one configuration's rows as a block and make it durable."""
         if not rows:
             return
-        n = len(rows)
-        rows = [{**r, "config_rows": n} for r in rows]
         keys = {tuple(_cell(r.get(c)) for c in KEY) for r in rows}
         if len(keys) != 1:
             raise ValueError("a block must hold one configuration (suite, config_key, math)")
+        rows = self._kept_rows(next(iter(keys)), rows)
+        n = len(rows)
+        rows = [{**r, "config_rows": n} for r in rows]
         try:
             self._fh.write(format_rows(rows, self.header))
             self._fh.flush()
@@ -283,7 +306,7 @@ class Store:
             # after a failed append, closing flushes the block's rest and fails again: the
             # error is the append's, already raised; the file is closed all the same
         try:
-            if self.again & self.done:  # measured again: set the old blocks aside, under the lock
+            if self.done.intersection(self.again):  # measured again: set the old blocks aside, under the lock
                 set_aside(self.path, scan_blocks(self.path.read_bytes()))
         finally:
             self._lock.close()

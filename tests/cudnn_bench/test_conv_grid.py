@@ -125,9 +125,9 @@ def test_the_grid_step_redoes_first_then_measures_conv_grid_then_seer_grid(tmp_p
     opts = dict(out=tmp_path, progress=False, timing=K.TimingOptions(warmup=1, reps=2, min_reps=1),
                 budget=Budget())
     K.run(K.Options(suites=["seer_grid"], limit=2, **opts), fake_env(), log=lambda s: None)
-    monkeypatch.setattr(K, "keys_to_redo",
-                        lambda path, reasons: {("seer_grid", k, "fma") for k in _stored(path)}
-                        if path.name == "seer_grid.csv" else set())
+    monkeypatch.setattr(K, "calls_to_redo",
+                        lambda path, reasons: dict.fromkeys(("seer_grid", k, "fma") for k in _stored(path))
+                        if path.name == "seer_grid.csv" else {})
     order: list[str] = []
     real = K.measure
     monkeypatch.setattr(K, "measure", lambda env, item, o: order.append(item.suite) or real(env, item, o))

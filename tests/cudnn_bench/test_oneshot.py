@@ -300,6 +300,28 @@ def test_session_coverage_is_computed_from_the_plan():
     assert text.index("conv_grid: ") < text.index("seer_grid: ")
 
 
+def test_session_coverage_resumes_a_data_folder_and_costs_only_the_wrong_calls(tmp_path, monkeypatch):
+    opts = K.Options(out=tmp_path, suites=["seer_grid"], limit=3, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=2, min_reps=1))
+    folder = K.run(opts, fake_env(), log=lambda s: None).folder
+    assert folder.name == "h100-sxm"
+    fresh, resumed = O.session_coverage("h100-sxm"), O.session_coverage("h100-sxm", data=tmp_path)
+    assert "from nothing stored" in fresh and f"resuming {folder}" in resumed and "(3 stored before)" in resumed
+    assert "measured again first" not in resumed
+
+    stored = set(pd.read_csv(folder / "seer_grid.csv")["config_key"])
+    monkeypatch.setattr(O, "calls_to_redo", lambda path, reasons: {("seer_grid", k, "fma"): frozenset({"IMPLICIT_GEMM"})
+                                                                      for k in stored} if "seer" in path.name else {})
+    text = O.session_coverage("h100-sxm", data=tmp_path)
+    line = next(x for x in text.splitlines() if "measured again first" in x)
+    assert "3 stored configurations, 3 of them only in the calls that were wrong" in line
+    cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    again = O.resume(make_plan(["seer_grid"], ["fma"], Budget(), cost), folder, cost).redo
+    assert [i.calls for i in again] == [{"IMPLICIT_GEMM"}] * 3
+    # IMPLICIT_GEMM's calls alone cost less than the configurations' every call
+    assert 0 < sum(i.est_s for i in again) < sum(cost.config_s(i.config) for i in again)
+
+
 def test_the_shell_wrapper_parses():
     assert subprocess.run(["bash", "-n", str(REPO / "cudnn_bench" / "gpu_oneshot.sh")]).returncode == 0
 

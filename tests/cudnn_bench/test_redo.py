@@ -51,22 +51,56 @@ def test_a_run_killed_after_measuring_again_is_compacted_on_the_next_opening(tmp
     assert list(read_raw(p)[0]["kernel"]) == ["new"] and (tmp_path / "s.csv.superseded").is_file()
 
 
-def test_unsplit_names_the_configurations_an_older_harness_split_wrongly():
-    def calls(key: str, *rows: dict) -> list[dict]:
+XMMA = "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize256x64x8_stage3_warpsize2x2x1_g1_ffma"
+
+
+def test_unsplit_names_the_calls_an_older_harness_split_wrongly():
+    def calls(key: str, *rows: dict, op: str = "conv_fwd") -> list[dict]:
         return [{"suite": "s", "config_key": key, "math": "fma", "status": "ok", "kernel": "", "message": "",
-                 "time_ms": "1.0", "gpu_span_ms": "", **r} for r in rows]
+                 "time_ms": "1.0", "gpu_span_ms": "", "op": op, "algo": f"A{i}", "call_id": f"{key}{i}", **r}
+                for i, r in enumerate(rows)]
 
     named = {"kernel": "k", "gpu_span_ms": "1.0"}
+    layer = {"batch": "64", "c_in": "16", "h_in": "32", "w_in": "32", "c_out": "64", "kh": "3", "kw": "3",
+             "stride_h": "1", "stride_w": "1", "pad_h": "1", "pad_w": "1", "dil_h": "1", "dil_w": "1", "groups": "1"}
+    gap = {"time_ms": "2.0", "gpu_span_ms": "0.5", "algo": "IMPLICIT_PRECOMP_GEMM", "role": "main", **layer}
     raw = pd.DataFrame(
         calls("fine", named, named)
-        + calls("lost", named, {})  # a call without names beside named ones
+        + calls("lost", named, {}, named)  # a call without names beside named ones
         + calls("said", named, {"message": "CUPTI: 9 kernel records of 4 timed calls split into no equal calls"})
         + calls("untraced", {}, {})  # --launch-meta none: no names anywhere
         + calls("chunk", named, {"kernel": "k", "time_ms": "2.0", "gpu_span_ms": "0.5"})  # span of one chunk
         + calls("failed", named, {"status": "not_supported"})
+        + calls("gemm", named, {}, op="gemm")  # cuBLASLt names its algorithms afresh: all of them again
+        # events beyond the span, but the kernel's 256 blocks of 256 x 64 cover the 64*32*32 x 64 output:
+        # not chunked, the span is the call's time already (and 255 blocks do not cover it)
+        + calls("gap", named, {**gap, "kernel": XMMA, "blocks": "256"})
+        + calls("short", named, {**gap, "kernel": XMMA, "blocks": "255"})
     )
-    assert R.unsplit(raw) == {("s", "lost", "fma"), ("s", "chunk", "fma")}
-    assert R.unsplit(raw.iloc[0:0]) == set()
+    assert R.unsplit(raw) == {("s", "lost", "fma"): {"A1"}, ("s", "chunk", "fma"): {"A1"},
+                              ("s", "gemm", "fma"): None, ("s", "short", "fma"): {"IMPLICIT_PRECOMP_GEMM"}}
+    assert R.unsplit(raw.iloc[0:0]) == {}
+    assert R.merge({("a",): frozenset({"X"}), ("b",): None}, {("a",): frozenset({"Y"}), ("b",): frozenset({"Z"})}) \
+        == {("a",): {"X", "Y"}, ("b",): None}
+
+
+def test_a_partial_redo_writes_the_block_again_with_only_those_calls_new(tmp_path):
+    p = tmp_path / "s.csv"
+    with ST.Store(p) as st:
+        st.append([_row("a", algo="A", kernel="a1"), _row("a", algo="B", kernel="old"),
+                   _row("a", algo="A", kernel="a2"), _row("a", algo="C", kernel="c")])
+        st.append([_row("b", algo="A", kernel="k")])
+    with ST.Store(p) as st:
+        assert st.redo({("s", "a", "fma"): frozenset({"B", "C"})}) == 1
+        assert st.calls_of(("s", "a", "fma")) == {"B", "C"} and st.calls_of(("s", "b", "fma")) is None
+        st.append([_row("a", algo="C", kernel="c-new"), _row("a", algo="B", kernel="b-new1"),
+                   _row("a", algo="B", kernel="b-new2")])
+    got = read_raw(p)[0]
+    a = got[got["config_key"] == "a"]
+    # the stored calls not measured again kept, in the stored order of algorithms
+    assert list(a["kernel"]) == ["a1", "a2", "b-new1", "b-new2", "c-new"]
+    assert set(a["config_rows"]) == {"5"} and list(got[got["config_key"] == "b"]["kernel"]) == ["k"]
+    assert ",old," in (tmp_path / "s.csv.superseded").read_text()
 
 
 def _period_split(records_: list, calls: int):
@@ -97,15 +131,24 @@ def test_collect_redo_unsplit_measures_again_what_the_old_split_got_wrong(tmp_pa
         m.setattr(M, "timed", _old_timed)
         first = K.run(opts, env(), log=lambda s: None)
     path = first.folder / "test_set_ii.csv"
-    wrong = R.keys_to_redo(path, ["unsplit"])
+    wrong = R.calls_to_redo(path, ["unsplit"])
     assert first.measured == 12 and 0 < len(wrong) < 12
+    before = records.read_csv(path)
     assert f"collect --redo unsplit measures them again): test_set_ii {len(wrong)}" in report(first.folder)
 
     lines: list[str] = []
+    asked: dict = {}
+
+    def measure(e, item, o):
+        asked[item.key] = item.calls
+        return M.measure(e, item, o)
+
+    monkeypatch.setattr(K, "measure", measure)
     again = K.run(K.Options(**{**vars(opts), "redo": ["unsplit"]}), env(), log=lines.append)
     assert (again.measured, again.skipped) == (len(wrong), 12 - len(wrong))
-    assert f"{len(wrong)} stored configurations are measured again first (--redo unsplit)" in lines
-    assert R.keys_to_redo(path, ["unsplit"]) == set() and "--redo" not in report(first.folder)
+    assert any(s.startswith(f"{len(wrong)} stored configurations are measured again first (--redo unsplit), "
+                            f"{len(wrong)} of them only in the calls that were wrong") for s in lines)
+    assert R.calls_to_redo(path, ["unsplit"]) == {} and "--redo" not in report(first.folder)
     blocks = scan_blocks(path.read_bytes())
     assert len(blocks.chunks) == 12 and not blocks.superseded
     side = (first.folder / "test_set_ii.csv.superseded").read_text()
@@ -115,5 +158,23 @@ def test_collect_redo_unsplit_measures_again_what_the_old_split_got_wrong(tmp_pa
     events = redone["event_time_ms"].fillna(redone["time_ms"])
     calls = redone.assign(events=events).groupby("call_id").agg(k=("kernel_time_ms", "sum"), t=("events", "first"))
     assert calls["k"].to_numpy() == pytest.approx(calls["t"].to_numpy(), rel=1e-3)  # whole calls now
+    # only the wrong calls were measured again: the others of the same configurations are as stored
+    assert asked == wrong and all(asked.values())
+    cols = ["config_key", "algo", "kernel_index", "kernel", "time_ms", "call_id"]
+    kept = [f[f["config_key"].isin({k for _, k, _ in wrong})] for f in (before, rec)]
+    kept = [f[[(k, a) not in {(kk, x) for (_, kk, _), v in wrong.items() for x in v}
+               for k, a in zip(f["config_key"], f["algo"])]][cols].reset_index(drop=True) for f in kept]
+    assert len(kept[0]) and kept[0].equals(kept[1])
     # a redo with nothing wrong left measures nothing
     assert K.run(K.Options(**{**vars(opts), "redo": ["unsplit"]}), env(), log=lambda s: None).measured == 0
+
+
+def test_a_configuration_measured_again_runs_only_the_calls_asked_for():
+    from cudnn_bench.plan import PlanItem
+    from cudnn_bench.suites import test_set_ii
+
+    item = PlanItem("test_set_ii", test_set_ii()[0], "fma", 1.0)
+    opts = K.Options(progress=False, timing=K.TimingOptions(warmup=1, reps=2, min_reps=1))
+    every = {r["algo"] for r in M.measure(fake_env(), item, opts)}
+    some = M.measure(fake_env(), PlanItem(**{**vars(item), "calls": frozenset({"FFT", "GEMM"})}), opts)
+    assert len(every) > 2 and {r["algo"] for r in some} == {"FFT", "GEMM"}
