@@ -19,6 +19,7 @@ from seer.errors import UnknownGPUError
 from seer.hardware import gpus
 
 from . import libs, ncu_pass
+from .configs import MemConfig
 from .cost import CostModel
 from .env import Env, open_env
 from .errors import BenchError, DiskFull, is_disk_full
@@ -245,6 +246,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     spec = device_spec(env.device)
     plan = plan_for(opts, spec=spec)
+    if env.torch_ops is None and any(isinstance(i.config, MemConfig) for i in plan.items):
+        # open_env's note says why (no PyTorch with CUDA): the other suites go on without it
+        plan = replace(plan, items=[i for i in plan.items if not isinstance(i.config, MemConfig)])
     folder = Path(opts.out) / gpus.slug_for(env.device.name)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -350,7 +354,8 @@ def collect(opts: Options, log: Callable[[str], None] | None = None, watch: Watc
     """`python -m cudnn_bench collect`: open the GPU, measure, then the counter pass."""
     need_conv = any(SUITES[s].op == "conv_fwd" for s in opts.suites)
     need_gemm = any(SUITES[s].op == "gemm" for s in opts.suites)
-    env = open_env(opts, need_conv, need_gemm, trace=opts.launch_meta == "cupti")
+    need_memory = any(SUITES[s].op == "memory" for s in opts.suites)
+    env = open_env(opts, need_conv, need_gemm, trace=opts.launch_meta == "cupti", need_memory=need_memory)
     try:
         result = run(opts, env, log, watch)
     finally:

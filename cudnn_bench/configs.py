@@ -1,4 +1,4 @@
-"""Configurations: a forward convolution or a (batched) GEMM as a frozen dataclass, with its
+"""Configurations: a forward convolution, a (batched) GEMM or a memory-bound operation as a frozen dataclass, with its
 FLOPs, its tensor bytes, its record fields and the key that names it in records and across reruns.
 
 Kept apart from the suites, the cost model and the plan: runners, measure and the ncu pass
@@ -128,7 +128,69 @@ class GemmConfig:
         return {"op": self.op, **self.dims(), "trans": self.trans}
 
 
-Config = ConvConfig | GemmConfig
+# memory-bound operations the harness times (seer.data.records.MEMORY_OPS, less host copies),
+# and the operands each element-wise function reads (seer.analytical.memory counts its FLOPs)
+MEMORY_RUN_OPS = ("elementwise", "softmax", "layer_norm", "transpose", "concat", "memcpy")
+ELEMENTWISE_FNS: dict[str, int] = {
+    "add": 2,
+    "mul": 2,
+    "div": 2,
+    "relu": 1,
+    "gelu": 1,
+    "silu": 1,
+    "tanh": 1,
+    "sigmoid": 1,
+    "exp": 1,
+}
+
+
+@dataclass(frozen=True)
+class MemConfig:
+    """A memory-bound operation on a [rows, cols] tensor (PyTorch's kernel, on the harness's
+    stream): an element-wise function `fn`, softmax or layer norm over the last axis, a
+    transpose made contiguous, a concatenation of two [rows, cols / 2] halves along the last
+    axis, or a device-to-device copy (memcpy, fn d2d)."""
+
+    op: str
+    rows: int
+    cols: int
+    fn: str = ""
+    name: str = ""
+
+    @property
+    def valid(self) -> bool:
+        fn_ok = (
+            self.fn in ELEMENTWISE_FNS
+            if self.op == "elementwise"
+            else self.fn == ("d2d" if self.op == "memcpy" else "")
+        )
+        even = self.cols % 2 == 0 or self.op != "concat"
+        return self.op in MEMORY_RUN_OPS and fn_ok and min(self.rows, self.cols) >= 1 and even
+
+    @property
+    def inputs(self) -> int:
+        """Tensors of [rows, cols] read (concat reads its two halves: one tensor's worth)."""
+        return ELEMENTWISE_FNS.get(self.fn, 1) if self.op == "elementwise" else 1
+
+    def flops(self) -> float:
+        return float(self.rows * self.cols * (8 if self.op in ("softmax", "layer_norm") else 1))
+
+    def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
+        n = self.rows * self.cols * DTYPE_BYTES[dtype]
+        return {"x": self.inputs * n, "y": n}
+
+    def dims(self) -> dict[str, int]:
+        return {"rows": self.rows, "cols": self.cols}
+
+    def key(self) -> str:
+        """op:r<rows>:c<cols>:<fn or ->, e.g. elementwise:r1024:c4096:gelu."""
+        return f"{self.op}:r{self.rows}:c{self.cols}:{self.fn or '-'}"
+
+    def fields(self) -> dict:
+        return {"op": self.op, **self.dims(), "fn": self.fn}
+
+
+Config = ConvConfig | GemmConfig | MemConfig
 
 
 def _key(op: str, dims: dict[str, int], last: str) -> str:
@@ -140,6 +202,8 @@ def config_from_key(key: str, name: str = "") -> Config:
     """Inverse of `key()` (the ncu worker gets its calls as keys)."""
     parts = key.split(":")
     op = parts[0]
+    if op in MEMORY_RUN_OPS and len(parts) == 4 and parts[1][1:].isdigit() and parts[2][1:].isdigit():
+        return MemConfig(op, int(parts[1][1:]), int(parts[2][1:]), "" if parts[3] == "-" else parts[3], name=name)
     if op not in KEY_LETTERS:
         raise BenchError(f"not a configuration key: {key!r}")
     vals = {p[0]: int(p[1:]) for p in parts[1:] if p[:1].isalpha() and p[1:].isdigit()}

@@ -19,10 +19,12 @@ from functools import partial
 from typing import Protocol
 
 from . import libs, runtime
+from .configs import MemConfig
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
 from .cupti import CuptiTracer, KernelRecord
 from .errors import BenchError, CublasError, CudnnError, NoGPUError
+from .memory_ops import TorchOps
 from .options import Options
 from .runtime import Backend, BufferPool, DeviceInfo
 from .timing import EventPool, Flusher
@@ -34,6 +36,14 @@ class Tracer(Protocol):
     def take(self) -> list[KernelRecord]: ...
 
     def close(self) -> None: ...
+
+
+class MemoryOps(Protocol):
+    """Memory-bound calls on the harness's stream (memory_ops.TorchOps or a fake)."""
+
+    def make(self, cfg: MemConfig, dtype: str) -> Callable[[], None]: ...
+
+    def release(self) -> None: ...
 
 
 class ClockReader(Protocol):
@@ -58,6 +68,7 @@ class Env:
     lt_handle: object = None
     tracer: Tracer | None = None
     nvml: ClockReader | None = None
+    torch_ops: MemoryOps | None = None  # PyTorch on this stream (memory_ops.TorchOps), for memory-bound suites
     versions: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -72,6 +83,12 @@ class Env:
         if self.lt is None:
             raise BenchError("cuBLASLt was not opened for this run (no GEMM suite was asked for)")
         return self.lt, self.lt_handle
+
+    def memory_ops(self) -> MemoryOps:
+        """PyTorch's memory-bound kernels on the harness's stream; opened where a suite has them."""
+        if self.torch_ops is None:
+            raise BenchError("PyTorch was not opened for this run (no memory-bound suite was asked for)")
+        return self.torch_ops
 
     def sm_clock_mhz(self) -> float:
         if self.nvml is None:
@@ -132,8 +149,10 @@ def simulated_env(value: str, trace: bool) -> Env:
 
 
 # ====================================================================== the real GPU
-def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True) -> Env:
-    """The GPU environment: backend, stream, L2 flusher, cuDNN/cuBLASLt handles, CUPTI, NVML.
+def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True, need_memory: bool = False) -> Env:
+    """The GPU environment: backend, stream, L2 flusher, cuDNN/cuBLASLt handles, CUPTI, NVML,
+    and PyTorch on the stream where a memory-bound suite needs it (without it that suite is
+    left out, with a note: the others need no PyTorch).
 
     Raises NoGPUError / LibraryNotFound / BackendError with one sentence when a part is missing.
     """
@@ -177,6 +196,15 @@ def open_env(opts: Options, need_conv: bool, need_gemm: bool, trace: bool = True
             }
         )
         env.flusher = Flusher(backend, dev.l2_bytes, stream)
+        if need_memory:
+            try:
+                ops = TorchOps(dev.ordinal, stream)
+                env.torch_ops = ops
+                env.notes.append(
+                    f"PyTorch {ops.version} launches the memory-bound suite's kernels on the harness's stream"
+                )
+            except BenchError as exc:
+                env.notes.append(f"the memory-bound suite is left out: {exc}")
         if trace:
             try:
                 env.tracer = CuptiTracer.open()

@@ -27,7 +27,7 @@ from seer.hardware import gpus
 
 from . import counters as C
 from . import libs
-from .configs import Config, ConvConfig, config_from_key
+from .configs import Config, ConvConfig, MemConfig, config_from_key
 from .cost import CostModel
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS
 from .env import Env, open_env
@@ -79,6 +79,8 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: CostModel | None = None) -> 
                 continue
             r = g.iloc[0]
             op = str(r["op"])
+            if op not in ("conv_fwd", "gemm"):  # PyTorch's memory-bound kernels: no replay under ncu yet
+                continue
             sig = None
             if op == "gemm":
                 sig = [_int(str(r["algo"]).split(":")[-1])] + [_int(r.get(column)) for column, _ in RECORD_FIELDS]
@@ -284,6 +286,8 @@ def recall(env: Env, ref: CallRef, cfg: Config, opts: Options) -> tuple[Runner, 
         algo = CONV_ALGO_ID[ref.algo]
         conv = ConvRunner(env, cfg, ref.math)
         return conv, conv.call(algo)
+    if isinstance(cfg, MemConfig):
+        raise BenchError(f"{cfg.key()}: PyTorch's memory-bound kernels are not replayed under ncu")
     compute = {v: k for k, v in COMPUTE_NAMES.items()}.get(ref.compute)  # None: the math family's default
     gemm = GemmRunner(env, cfg, ref.math, opts.workspace_limit, compute)
     try:

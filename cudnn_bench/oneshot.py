@@ -10,13 +10,14 @@ DIR/data.tgz every minute: a killed call still returns what was measured. A seco
 the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
-sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid: first
-the stored calls an older harness got wrong (`--redo unsplit`, the SEER grid's: those calls
+sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its time less the
+memory step's): first the stored calls an older harness got wrong (`--redo unsplit`, the SEER grid's: those calls
 only, each configuration's other calls kept as stored), then
 the convolution training grid `conv_grid` (its core first: real CNN layers and the first points
 of a space-filling design), then the rest of the SEER grid, each in stratified order (any prefix
-is a spread-out sample), until the reserve for 5, the ncu counters of a stratified sample; 6
-`cudnn_bench report`. Step 2 also measures again, first, what the older harness got wrong of
+is a spread-out sample), until the reserve for 5, the memory-bound suite (PyTorch's kernels on
+the harness's stream; once per GPU, only while the data lacks some of it); 6, the ncu counters
+of a stratified sample; 7 `cudnn_bench report`. Step 2 also measures again, first, what the older harness got wrong of
 Test-set-II and the GEMM layers. The backend is the pure-ctypes
 `driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from seer.data.records import BLOCK_KEY, read_raw
+from seer.errors import SeerError
 from seer.hardware import gpus
 
 from .argtypes import redo_reasons, shard, whole
@@ -54,11 +56,14 @@ LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute
 VERSIONS_S = 45.0  # nvidia-smi + `info` (loads every library once)
 CORE_MAX_S = 240.0  # Test-set-II and the GEMM layers, at most
 TRACES_S = 90.0  # PyTorch profiler traces
+MEMORY_MAX_S = 120.0  # the memory-bound suite, at most (about 0.3 GPU minutes by the cost model)
+MEMORY_START_S = 20.0  # importing PyTorch and starting CUDA in it
 COUNTERS_S = 60.0  # the ncu sample's budget (its timeout is 1.5x)
 FINISH_S = 30.0  # report and final packing
 PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 CORE_SUITES = ("gemm_layers", "test_set_ii")
+MEMORY_SUITES = ("memory_ops",)
 # the grid step, in this order (after the redo): the redesigned grid, then the SEER grid's rest
 GRID_SUITES = ("conv_grid", "seer_grid")
 GRID_STEP = "grid: conv_grid, then seer_grid, stratified"
@@ -284,7 +289,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
             min(TRACES_S, sess.left() - reserve),
         )
-    grid_s = sess.left() - reserve
+    memory_s = 0.0 if "memory" in args.skip else memory_time(folder)
+    grid_s = sess.left() - reserve - memory_s
     if "grid" not in args.skip:
         shard = ["--shard", args.shard] if args.shard else []
         step(
@@ -292,6 +298,13 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             GRID_STEP,
             collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard),
             grid_s,
+        )
+    if memory_s > 0:  # once per GPU: what it stores is skipped by later calls
+        step(
+            sess,
+            "memory: memory-bound kernels (PyTorch's)",
+            collect_argv(py, data, MEMORY_SUITES, backend, memory_s - STOP_GRACE_S, extra),
+            min(memory_s, sess.left() - reserve),
         )
     if "counters" not in args.skip:
         step(
@@ -326,6 +339,18 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     (sess.out_dir / "report.txt").write_text(text)
     sess.log(text.strip())
     return 0 if any(rows_by_suite(folder).values()) else 1
+
+
+def memory_time(folder: Path) -> float:
+    """Seconds the memory step needs for what `folder` lacks of the memory-bound suite (0 when
+    it holds all of it), at most MEMORY_MAX_S."""
+    try:
+        spec = gpus.lookup(folder.name)
+    except SeerError:
+        spec = gpus.lookup("h100-sxm")
+    cost = CostModel.for_gpu(spec)
+    new = resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost).new
+    return min(MEMORY_MAX_S, MEMORY_START_S + sum(i.est_s for i in new)) if new else 0.0
 
 
 def summary(sess: Session, t0: float) -> str:
@@ -387,7 +412,9 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     core = resume(make_plan(list(CORE_SUITES), ["fma"], Budget(), cost), folder, cost)
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     core_s = sum(i.est_s for i in core.new + core.redo)
-    grid_s = max(0.0, calls * (limit_s - fixed) - core_s)
+    memory = resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost)
+    memory_s = min(MEMORY_MAX_S, MEMORY_START_S + sum(i.est_s for i in memory.new)) if memory.new else 0.0
+    grid_s = max(0.0, calls * (limit_s - fixed) - core_s - memory_s)
     n_ii = sum(1 for i in core.new if i.suite == "test_set_ii")
     n_gemm = sum(1 for i in core.new if i.suite == "gemm_layers")
     lines = [
@@ -405,6 +432,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         + (f", gemm_layers: all {n_gemm}" if not core.stored else "")
         + (f", {len(core.redo)} measured again" if core.redo else "")
         + f", about {core_s / 60:.1f} GPU minutes",
+        f"  memory_ops (PyTorch's memory-bound kernels, after the grid step): {len(memory.new)} configurations "
+        + (f"new, about {_span(memory_s)} with PyTorch's start" if memory.new else "new: all stored"),
     ]
     left = grid_s
     for suite in GRID_SUITES:
@@ -506,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=lambda t: {s.strip() for s in t.split(",") if s.strip()},
         default=set(),
         metavar="STEPS",
-        help="steps to leave out: traces, grid, counters",
+        help="steps to leave out: traces, grid, memory, counters",
     )
     p.add_argument(
         "--redo",

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .configs import Config, ConvConfig
+from .configs import Config, ConvConfig, MemConfig
 from .cost import CostModel
 from .errors import BenchError
 from .maths import MATH_DTYPE
@@ -97,9 +97,11 @@ def stable_hash(text: str) -> int:
 
 def stratum(cfg: Config) -> tuple:
     """What a subsample must spread over: the filter size and stride (they pick the kernels
-    a conv algorithm uses), the batch and transposes of a GEMM."""
+    a conv algorithm uses), the batch and transposes of a GEMM, a memory-bound op's kernel."""
     if isinstance(cfg, ConvConfig):
         return (cfg.kh, cfg.stride_h, cfg.groups > 1)
+    if isinstance(cfg, MemConfig):
+        return (cfg.op, cfg.fn)
     return (cfg.batch > 1, cfg.trans)
 
 

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from seer.data.variants import CONV_ALGOS
 
-from .configs import ConvConfig, GemmConfig
+from .configs import ConvConfig, GemmConfig, MemConfig
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS, GemmProblem, LtAlgo, compute_types
 from .cudnn import AlgoPerf, ConvProblem
 from .env import Env
@@ -200,17 +200,45 @@ def open_gemm(env: Env, cfg: GemmConfig, math_mode: str, opts: Options) -> GemmR
     )
 
 
+# ====================================================================== memory-bound
+MEMORY_CALL = {"algo": "", "call_suffix": "torch"}  # one call: PyTorch's kernels for the op
+
+
+class MemoryRunner(Runner):
+    """One memory-bound operation: its tensors, and its one call (PyTorch's kernels)."""
+
+    def __init__(self, env: Env, cfg: MemConfig, math_mode: str):
+        self.ops = env.memory_ops()
+        self.fn: Callable[[], None] | None = self.ops.make(cfg, MATH_DTYPE[math_mode])
+
+    def shared(self) -> dict:
+        return {}
+
+    def calls(self, opts: Options) -> Iterator[Call]:
+        fn = self.fn
+        assert fn is not None, "the runner is closed"
+        yield Call(dict(MEMORY_CALL), lambda: 0, lambda _ptr, _nbytes: fn)
+
+    def close(self) -> None:
+        self.fn = None  # its tensors go back to PyTorch's cache, and the cache to the driver
+        self.ops.release()
+
+
 # ====================================================================== by plan item
 def open_runner(env: Env, item: PlanItem, opts: Options) -> Runner:
     """The runner of one plan item; raises the library's error where it cannot be made."""
     if isinstance(item.config, ConvConfig):
         return ConvRunner(env, item.config, item.math)
+    if isinstance(item.config, MemConfig):
+        return MemoryRunner(env, item.config, item.math)
     return open_gemm(env, item.config, item.math, opts)
 
 
 def unopened_calls(item: PlanItem, opts: Options) -> list[dict]:
     """The calls a configuration is recorded as where its runner cannot be made: every
-    algorithm of a convolution, the heuristic of a GEMM."""
+    algorithm of a convolution, the heuristic of a GEMM, a memory-bound op's one call."""
     if isinstance(item.config, ConvConfig):
         return [conv_fields(a) for a in opts.algos]
+    if isinstance(item.config, MemConfig):
+        return [dict(MEMORY_CALL)]
     return [{"algo": "lt:-1", "call_suffix": "heuristic"}]

@@ -17,6 +17,10 @@ Suites:
   (torchvision's definitions, 224x224 inputs) at batch 1, 32 and 128.
 - `gemm_layers`: GEMMs of transformer (BERT, GPT-2, Llama-style) and MLP (DLRM) layers.
 - `gemm_grid`: a grid of (batch, M, N, K).
+- `memory_ops`: memory-bound operations on [rows, cols] FP32 tensors through PyTorch's kernels
+  (cudnn_bench.memory_ops): element-wise functions, softmax and layer norm over rows as wide
+  as transformers' hidden sizes and vocabularies, transposes, concatenations and copies;
+  rows 1 to 2^17, at most 2^27 elements.
 
 Everything is a plain tuple of numbers; add a network by adding its layer list. What a run
 takes of them within a budget is the plan's business (cudnn_bench.plan).
@@ -29,7 +33,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from .configs import Config, ConvConfig, GemmConfig
+from .configs import ELEMENTWISE_FNS, Config, ConvConfig, GemmConfig, MemConfig
 from .conv_grid import Design, design
 from .errors import BenchError
 from .families import MOBILENET_V2 as MOBILENET_V2_SETTINGS
@@ -212,6 +216,55 @@ def gemm_grid() -> list[GemmConfig]:
     ]
 
 
+# memory_ops: rows (tokens, or batch x channels) and the widths of the last axis that models use:
+# hidden sizes (BERT, GPT-2, GPT-2 XL, Llama 7B and its FFN), ImageNet's classes and vocabularies
+MEMORY_ROWS = tuple(2**i for i in range(18))
+MEMORY_MAX_ELEMENTS = 2**27  # 512 MiB in FP32 a tensor
+ROW_WIDTHS = (
+    64,
+    128,
+    256,
+    384,
+    512,
+    768,
+    1000,
+    1024,
+    1536,
+    1600,
+    2048,
+    3072,
+    4096,
+    5120,
+    8192,
+    11008,
+    16384,
+    32000,
+    50257,
+)
+FLAT_WIDTHS = (1000, 1024, 4096)  # element-wise kernels see elements, not rows: a few widths
+TRANSPOSE_WIDTHS = (64, 128, 768, 1024, 4096)
+
+
+def memory_ops() -> list[MemConfig]:
+    """Softmax and layer norm over every row width (their kernels change with it: a warp or a
+    block per row, a row kept in registers or read again), the others over a few."""
+    widths: list[tuple[str, str, tuple[int, ...]]] = [
+        *(("elementwise", fn, FLAT_WIDTHS) for fn in ELEMENTWISE_FNS),
+        ("softmax", "", ROW_WIDTHS),
+        ("layer_norm", "", ROW_WIDTHS),
+        ("transpose", "", TRANSPOSE_WIDTHS),
+        ("concat", "", (256, 1024, 4096)),
+        ("memcpy", "d2d", FLAT_WIDTHS),
+    ]
+    return [
+        MemConfig(op, rows, cols, fn)
+        for op, fn, each in widths
+        for cols in each
+        for rows in MEMORY_ROWS
+        if rows * cols <= MEMORY_MAX_ELEMENTS
+    ]
+
+
 def _dedupe(cfgs: list) -> list:
     seen, out = set(), []
     for c in cfgs:
@@ -250,9 +303,16 @@ SUITES: dict[str, Suite] = {
     ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
+    "memory_ops": Suite(
+        "memory_ops",
+        "memory",
+        memory_ops,
+        "element-wise, softmax, layer norm, transpose, concat and copy kernels (PyTorch's)",
+        0.1,
+    ),
 }
 # Order of execution: quick suites first, the training grids last, the new one before SEER's.
-RUN_ORDER = ("gemm_layers", "gemm_grid", "test_set_ii", "conv_grid", "seer_grid")
+RUN_ORDER = ("gemm_layers", "gemm_grid", "memory_ops", "test_set_ii", "conv_grid", "seer_grid")
 
 
 def parse_suites(text: str) -> list[str]:

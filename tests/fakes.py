@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 from cudnn_bench.cublaslt import STATUS_NAMES as CUBLAS_STATUS_NAMES
 from cudnn_bench.cublaslt import CublasLt
@@ -535,6 +536,48 @@ class FakeLtLib(Recorder):
         return 0
 
 
+class FakeTorchOps:
+    """Stands in for memory_ops.TorchOps: a call advances the clock by its bytes over 2 TB/s
+    plus 3 us and leaves one kernel record named as PyTorch's kernels are; `made` counts the
+    configurations made, `released` the cache hand-backs."""
+
+    KERNELS: ClassVar[dict[str, str]] = {
+        "elementwise": "void at::native::vectorized_elementwise_kernel<4, {fn}_functor<float>, Array<char*, 2> >",
+        "softmax": "void (anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, Epilogue>",
+        "layer_norm": "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>",
+        "transpose": "void at::native::elementwise_kernel<128, 4, gpu_kernel_impl_nocast<copy_kernel>>",
+        "concat": "void at::native::CatArrayBatchedCopy<OpaqueType<4u>, unsigned int, 2, 128, 1>",
+        "memcpy": "void at::native::vectorized_elementwise_kernel<4, copy_functor<float>, Array<char*, 2> >",
+    }
+
+    def __init__(self, backend: FakeBackend, tracer: FakeTracer | None):
+        self.backend, self.tracer = backend, tracer
+        self.made = self.released = 0
+
+    def make(self, cfg, dtype: str):
+        from cudnn_bench.configs import MemConfig
+
+        assert isinstance(cfg, MemConfig) and cfg.valid
+        self.made += 1
+        nbytes = sum(cfg.tensor_bytes(dtype).values())
+        t = nbytes / 2e9 + 0.003
+        name = self.KERNELS[cfg.op].format(fn=cfg.fn)
+        blocks = max(1, cfg.rows * cfg.cols // 1024)
+
+        def call() -> None:
+            start = self.backend.clock_ms
+            self.backend.clock_ms += t
+            if self.tracer is not None:
+                self.tracer.records.append(
+                    KernelRecord(name, int(start * 1e6), int((start + t) * 1e6), (blocks, 1, 1), (128, 1, 1), 32, 0, 0)
+                )
+
+        return call
+
+    def release(self) -> None:
+        self.released += 1
+
+
 def fake_env(
     tracer: bool | FakeTracer = True,
     fail: dict | None = None,
@@ -572,6 +615,7 @@ def fake_env(
         lt_handle=lt.create_handle(),
         tracer=tr,
         nvml=_Nvml(),
+        torch_ops=FakeTorchOps(backend, tr),
         versions={
             "driver_version": "580.159.04",
             "cuda_version": "13.5",

@@ -361,7 +361,37 @@ def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
 
 def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
     core = _scripted(tmp_path, "cudnn_bench: no usable CUDA GPU: ...")
-    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy"]  # core, retry, grid
+    # core, retry, grid, memory
+    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy", "cupy"]
+
+
+def test_the_memory_step_follows_the_grid_until_the_gpu_holds_the_whole_suite(tmp_path):
+    import argparse
+
+    steps: list[tuple[str, list[str], float]] = []
+
+    def step(sess, name, argv, timeout):
+        steps.append((name, argv, timeout))
+        sess.last_output = []
+        return 0
+
+    def session() -> list[str]:
+        steps.clear()
+        sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
+        args = argparse.Namespace(backend="driver", max_configs=None, skip={"traces"}, shard=None, redo=[])
+        O.run_session(args, sess, step=step)
+        return [name.split(":")[0] for name, _, _ in steps]
+
+    opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=1, min_reps=1))
+    folder = K.run(opts, fake_env(), log=lambda s: None).folder
+    assert session()[-3:] == ["grid", "memory", "counters"]
+    memory = next(t for name, argv, t in steps if name.startswith("memory"))
+    argv = next(argv for name, argv, t in steps if name.startswith("memory"))
+    assert argv[argv.index("--suite") + 1] == "memory_ops" and O.MEMORY_START_S < memory <= O.MEMORY_MAX_S
+    assert O.memory_time(folder) == memory
+    K.run(K.Options(**{**vars(opts), "suites": ["memory_ops"], "limit": None}), fake_env(), log=lambda s: None)
+    assert O.memory_time(folder) == 0 and "memory" not in session()  # all stored: no step, no reserve
 
 
 def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):

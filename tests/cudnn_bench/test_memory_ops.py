@@ -1,0 +1,102 @@
+"""The memory-bound suite: PyTorch's kernels timed by the harness (cudnn_bench.memory_ops), stored
+like every other suite, and read and fitted by seer's memory-bound model."""
+from __future__ import annotations
+
+import collections
+
+import pytest
+from fakes import fake_env
+
+from cudnn_bench import collect as K
+from cudnn_bench.configs import ELEMENTWISE_FNS, MemConfig, config_from_key
+from cudnn_bench.errors import BenchError
+from cudnn_bench.memory_ops import TorchOps, op_call
+from cudnn_bench.plan import Budget, stratified_order
+from cudnn_bench.suites import MEMORY_MAX_ELEMENTS, SUITES, memory_ops
+from seer.data import records
+from seer.fit.gpu import fit_memory
+
+KINDS = {("elementwise", fn) for fn in ELEMENTWISE_FNS} | {
+    ("softmax", ""), ("layer_norm", ""), ("transpose", ""), ("concat", ""), ("memcpy", "d2d")}
+
+
+def test_a_memory_config_names_itself_and_says_what_the_harness_runs():
+    c = MemConfig("elementwise", 1024, 4096, "gelu")
+    assert c.key() == "elementwise:r1024:c4096:gelu" and config_from_key(c.key()) == c
+    assert config_from_key("softmax:r8:c50257:-") == MemConfig("softmax", 8, 50257)
+    assert c.tensor_bytes() == {"x": 1024 * 4096 * 4, "y": 1024 * 4096 * 4}
+    assert MemConfig("elementwise", 2, 4, "add").tensor_bytes("float16") == {"x": 32, "y": 16}  # two operands
+    assert c.fields() == {"op": "elementwise", "rows": 1024, "cols": 4096, "fn": "gelu"}
+    for bad in (MemConfig("elementwise", 2, 4, "frobnicate"), MemConfig("softmax", 2, 4, "relu"),
+                MemConfig("concat", 2, 5), MemConfig("memcpy", 2, 4, "h2d"), MemConfig("conv", 2, 4),
+                MemConfig("layer_norm", 0, 4)):
+        assert not bad.valid, bad
+
+
+def test_the_suite_covers_every_kernel_and_any_prefix_spreads_over_them():
+    cfgs = memory_ops()
+    assert len(cfgs) == len({c.key() for c in cfgs}) and all(c.valid for c in cfgs)
+    assert {(c.op, c.fn) for c in cfgs} == KINDS
+    assert max(c.rows * c.cols for c in cfgs) <= MEMORY_MAX_ELEMENTS
+    per = collections.Counter(c.op for c in cfgs)
+    assert per["softmax"] > 5 * per["concat"]  # every row width for the row-wise kernels
+    first = stratified_order(cfgs, salt="memory_ops")[: len(KINDS)]
+    assert {(c.op, c.fn) for c in first} == KINDS
+    assert SUITES["memory_ops"].op == "memory"
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_each_call_computes_its_op_on_any_torch_device(kind):
+    torch = pytest.importorskip("torch")
+    op, fn = kind
+    cfg = MemConfig(op, 3, 8, fn)
+    out = op_call(torch, cfg, "float32", torch.device("cpu"))()
+    assert tuple(out.shape) == ((8, 3) if op == "transpose" else (3, 8))
+    if op == "softmax":
+        assert torch.allclose(out.sum(dim=1), torch.ones(3))
+    if op == "layer_norm":
+        assert torch.allclose(out.mean(dim=1), torch.zeros(3), atol=1e-5)
+    if (op, fn) == ("elementwise", "relu"):
+        assert bool((out >= 0).all())
+    with pytest.raises(BenchError, match="not a memory-bound configuration"):
+        op_call(torch, MemConfig(op, 3, 8, "nope"), "float32", torch.device("cpu"))
+
+
+def test_pytorch_without_a_gpu_is_one_sentence():
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(BenchError, match="sees no CUDA GPU"):
+        TorchOps(0, 0)
+
+
+def _run(tmp_path, env, suites, limit=None):
+    opts = K.Options(out=tmp_path, suites=suites, limit=limit, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
+    return K.run(opts, env, log=lambda s: None)
+
+
+def test_the_harness_times_the_suite_and_seer_fits_the_gpus_bandwidth(tmp_path):
+    """The fake GPU's kernels stream 2 TB/s after 3 us: collected, read and fitted, the
+    memory-bound model finds both."""
+    env = fake_env()
+    run = _run(tmp_path, env, ["memory_ops"], limit=280)
+    assert run.measured == 280 and env.torch_ops.made == env.torch_ops.released == 280
+    rec = records.read_csv(run.folder / "memory_ops.csv")
+    assert set(zip(rec["op"], rec["fn"].fillna(""))) == KINDS
+    assert (rec["status"] == "ok").all() and (rec["time_basis"] == "span").mean() > 0.5
+    assert rec["kernel"].str.contains("at::native|SoftMax").all()
+    fit = fit_memory(rec.assign(source="memory_ops.csv"))
+    kernels = fit.to_dict()["gpus"]["h100-sxm"]["kernels"]
+    assert {"layer_norm", "concat", "transpose", "elementwise:gelu", "memcpy:d2d"} <= set(kernels)
+    assert any(k.startswith("softmax") for k in kernels)
+    for k in ("concat", "elementwise:add", "memcpy:d2d"):
+        assert kernels[k]["bw_gbs"] == pytest.approx(2000, rel=0.02) and kernels[k]["latency_us"] == pytest.approx(
+            3, rel=0.05)
+
+
+def test_without_pytorch_the_memory_suite_is_left_out_and_the_rest_measured(tmp_path):
+    env = fake_env()
+    env.torch_ops = None
+    run = _run(tmp_path, env, ["gemm_layers", "memory_ops"], limit=2)
+    assert run.measured == 2 and not (run.folder / "memory_ops.csv").exists()
