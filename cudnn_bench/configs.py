@@ -130,7 +130,7 @@ class GemmConfig:
 
 # memory-bound operations the harness times (seer.data.records.MEMORY_OPS, less host copies),
 # and the operands each element-wise function reads (seer.analytical.memory counts its FLOPs)
-MEMORY_RUN_OPS = ("elementwise", "softmax", "layer_norm", "transpose", "concat", "memcpy")
+MEMORY_RUN_OPS = ("elementwise", "softmax", "layer_norm", "transpose", "concat")
 ELEMENTWISE_FNS: dict[str, int] = {
     "add": 2,
     "mul": 2,
@@ -148,8 +148,8 @@ ELEMENTWISE_FNS: dict[str, int] = {
 class MemConfig:
     """A memory-bound operation on a [rows, cols] tensor (PyTorch's kernel, on the harness's
     stream): an element-wise function `fn`, softmax or layer norm over the last axis, a
-    transpose made contiguous, a concatenation of two [rows, cols / 2] halves along the last
-    axis, or a device-to-device copy (memcpy, fn d2d)."""
+    transpose made contiguous, or a concatenation of two [rows, cols / 2] halves along the last
+    axis."""
 
     op: str
     rows: int
@@ -159,11 +159,7 @@ class MemConfig:
 
     @property
     def valid(self) -> bool:
-        fn_ok = (
-            self.fn in ELEMENTWISE_FNS
-            if self.op == "elementwise"
-            else self.fn == ("d2d" if self.op == "memcpy" else "")
-        )
+        fn_ok = self.fn in ELEMENTWISE_FNS if self.op == "elementwise" else self.fn == ""
         even = self.cols % 2 == 0 or self.op != "concat"
         return self.op in MEMORY_RUN_OPS and fn_ok and min(self.rows, self.cols) >= 1 and even
 

@@ -1,11 +1,13 @@
 """Memory-bound operations timed by the harness: PyTorch's kernels on the harness's own stream.
 
-A model's element-wise, softmax, layer-norm, transpose, concatenation and copy kernels are
-PyTorch's, so PyTorch launches them here too. They run on the harness's stream
+A model's element-wise, softmax, layer-norm, transpose (strided copy) and concatenation kernels
+are PyTorch's, so PyTorch launches them here too. They run on the harness's stream
 (`torch.cuda.ExternalStream`) in the device's primary context, which the driver backend retains
 as PyTorch does: the harness's CUDA events and its CUPTI tracer time them exactly as they time
 cuDNN's calls (what the GPU did, not PyTorch's call time), and the L2 is flushed between
-repetitions the same way. torch is imported only where a memory-bound suite runs.
+repetitions the same way. torch is imported only where a memory-bound suite runs. Not here: a
+contiguous copy, which PyTorch makes with cudaMemcpyAsync (a copy-engine transfer, no kernel for
+the tracer to name; the harness stops where a call has no kernel names).
 
 `op_call` builds one configuration's tensors and call for any torch device (the tests run it on
 the CPU); `TorchOps` binds it to the GPU and the harness's stream.
@@ -61,11 +63,8 @@ def op_call(torch: Any, cfg: MemConfig, dtype: str, device: Any) -> Callable[[],
         return lambda: torch.nn.functional.layer_norm(x, (cols,), w, b, 1e-5)
     if cfg.op == "transpose":
         return lambda: x.t().contiguous()
-    if cfg.op == "concat":
-        a, b = tensor(cols // 2), tensor(cols // 2)
-        return lambda: torch.cat((a, b), dim=1)
-    out = torch.empty_like(x)  # memcpy d2d
-    return lambda: out.copy_(x)
+    a, b = tensor(cols // 2), tensor(cols // 2)  # concat
+    return lambda: torch.cat((a, b), dim=1)
 
 
 class TorchOps:

@@ -19,7 +19,7 @@ Suites:
 - `gemm_grid`: a grid of (batch, M, N, K).
 - `memory_ops`: memory-bound operations on [rows, cols] FP32 tensors through PyTorch's kernels
   (cudnn_bench.memory_ops): element-wise functions, softmax and layer norm over rows as wide
-  as transformers' hidden sizes and vocabularies, transposes, concatenations and copies;
+  as transformers' hidden sizes and vocabularies, transposes and concatenations;
   rows 1 to 2^17, at most 2^27 elements.
 
 Everything is a plain tuple of numbers; add a network by adding its layer list. What a run
@@ -254,7 +254,6 @@ def memory_ops() -> list[MemConfig]:
         ("layer_norm", "", ROW_WIDTHS),
         ("transpose", "", TRANSPOSE_WIDTHS),
         ("concat", "", (256, 1024, 4096)),
-        ("memcpy", "d2d", FLAT_WIDTHS),
     ]
     return [
         MemConfig(op, rows, cols, fn)
@@ -307,7 +306,7 @@ SUITES: dict[str, Suite] = {
         "memory_ops",
         "memory",
         memory_ops,
-        "element-wise, softmax, layer norm, transpose, concat and copy kernels (PyTorch's)",
+        "element-wise, softmax, layer norm, transpose and concat kernels (PyTorch's)",
         0.1,
     ),
 }

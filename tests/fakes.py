@@ -547,7 +547,6 @@ class FakeTorchOps:
         "layer_norm": "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>",
         "transpose": "void at::native::elementwise_kernel<128, 4, gpu_kernel_impl_nocast<copy_kernel>>",
         "concat": "void at::native::CatArrayBatchedCopy<OpaqueType<4u>, unsigned int, 2, 128, 1>",
-        "memcpy": "void at::native::vectorized_elementwise_kernel<4, copy_functor<float>, Array<char*, 2> >",
     }
 
     def __init__(self, backend: FakeBackend, tracer: FakeTracer | None):
