@@ -161,6 +161,13 @@ class CuptiError(LibraryStatusError):
     category = "failed"
 
 
+class TorchError(LibraryStatusError):
+    """PyTorch raised while making or running a memory-bound call (cudnn_bench.memory_ops)."""
+
+    library = "PyTorch"
+    category = "failed"
+
+
 def status_of(exc: BaseException) -> str:
     """The record status (ok, not_supported, ...) an exception stands for."""
     if isinstance(exc, DeviceOutOfMemory):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .configs import MemConfig
-from .errors import BenchError
+from .errors import BenchError, DeviceOutOfMemory, TorchError
 
 PYTORCH_NEEDED = "the memory-bound suite launches PyTorch's kernels: install torch with CUDA in this Python"
 
@@ -67,6 +67,10 @@ def op_call(torch: Any, cfg: MemConfig, dtype: str, device: Any) -> Callable[[],
     return lambda: torch.cat((a, b), dim=1)
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 class TorchOps:
     """PyTorch bound to the harness's device and stream (its current stream from here on)."""
 
@@ -78,19 +82,35 @@ class TorchOps:
         if not torch.cuda.is_available():
             raise BenchError(f"PyTorch {torch.__version__} sees no CUDA GPU: {PYTORCH_NEEDED}")
         self.torch = torch
-        self.device = torch.device("cuda", ordinal)
-        torch.cuda.set_device(self.device)
-        self.stream = torch.cuda.ExternalStream(stream, device=self.device)
-        torch.cuda.set_stream(self.stream)
         self.version = str(torch.__version__)
+        try:
+            self.device = torch.device("cuda", ordinal)
+            torch.cuda.set_device(self.device)
+            self.stream = torch.cuda.ExternalStream(stream, device=self.device)
+            torch.cuda.set_stream(self.stream)
+        except RuntimeError as exc:
+            raise BenchError(
+                f"PyTorch {self.version} cannot launch on the harness's stream: {_first_line(exc)}"
+            ) from None
 
     def make(self, cfg: MemConfig, dtype: str) -> Callable[[], None]:
-        call = op_call(self.torch, cfg, dtype, self.device)
+        """The configuration's call; PyTorch's errors, in making or running it, become the
+        harness's (out_of_memory or failed, recorded as the call's status; a sticky CUDA error
+        then stops the run where the harness synchronizes)."""
+        call = self._checked(lambda: op_call(self.torch, cfg, dtype, self.device))
 
         def run() -> None:
-            call()  # the result is dropped at once
+            self._checked(call)  # the result is dropped at once
 
         return run
+
+    def _checked(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except self.torch.cuda.OutOfMemoryError as exc:
+            raise DeviceOutOfMemory(f"PyTorch: {_first_line(exc)}") from None
+        except RuntimeError as exc:
+            raise TorchError(-1, type(exc).__name__, _first_line(exc)) from None
 
     def release(self) -> None:
         """Hand cached blocks back to the driver: the convolution buffers come next."""

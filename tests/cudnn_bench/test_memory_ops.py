@@ -70,6 +70,31 @@ def test_pytorch_without_a_gpu_is_one_sentence():
         TorchOps(0, 0)
 
 
+def test_pytorchs_errors_become_the_calls_status():
+    """Out of memory and other RuntimeErrors, in making a call or running it, become the
+    harness's errors (recorded as the call's status), not a crash of the run."""
+    torch = pytest.importorskip("torch")
+    from cudnn_bench.errors import DeviceOutOfMemory, TorchError, status_of
+
+    ops = object.__new__(TorchOps)
+    ops.torch, ops.device = torch, torch.device("cpu")
+
+    def oom():
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB\nmore")
+
+    def bad():
+        raise RuntimeError("CUDA error: invalid configuration argument\nmore")
+
+    with pytest.raises(DeviceOutOfMemory, match="Tried to allocate 2.00 GiB$") as e:
+        ops._checked(oom)
+    assert status_of(e.value) == "out_of_memory"
+    with pytest.raises(TorchError, match="invalid configuration argument$") as e2:
+        ops._checked(bad)
+    assert status_of(e2.value) == "failed"
+    run = ops.make(MemConfig("softmax", 2, 4), "float32")
+    assert run() is None
+
+
 def _run(tmp_path, env, suites, limit=None):
     opts = K.Options(out=tmp_path, suites=suites, limit=limit, budget=Budget(), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
