@@ -28,8 +28,8 @@ def test_a_memory_config_names_itself_and_says_what_the_harness_runs():
     assert MemConfig("elementwise", 2, 4, "add").tensor_bytes("float16") == {"x": 32, "y": 16}  # two operands
     assert c.fields() == {"op": "elementwise", "rows": 1024, "cols": 4096, "fn": "gelu"}
     for bad in (MemConfig("elementwise", 2, 4, "frobnicate"), MemConfig("softmax", 2, 4, "relu"),
-                MemConfig("concat", 2, 5), MemConfig("memcpy", 2, 4, "d2d"), MemConfig("concat", 2, 4, "add"), MemConfig("conv", 2, 4),
-                MemConfig("layer_norm", 0, 4)):
+                MemConfig("concat", 2, 5), MemConfig("memcpy", 2, 4, "d2d"), MemConfig("concat", 2, 4, "add"),
+                MemConfig("conv", 2, 4), MemConfig("layer_norm", 0, 4)):
         assert not bad.valid, bad
 
 
@@ -85,10 +85,10 @@ def test_pytorchs_errors_become_the_calls_status():
     def bad():
         raise RuntimeError("CUDA error: invalid configuration argument\nmore")
 
-    with pytest.raises(DeviceOutOfMemory, match="Tried to allocate 2.00 GiB$") as e:
+    with pytest.raises(DeviceOutOfMemory, match=r"Tried to allocate 2\.00 GiB$") as e:
         ops._checked(oom)
     assert status_of(e.value) == "out_of_memory"
-    with pytest.raises(TorchError, match="invalid configuration argument$") as e2:
+    with pytest.raises(TorchError, match=r"invalid configuration argument$") as e2:
         ops._checked(bad)
     assert status_of(e2.value) == "failed"
     run = ops.make(MemConfig("softmax", 2, 4), "float32")
