@@ -10,15 +10,15 @@ DIR/data.tgz every minute: a killed call still returns what was measured. A seco
 the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
-sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its time less the
-memory step's): first the stored calls an older harness got wrong (`--redo unsplit`, the SEER grid's: those calls
-only, each configuration's other calls kept as stored), then
-the convolution training grid `conv_grid` (its core first: real CNN layers and the first points
-of a space-filling design), then the rest of the SEER grid, each in stratified order (any prefix
-is a spread-out sample), until the reserve for 5, the memory-bound suite (PyTorch's kernels on
-the harness's stream; once per GPU, only while the data lacks some of it); 6, the ncu counters
-of a stratified sample; 7 `cudnn_bench report`. Step 2 also measures again, first, what the older harness got wrong of
-Test-set-II and the GEMM layers. The backend is the pure-ctypes
+sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its
+time less the memory step's): first the stored calls an older harness got wrong (`--redo
+unsplit`, the SEER grid's: those calls only, each configuration's other calls kept as stored),
+then the convolution training grid `conv_grid` (its core first: real CNN layers and the first
+points of a space-filling design), then the rest of the SEER grid, each in stratified order (any
+prefix is a spread-out sample), until the reserve for 5, the memory-bound suite (PyTorch's
+kernels on the harness's stream; once per GPU, only while the data lacks some of it); 6, the ncu
+counters of a stratified sample; 7 `cudnn_bench report`. Step 2 also measures again, first, what
+the older harness got wrong of Test-set-II and the GEMM layers. The backend is the pure-ctypes
 `driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
@@ -289,8 +289,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
             min(TRACES_S, sess.left() - reserve),
         )
-    memory_s = 0.0 if "memory" in args.skip else memory_time(folder)
-    grid_s = sess.left() - reserve - memory_s
+    mem_s = 0.0 if "memory" in args.skip else memory_time(folder)
+    grid_s = sess.left() - reserve - mem_s
     if "grid" not in args.skip:
         shard = ["--shard", args.shard] if args.shard else []
         step(
@@ -299,12 +299,12 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard),
             grid_s,
         )
-    if memory_s > 0:  # once per GPU: what it stores is skipped by later calls
+    if mem_s > 0:  # once per GPU: what it stores is skipped by later calls
         step(
             sess,
             "memory: memory-bound kernels (PyTorch's)",
-            collect_argv(py, data, MEMORY_SUITES, backend, memory_s - STOP_GRACE_S, extra),
-            min(memory_s, sess.left() - reserve),
+            collect_argv(py, data, MEMORY_SUITES, backend, mem_s - STOP_GRACE_S, extra),
+            min(mem_s, sess.left() - reserve),
         )
     if "counters" not in args.skip:
         step(
@@ -349,7 +349,12 @@ def memory_time(folder: Path) -> float:
     except SeerError:
         spec = gpus.lookup("h100-sxm")
     cost = CostModel.for_gpu(spec)
-    new = resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost).new
+    return memory_s(resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost).new)
+
+
+def memory_s(new: list[PlanItem]) -> float:
+    """The memory step's time for the memory-bound configurations `new`: PyTorch's start and
+    their estimate, at most MEMORY_MAX_S; none when there are none."""
     return min(MEMORY_MAX_S, MEMORY_START_S + sum(i.est_s for i in new)) if new else 0.0
 
 
@@ -413,8 +418,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     core_s = sum(i.est_s for i in core.new + core.redo)
     memory = resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost)
-    memory_s = min(MEMORY_MAX_S, MEMORY_START_S + sum(i.est_s for i in memory.new)) if memory.new else 0.0
-    grid_s = max(0.0, calls * (limit_s - fixed) - core_s - memory_s)
+    mem_s = memory_s(memory.new)
+    grid_s = max(0.0, calls * (limit_s - fixed) - core_s - mem_s)
     n_ii = sum(1 for i in core.new if i.suite == "test_set_ii")
     n_gemm = sum(1 for i in core.new if i.suite == "gemm_layers")
     lines = [
@@ -433,7 +438,7 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         + (f", {len(core.redo)} measured again" if core.redo else "")
         + f", about {core_s / 60:.1f} GPU minutes",
         f"  memory_ops (PyTorch's memory-bound kernels, after the grid step): {len(memory.new)} configurations "
-        + (f"new, about {_span(memory_s)} with PyTorch's start" if memory.new else "new: all stored"),
+        + (f"new, about {_span(mem_s)} with PyTorch's start" if memory.new else "new: all stored"),
     ]
     left = grid_s
     for suite in GRID_SUITES:

@@ -220,27 +220,8 @@ def gemm_grid() -> list[GemmConfig]:
 # hidden sizes (BERT, GPT-2, GPT-2 XL, Llama 7B and its FFN), ImageNet's classes and vocabularies
 MEMORY_ROWS = tuple(2**i for i in range(18))
 MEMORY_MAX_ELEMENTS = 2**27  # 512 MiB in FP32 a tensor
-ROW_WIDTHS = (
-    64,
-    128,
-    256,
-    384,
-    512,
-    768,
-    1000,
-    1024,
-    1536,
-    1600,
-    2048,
-    3072,
-    4096,
-    5120,
-    8192,
-    11008,
-    16384,
-    32000,
-    50257,
-)
+HIDDEN_WIDTHS = (64, 128, 256, 384, 512, 768, 1000, 1024, 1536, 1600, 2048, 3072, 4096, 5120, 8192, 11008, 16384)
+ROW_WIDTHS = (*HIDDEN_WIDTHS, 32000, 50257)  # and the vocabularies of Llama and GPT-2
 FLAT_WIDTHS = (1000, 1024, 4096)  # element-wise kernels see elements, not rows: a few widths
 TRANSPOSE_WIDTHS = (64, 128, 768, 1024, 4096)
 
