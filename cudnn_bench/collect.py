@@ -25,7 +25,7 @@ from .env import Env, open_env
 from .errors import BenchError, DiskFull, is_disk_full
 from .measure import measure
 from .options import Options
-from .plan import Plan, PlanItem, make_plan
+from .plan import Plan, make_plan, only_calls
 from .redo import calls_to_redo
 from .runtime import DeviceInfo
 from .store import Store, utc_now, write_json
@@ -122,15 +122,6 @@ def plan_for(opts: Options, device_name: str | None = None, spec: gpus.GPUSpec |
         limit=opts.limit,
         shard=opts.shard,
     )
-
-
-def as_measured(item: PlanItem, store: Store, cost: CostModel) -> PlanItem:
-    """A plan item as this run measures it: of a stored configuration measured again, only
-    the calls asked for, at their estimated cost."""
-    calls = store.calls_of(item.key)
-    if calls is None:
-        return item
-    return replace(item, calls=calls, est_s=cost.config_s(item.config, item.math, calls))
 
 
 def device_spec(dev: DeviceInfo) -> gpus.GPUSpec:
@@ -271,7 +262,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     for st in stores.values():
         st.redo(calls_to_redo(st.path, opts.redo))
     cost = cost_for(opts, spec)
-    todo = [as_measured(i, stores[i.suite], cost) for i in plan.items if not stores[i.suite].is_done(i.key)]
+    todo = [
+        only_calls(i, stores[i.suite].calls_of(i.key), cost) for i in plan.items if not stores[i.suite].is_done(i.key)
+    ]
     todo.sort(key=lambda i: i.key not in stores[i.suite].again)  # known-wrong data before new configurations
     redone = sum(i.key in stores[i.suite].again for i in todo)
     skipped = len(plan.items) - len(todo)

@@ -36,7 +36,7 @@ import tarfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from seer.data.records import BLOCK_KEY, read_raw
@@ -47,8 +47,8 @@ from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
 from .errors import BenchError
-from .plan import Budget, Plan, PlanItem, make_plan, prefix
-from .redo import calls_to_redo
+from .plan import Budget, Plan, PlanItem, make_plan, only_calls, prefix
+from .redo import redo_of
 from .runtime import BACKENDS
 from .suites import SUITES
 
@@ -394,12 +394,8 @@ def resume(plan: Plan, folder: Path | None, cost: CostModel, reasons: tuple[str,
         if path is not None:
             raw = read_raw(path)[0]
             done |= set(raw[list(BLOCK_KEY)].itertuples(index=False, name=None))
-            redo |= calls_to_redo(path, list(reasons))
-    again = [
-        i if redo[i.key] is None else replace(i, calls=redo[i.key], est_s=cost.config_s(i.config, i.math, redo[i.key]))
-        for i in plan.items
-        if i.key in redo
-    ]
+            redo |= redo_of(raw, list(reasons))
+    again = [only_calls(i, redo[i.key], cost) for i in plan.items if i.key in redo]
     return Resume([i for i in plan.items if i.key not in done], again, sum(i.key in done for i in plan.items))
 
 
@@ -441,8 +437,9 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         + (f"new, about {_span(mem_s)} with PyTorch's start" if memory.new else "new: all stored"),
     ]
     left = grid_s
-    for suite in GRID_SUITES:
-        state = resume(make_plan([suite], ["fma"], Budget(), cost), folder, cost)
+    plans = {suite: make_plan([suite], ["fma"], Budget(), cost) for suite in GRID_SUITES}
+    states = {suite: resume(plans[suite], folder, cost) for suite in GRID_SUITES}
+    for suite, state in states.items():
         redo_s = sum(i.est_s for i in state.redo)
         if state.redo:
             whole = sum(cost.config_s(i.config, i.math) for i in state.redo)
@@ -453,9 +450,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
             )
         left -= redo_s
     lines.append(f"  then, with the time left (about {max(0.0, left) / 60:.1f} minutes), in this order:")
-    for suite in GRID_SUITES:
-        full = make_plan([suite], ["fma"], Budget(), cost)
-        state = resume(full, folder, cost)
+    for suite, state in states.items():
+        full = plans[suite]
         got = prefix(state.new, max(0.0, left))
         left -= sum(i.est_s for i in got)
         n = len(full.items)

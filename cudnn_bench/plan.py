@@ -13,7 +13,7 @@ import hashlib
 import itertools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .configs import Config, ConvConfig, MemConfig
 from .cost import CostModel
@@ -34,6 +34,14 @@ class PlanItem:
     def key(self) -> tuple[str, str, str]:
         """What a rerun looks for in the records to skip this item."""
         return (self.suite, self.config.key(), self.math)
+
+
+def only_calls(item: PlanItem, calls: frozenset[str] | None, cost: CostModel) -> PlanItem:
+    """A stored configuration measured again (--redo): only the calls of `calls` (None: all of
+    them, the item as planned), at their estimated cost."""
+    if calls is None:
+        return item
+    return replace(item, calls=calls, est_s=cost.config_s(item.config, item.math, calls))
 
 
 @dataclass

@@ -88,12 +88,16 @@ def merge(a: Redo, b: Redo) -> Redo:
     return out
 
 
-def calls_to_redo(path: str | Path, reasons: list[str]) -> Redo:
-    """The calls of one store file to measure again for any of `reasons`."""
-    if not reasons or not Path(path).is_file():
-        return {}
-    raw = read_raw(path)[0]
+def redo_of(raw: pd.DataFrame, reasons: list[str]) -> Redo:
+    """The calls of a store's rows (read_raw) to measure again for any of `reasons`."""
     out: Redo = {}
     for r in reasons:
         out = merge(out, REASONS[r](raw))
     return out
+
+
+def calls_to_redo(path: str | Path, reasons: list[str]) -> Redo:
+    """The calls of one store file to measure again for any of `reasons`."""
+    if not reasons or not Path(path).is_file():
+        return {}
+    return redo_of(read_raw(path)[0], reasons)

@@ -234,7 +234,7 @@ class Store:
         self.quarantined = set_aside(self.path, blocks)  # where the bytes of no block went
         self.recovered_bytes = blocks.dropped_bytes
         self.done = blocks.done
-        self._chunks = dict(blocks.chunks)  # each stored block's bytes: what a partial redo keeps
+        self._chunks: dict[tuple[str, ...], bytes] = {}  # stored blocks measured again in part: what they keep
         # stored keys to measure again (redo): the algorithms of the calls to measure, None: all
         self.again: dict[tuple[str, ...], frozenset[str] | None] = {}
         self._fh = open(self.path, "a", encoding="utf-8", newline="")  # noqa: SIM115 - open until close()
@@ -258,6 +258,9 @@ class Store:
         again = {tuple(k): v for k, v in wanted.items() if tuple(k) in self.done}
         self.done -= set(again)
         self.again.update(again)
+        if any(v is not None for v in again.values()):
+            chunks = dict(scan_blocks(self.path.read_bytes()).chunks)
+            self._chunks.update({k: chunks[k] for k, v in again.items() if v is not None})
         return len(again)
 
     def calls_of(self, key: tuple[str, ...]) -> frozenset[str] | None:
