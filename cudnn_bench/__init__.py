@@ -1,7 +1,8 @@
 """cudnn_bench: the GPU-side collection harness (pycuda, cuDNN, cuBLASLt, CUPTI, ncu).
 
-Measures cuDNN convolution-forward algorithms, cuBLASLt GEMM algorithms and PyTorch's
-memory-bound kernels over configuration suites and writes seer's measurement records
+Measures cuDNN's convolution algorithms (forward, backward-data, backward-filter), cuBLASLt GEMM
+algorithms and PyTorch's memory-bound kernels over configuration suites and writes seer's
+measurement records
 (`seer.data.records`) to data/<gpu-slug>/. Nothing in `seer` imports this package; GPU libraries
 and Python GPU modules are imported lazily inside the functions that need them, so that `python
 -m cudnn_bench ...` on a machine without a GPU ends with one sentence and exit code 2. See

@@ -53,6 +53,7 @@ examples:
   python -m cudnn_bench collect --suite test_set_ii --budget 2m --counters none
   python -m cudnn_bench collect --suite seer_grid --math fma,tf32 --budget 500
   python -m cudnn_bench plan --suite conv_grid --budget 9m       # what one GPU call of the new grid covers
+  python -m cudnn_bench collect --suite conv_bwd --budget 90s    # backward-data and backward-filter
   python -m cudnn_bench.coverage                               # Test-set-II within trust distance of the grids
   python -m cudnn_bench collect --suite seer_grid --ray head:6379  # every GPU of a Ray cluster
   python -m cudnn_bench merge data/shards --out data           # stores into data/<gpu-slug>/
@@ -195,7 +196,8 @@ def build_parser() -> Parser:
         type=algos,
         default=tuple(range(8)),
         metavar="LIST",
-        help="cuDNN forward algorithms to run, e.g. 0-7 (default) or 0,1,2,5-7",
+        help="cuDNN forward algorithms to run, e.g. 0-7 (default) or 0,1,2,5-7; the gradients "
+        "(suite conv_bwd) always run every algorithm of their direction",
     )
     r.add_argument(
         "--launch-meta",

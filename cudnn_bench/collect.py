@@ -345,7 +345,7 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
 
 def collect(opts: Options, log: Callable[[str], None] | None = None, watch: Watch | None = None) -> RunResult:
     """`python -m cudnn_bench collect`: open the GPU, measure, then the counter pass."""
-    need_conv = any(SUITES[s].op == "conv_fwd" for s in opts.suites)
+    need_conv = any(SUITES[s].op in ("conv_fwd", "conv_bwd") for s in opts.suites)
     need_gemm = any(SUITES[s].op == "gemm" for s in opts.suites)
     need_memory = any(SUITES[s].op == "memory" for s in opts.suites)
     env = open_env(opts, need_conv, need_gemm, trace=opts.launch_meta == "cupti", need_memory=need_memory)

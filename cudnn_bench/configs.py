@@ -1,5 +1,6 @@
-"""Configurations: a forward convolution, a (batched) GEMM or a memory-bound operation as a frozen dataclass, with its
-FLOPs, its tensor bytes, its record fields and the key that names it in records and across reruns.
+"""Configurations: a convolution (forward or a gradient), a (batched) GEMM or a memory-bound
+operation as a frozen dataclass, with its FLOPs, its tensor bytes, its record fields and the key
+that names it in records and across reruns.
 
 Kept apart from the suites, the cost model and the plan: runners, measure and the ncu pass
 handle one configuration at a time (the ncu worker rebuilds it from its key) and need neither
@@ -12,18 +13,21 @@ import re
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from seer.data.records import OPS
+from seer.data.records import CONV_OPS, OPS
 from seer.hardware.dtypes import DTYPE_BYTES
 
 from .errors import BenchError
 
 # The letter of each configuration field (seer.data.records.OPS, in its order) in a configuration key.
-KEY_LETTERS = {"conv_fwd": "nchwkrsuvpqdeg", "gemm": "bmnk"}
+KEY_LETTERS = {**dict.fromkeys(CONV_OPS, "nchwkrsuvpqdeg"), "gemm": "bmnk"}
 
 
 @dataclass(frozen=True)
 class ConvConfig:
-    """A forward convolution, NCHW input (batch, c_in, h_in, w_in), filter (c_out, c_in/groups, kh, kw)."""
+    """A convolution, NCHW input (batch, c_in, h_in, w_in), filter (c_out, c_in/groups, kh, kw):
+    its forward call (`op` conv_fwd), or one of the two gradients a training step takes of it
+    (conv_bwd_data: dx from dy and w; conv_bwd_filter: dw from x and dy). The three share the
+    fields, the FLOPs and the tensors; the key tells them apart."""
 
     batch: int
     c_in: int
@@ -42,8 +46,7 @@ class ConvConfig:
     layout: str = "NCHW"
     name: str = ""  # a layer name where it comes from a network, e.g. "resnet50.layer1.conv2"
     uses: str = ""  # how often each network runs this layer, e.g. "resnet50:3;vgg16:1"
-
-    op = "conv_fwd"
+    op: str = "conv_fwd"  # one of seer.data.records.CONV_OPS
 
     @property
     def out_hw(self) -> tuple[int, int]:
@@ -57,7 +60,8 @@ class ConvConfig:
     @property
     def valid(self) -> bool:
         ho, wo = self.out_hw
-        return ho >= 1 and wo >= 1 and self.c_in % self.groups == 0 and self.c_out % self.groups == 0
+        groups_ok = self.c_in % self.groups == 0 and self.c_out % self.groups == 0
+        return ho >= 1 and wo >= 1 and groups_ok and self.op in CONV_OPS
 
     def flops(self) -> float:
         ho, wo = self.out_hw
@@ -83,7 +87,6 @@ class ConvConfig:
     def fields(self) -> dict:
         """The record fields of this configuration."""
         d = {k: v for k, v in asdict(self).items() if k not in ("name", "uses")}
-        d["op"] = self.op
         if self.uses:
             d["uses"] = self.uses
         return d
@@ -204,8 +207,8 @@ def config_from_key(key: str, name: str = "") -> Config:
         raise BenchError(f"not a configuration key: {key!r}")
     vals = {p[0]: int(p[1:]) for p in parts[1:] if p[:1].isalpha() and p[1:].isdigit()}
     dims: dict[str, Any] = {f: vals[letter] for f, letter in zip(OPS[op], KEY_LETTERS[op])}  # ints, by name
-    if op == "conv_fwd":
-        return ConvConfig(**dims, layout=parts[-1], name=name)
+    if op in CONV_OPS:
+        return ConvConfig(**dims, layout=parts[-1], name=name, op=op)
     return GemmConfig(**dims, trans=parts[-1], name=name)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from seer.data.variants import CONV_ALGOS
+from seer.data.variants import CONV_OP_ALGOS
 from seer.hardware.dtypes import DTYPE_BYTES
 from seer.hardware.gpus import GPUSpec
 
@@ -35,8 +35,10 @@ class CostModel:
     25-45 us a group, 40 ms a call for 960 groups), which `GROUP_LOOP_S` adds, and whose
     thousands of kernel records cost host time (`loop_scale`). Algorithms that cannot run the
     config (DIRECT always, FFT and Winograd outside their shapes, fused Winograd on sm_90 per
-    the cuDNN 9 header) cost only their queries. Timing a call costs warm-up + repetitions
-    (timing.plan_reps) of (t + per-call overhead).
+    the cuDNN 9 header) cost only their queries. A gradient's algorithms (conv_bwd_data,
+    conv_bwd_filter) are costed as the forward's of the same work (ALGO_0/1/3: the direct
+    product), `bwd_factor` slower: a guess until a GPU run has measured them. Timing a call
+    costs warm-up + repetitions (timing.plan_reps) of (t + per-call overhead).
     """
 
     peak_flops: float
@@ -60,6 +62,8 @@ class CostModel:
     # not calibrated yet (no memory-bound suite has run): tensors made with torch.rand, the
     # cache handed back, PyTorch's dispatch in every call
     memory_overhead_s: float = 0.01
+    # not calibrated yet (no gradient was ever timed): cuDNN's gradients against its forward
+    bwd_factor: float = 1.5
     warmup: int = 2
     reps: int = 10
     min_reps: int = 3
@@ -76,6 +80,10 @@ class CostModel:
         "FFT_TILING": (70e-6, 1.01),
         "WINOGRAD": (60e-6, 1.5),  # not on sm_90; Ampere and older, unfitted
         "WINOGRAD_NONFUSED": (127e-6, 0.76),
+        # the gradients' own (uncalibrated): ALGO_0 and ALGO_3 accumulate with atomics
+        "ALGO_0": (60e-6, 2.5),
+        "ALGO_1": (60e-6, 2.0),
+        "ALGO_3": (60e-6, 2.5),
     }
     # seconds per group of the algorithms cuDNN loops over groups
     GROUP_LOOP_S: ClassVar[dict[str, float]] = {"FFT": 42e-6, "FFT_TILING": 40e-6, "WINOGRAD_NONFUSED": 25e-6}
@@ -107,15 +115,18 @@ class CostModel:
     def supported(self, cfg: ConvConfig, algo: str) -> bool:
         """What the first H100 run found (cuDNN 9, FP32 NCHW): FFT at unit stride, FFT_TILING at
         unit stride and at stride 2 of filters above 1x1, WINOGRAD_NONFUSED at unit stride of
-        square 3x3 and 5x5 filters; none of them dilated; fused WINOGRAD not on sm_90."""
+        square 3x3 and 5x5 filters; none of them dilated; fused WINOGRAD not on sm_90. The
+        gradients are assumed alike (FFT_TILING at unit stride only); fused WINOGRAD of the
+        filter gradient is not implemented (cudnn_cnn.h)."""
         stride = cfg.stride_h if cfg.stride_h == cfg.stride_w else 0
         undilated = cfg.dil_h == cfg.dil_w == 1
-        if algo == "DIRECT":
+        fwd = cfg.op == "conv_fwd"
+        if algo == "DIRECT" or (algo == "WINOGRAD" and cfg.op == "conv_bwd_filter"):
             return False
         if algo == "FFT":
             return stride == 1 and undilated
         if algo == "FFT_TILING":
-            return undilated and (stride == 1 or (stride == 2 and cfg.kh > 1 and cfg.kw > 1))
+            return undilated and (stride == 1 or (fwd and stride == 2 and cfg.kh > 1 and cfg.kw > 1))
         if algo == "WINOGRAD":
             return stride == 1 and undilated and cfg.kh == cfg.kw == 3 and cfg.groups == 1 and float(self.cc) < 9.0
         if algo == "WINOGRAD_NONFUSED":
@@ -148,6 +159,8 @@ class CostModel:
         else:
             roof = self._roof(cfg.flops(), io, math_mode)
         lat, factor = self.ALGO_TIME[algo]
+        if cfg.op != "conv_fwd":
+            factor *= self.bwd_factor
         loop = cfg.groups * self.GROUP_LOOP_S.get(algo, 0.0) if cfg.groups > 1 else 0.0
         return lat + factor * roof + loop
 
@@ -160,7 +173,7 @@ class CostModel:
         if isinstance(cfg, MemConfig):
             return self.memory_overhead_s + self.timed_s(self.call_s(cfg, math_mode))
         calls = 0.0
-        for algo in CONV_ALGOS.values() if algos is None else algos:
+        for algo in CONV_OP_ALGOS[cfg.op].values() if algos is None else algos:
             if not self.supported(cfg, algo):
                 calls += self.query_s
                 continue

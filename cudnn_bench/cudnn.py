@@ -1,10 +1,12 @@
-"""ctypes bindings for the cuDNN 9 legacy convolution-forward API.
+"""ctypes bindings for the cuDNN 9 legacy convolution API: forward, backward-data, backward-filter.
 
 Verified against the headers of the wheel nvidia-cudnn-cu13 9.28.0.42 (cudnn_graph.h,
 cudnn_ops.h, cudnn_cnn.h, CUDNN_VERSION 92800) by compiling a C program that prints sizeof and
 offsetof: cudnnConvolutionFwdAlgoPerf_t is 48 bytes with algo@0 status@4 time@8 memory@16
-determinism@24 mathType@28 reserved@32 (docs/reference.md, cuDNN convolution forward, agrees). The enum values and
-argument orders below are copied from those headers, e.g.
+determinism@24 mathType@28 reserved@32 (docs/reference.md, cuDNN convolution forward, agrees);
+cudnnConvolutionBwdDataAlgoPerf_t and cudnnConvolutionBwdFilterAlgoPerf_t declare the same
+members in the same order (tests/cudnn_bench/test_headers.py checks all three where headers are
+installed). The enum values and argument orders below are copied from those headers, e.g.
   cudnnSetTensor4dDescriptor(desc, format, dataType, n, c, h, w)       (cudnn_ops.h)
   cudnnSetFilter4dDescriptor(desc, dataType, format, k, c, h, w)       (cudnn_ops.h)
   cudnnSetConvolution2dDescriptor(desc, pad_h, pad_w, u, v, dilation_h, dilation_w, mode,
@@ -24,7 +26,7 @@ from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_void_p
 from dataclasses import dataclass
 from typing import Any
 
-from seer.data.variants import CONV_ALGOS
+from seer.data.variants import CONV_OP_ALGOS
 
 from . import libs
 from .errors import CudnnError, cudnn_error_class
@@ -39,6 +41,8 @@ CUDNN_CONVOLUTION, CUDNN_CROSS_CORRELATION = 0, 1
 CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION, CUDNN_FMA_MATH = 0, 1, 2, 3
 CUDNN_NON_DETERMINISTIC, CUDNN_DETERMINISTIC = 0, 1
 CUDNN_CONVOLUTION_FWD_ALGO_COUNT = 8
+CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT = 6
+CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT = 7
 MATH_TYPE_NAMES = {0: "default", 1: "tensor_op", 2: "tensor_op_allow_conversion", 3: "fma"}
 
 # The harness's math families -> (data type, cudnnMathType_t). FP32 with FMA math is SEER's
@@ -72,8 +76,9 @@ STATUS_NAMES = {
 }
 
 
-class ConvFwdAlgoPerf(ctypes.Structure):
-    """cudnnConvolutionFwdAlgoPerf_t (cudnn_cnn.h): 48 bytes, memory at offset 16."""
+class ConvAlgoPerf(ctypes.Structure):
+    """cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t (cudnn_cnn.h): 48 bytes, memory at offset
+    16; `algo` is the direction's enum."""
 
     _fields_ = [
         ("algo", c_int),
@@ -112,35 +117,38 @@ SIGNATURES: dict[str, tuple[Any, list]] = {
         [c_void_p, c_void_p, c_void_p, _P(c_int), _P(c_int), _P(c_int), _P(c_int)],
     ),
     "cudnnGetConvolutionForwardAlgorithmMaxCount": (c_int, [c_void_p, _P(c_int)]),
-    "cudnnGetConvolutionForwardAlgorithm_v7": (
-        c_int,
-        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)],
-    ),
-    "cudnnFindConvolutionForwardAlgorithm": (
-        c_int,
-        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_int), _P(ConvFwdAlgoPerf)],
-    ),
-    "cudnnGetConvolutionForwardWorkspaceSize": (
-        c_int,
-        [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_size_t)],
-    ),
-    "cudnnConvolutionForward": (
-        c_int,
-        [
-            c_void_p,
-            c_void_p,
-            c_void_p,
-            c_void_p,
-            c_void_p,
-            c_void_p,
-            c_void_p,
-            c_int,
-            c_void_p,
-            c_size_t,
-            c_void_p,
-            c_void_p,
-            c_void_p,
-        ],
+}
+# The three directions' calls take the same argument types: (handle, desc, desc, conv, desc, ...)
+# for the heuristic, Find and the workspace query; (handle, alpha, desc, ptr, desc, ptr, conv,
+# algo, workspace, bytes, beta, desc, ptr) for the call itself.
+_LIST = [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_int), _P(ConvAlgoPerf)]
+_WS = [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p, c_int, _P(c_size_t)]
+_RUN = [c_void_p] * 7 + [c_int, c_void_p, c_size_t, c_void_p, c_void_p, c_void_p]
+for _d in ("Forward", "BackwardData", "BackwardFilter"):
+    SIGNATURES[f"cudnnGetConvolution{_d}Algorithm_v7"] = (c_int, _LIST)
+    SIGNATURES[f"cudnnFindConvolution{_d}Algorithm"] = (c_int, _LIST)
+    SIGNATURES[f"cudnnGetConvolution{_d}WorkspaceSize"] = (c_int, _WS)
+    SIGNATURES[f"cudnnConvolution{_d}"] = (c_int, _RUN)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a convolution in cuDNN's API: its functions' infix, its algorithms, and
+    which of the problem's descriptors (x, w, y: input, filter, output of the forward) its calls
+    take, in their order, the last one written. Forward reads x and w and writes y;
+    backward-data reads w and dy and writes dx; backward-filter reads x and dy and writes dw."""
+
+    op: str
+    infix: str
+    count: int
+    order: tuple[str, str, str]  # (first operand, second operand, written), by descriptor name
+
+
+DIRECTIONS: dict[str, Direction] = {
+    "conv_fwd": Direction("conv_fwd", "Forward", CUDNN_CONVOLUTION_FWD_ALGO_COUNT, ("x", "w", "y")),
+    "conv_bwd_data": Direction("conv_bwd_data", "BackwardData", CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, ("w", "y", "x")),
+    "conv_bwd_filter": Direction(
+        "conv_bwd_filter", "BackwardFilter", CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, ("x", "y", "w")
     ),
 }
 
@@ -155,10 +163,11 @@ class AlgoPerf:
     memory: int
     determinism: int
     math_type: int
+    op: str = "conv_fwd"  # the direction whose enum `algo` is
 
     @property
     def name(self) -> str:
-        return CONV_ALGOS.get(self.algo, f"ALGO_{self.algo}")
+        return CONV_OP_ALGOS[self.op].get(self.algo, f"ALGO_{self.algo}")
 
 
 def format_version(v: int) -> str:
@@ -322,64 +331,77 @@ class Cudnn:
         )
         return n.value, c.value, h.value, ww.value
 
-    def _perf_list(self, fn: str, h, x, w, conv, y, count: int) -> list[AlgoPerf]:
-        arr = (ConvFwdAlgoPerf * count)()
+    def _perf_list(self, fn: str, op: str, h, x, w, conv, y, count: int | None) -> list[AlgoPerf]:
+        d = DIRECTIONS[op]
+        count = d.count if count is None else count
+        arr = (ConvAlgoPerf * count)()
         got = c_int(0)
-        self._call(fn, h, x, w, conv, y, int(count), ctypes.pointer(got), arr)
+        a, b, out = _ordered(d, x, w, y)
+        self._call(fn.format(d.infix), h, a, b, conv, out, int(count), ctypes.pointer(got), arr)
         return [
-            AlgoPerf(p.algo, p.status, float(p.time), int(p.memory), p.determinism, p.mathType)
+            AlgoPerf(p.algo, p.status, float(p.time), int(p.memory), p.determinism, p.mathType, op)
             for p in arr[: max(0, min(got.value, count))]
         ]
 
-    def heuristic(self, h, x, w, conv, y, count: int = CUDNN_CONVOLUTION_FWD_ALGO_COUNT) -> list[AlgoPerf]:
-        """cuDNN's own ranking (cudnnGetConvolutionForwardAlgorithm_v7): no timing, the baseline
-        picker to beat. Entries come best first; `status` says whether each can run."""
-        return self._perf_list("cudnnGetConvolutionForwardAlgorithm_v7", h, x, w, conv, y, count)
+    def heuristic(self, h, x, w, conv, y, count: int | None = None, op: str = "conv_fwd") -> list[AlgoPerf]:
+        """cuDNN's own ranking (cudnnGetConvolution<Direction>Algorithm_v7): no timing, the
+        baseline picker to beat. Entries come best first; `status` says whether each can run.
+        Descriptors are the forward's (x, w, y) whatever the direction."""
+        return self._perf_list("cudnnGetConvolution{}Algorithm_v7", op, h, x, w, conv, y, count)
 
-    def find(self, h, x, w, conv, y, count: int = CUDNN_CONVOLUTION_FWD_ALGO_COUNT) -> list[AlgoPerf]:
-        """cudnnFindConvolutionForwardAlgorithm: cuDNN times every algorithm (an oracle check)."""
-        return self._perf_list("cudnnFindConvolutionForwardAlgorithm", h, x, w, conv, y, count)
+    def find(self, h, x, w, conv, y, count: int | None = None, op: str = "conv_fwd") -> list[AlgoPerf]:
+        """cudnnFindConvolution<Direction>Algorithm: cuDNN times every algorithm (an oracle check)."""
+        return self._perf_list("cudnnFindConvolution{}Algorithm", op, h, x, w, conv, y, count)
 
-    def workspace_size(self, h, x, w, conv, y, algo: int) -> int:
+    def workspace_size(self, h, x, w, conv, y, algo: int, op: str = "conv_fwd") -> int:
+        d = DIRECTIONS[op]
         size = c_size_t(0)
-        self._call("cudnnGetConvolutionForwardWorkspaceSize", h, x, w, conv, y, int(algo), ctypes.pointer(size))
+        a, b, out = _ordered(d, x, w, y)
+        self._call(f"cudnnGetConvolution{d.infix}WorkspaceSize", h, a, b, conv, out, int(algo), ctypes.pointer(size))
         return int(size.value)
 
-    def forward(
+    def convolve(
         self,
+        op: str,
         h,
-        x_desc,
-        x: int,
-        w_desc,
-        w: int,
+        descs: tuple,
+        ptrs: tuple[int, int, int],
         conv,
         algo: int,
         workspace: int,
         workspace_bytes: int,
-        y_desc,
-        y: int,
         alpha: float = 1.0,
         beta: float = 0.0,
     ) -> None:
-        """y = alpha * conv(x, w) + beta * y. alpha and beta are host floats (float for every
-        data type but double, per cuDNN's scaling-parameter rule); pointers are device ints."""
+        """One call of direction `op` on the forward's descriptors `descs` (x, w, y) and device
+        pointers `ptrs` in the same order (for a gradient, y's is dy's and the written one is
+        dx's or dw's): written = alpha * result + beta * written. alpha and beta are host floats
+        (float for every data type but double, per cuDNN's scaling-parameter rule)."""
+        d = DIRECTIONS[op]
+        (da, db, dout), (pa, pb, pout) = _ordered(d, *descs), _ordered(d, *ptrs)
         a, b = c_float(alpha), c_float(beta)
         self._call(
-            "cudnnConvolutionForward",
+            f"cudnnConvolution{d.infix}",
             h,
             ctypes.cast(ctypes.pointer(a), c_void_p),
-            x_desc,
-            c_void_p(int(x) or None),
-            w_desc,
-            c_void_p(int(w) or None),
+            da,
+            c_void_p(int(pa) or None),
+            db,
+            c_void_p(int(pb) or None),
             conv,
             int(algo),
             c_void_p(int(workspace) or None),
             int(workspace_bytes),
             ctypes.cast(ctypes.pointer(b), c_void_p),
-            y_desc,
-            c_void_p(int(y) or None),
+            dout,
+            c_void_p(int(pout) or None),
         )
+
+
+def _ordered(d: Direction, x, w, y) -> tuple:
+    """The forward's (x, w, y) in the order direction `d`'s calls take them."""
+    named = {"x": x, "w": w, "y": y}
+    return tuple(named[n] for n in d.order)
 
 
 class ConvProblem:

@@ -9,9 +9,7 @@ the tracer's records of its repetitions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-
-from seer.data.variants import CONV_ALGOS
+from dataclasses import dataclass
 
 from .configs import GemmConfig
 from .counters import kernel_roles, launch_geometry, model_occupancy
@@ -220,18 +218,22 @@ def measure(env: Env, item: PlanItem, opts: Options) -> list[dict]:
     """Every call of one configuration (each conv algorithm, or cuBLASLt's heuristic
     algorithms of a GEMM), each timed, with the library's own ranking; of a configuration
     measured again, only the calls asked for (`item.calls`)."""
-    if item.calls is not None:
-        opts = replace(opts, algos=tuple(a for a in opts.algos if CONV_ALGOS[a] in item.calls))
+
+    def asked(fields: dict) -> bool:
+        return item.calls is None or fields["algo"] in item.calls
+
     base = base_row(env, item)
     try:
         runner = open_runner(env, item, opts)
     except FatalGPUError:
         raise
     except BenchError as exc:
-        return [row for call in unopened_calls(item, opts) for row in failed_rows(base, call, env, exc)]
+        calls = [c for c in unopened_calls(item, opts) if asked(c)]
+        return [row for call in calls for row in failed_rows(base, call, env, exc)]
     rows: list[dict] = []
     with runner:
         base.update(runner.shared())
         for call in runner.calls(opts):
-            rows += measure_call(env, base, call, opts)
+            if asked(call.fields):
+                rows += measure_call(env, base, call, opts)
     return rows

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from seer.data.variants import CONV_ALGO_ID, classify
+from seer.data.records import CONV_OPS
+from seer.data.variants import CONV_OP_ALGOS, classify
 from seer.hardware import gpus
 
 from . import counters as C
@@ -79,7 +80,7 @@ def calls_of(frames: dict[str, pd.DataFrame], cost: CostModel | None = None) -> 
                 continue
             r = g.iloc[0]
             op = str(r["op"])
-            if op not in ("conv_fwd", "gemm"):  # PyTorch's memory-bound kernels: no replay under ncu yet
+            if op not in (*CONV_OPS, "gemm"):  # PyTorch's memory-bound kernels: no replay under ncu yet
                 continue
             sig = None
             if op == "gemm":
@@ -129,7 +130,7 @@ def choose(calls: list[CallRef], mode: str, budget: Budget) -> list[CallRef]:
     else:
         groups: dict[tuple, list[CallRef]] = {}
         for c in sorted(calls, key=lambda c: stable_hash(str(c.call_id))):
-            groups.setdefault((c.op, c.algo if c.op == "conv_fwd" else "lt", c.variant, c.math), []).append(c)
+            groups.setdefault((c.op, c.algo if c.op in CONV_OPS else "lt", c.variant, c.math), []).append(c)
         keys = sorted(groups, key=lambda k: stable_hash(repr(k)))
         ordered = []
         i = 0
@@ -283,7 +284,7 @@ def recall(env: Env, ref: CallRef, cfg: Config, opts: Options) -> tuple[Runner, 
     """The runner of a recorded call (of configuration `cfg`) and the call as the timing pass
     made it (None where cuBLASLt no longer offers its algorithm); the caller closes the runner."""
     if isinstance(cfg, ConvConfig):
-        algo = CONV_ALGO_ID[ref.algo]
+        algo = {name: i for i, name in CONV_OP_ALGOS[cfg.op].items()}[ref.algo]
         conv = ConvRunner(env, cfg, ref.math)
         return conv, conv.call(algo)
     if isinstance(cfg, MemConfig):
@@ -306,7 +307,7 @@ def ncu_worker(
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     calls = [CallRef(**c) for c in json.loads(Path(calls_json).read_text())]
     opts = Options(backend=backend, device=device, launch_meta="none", counters="none")
-    env = open_env(opts, any(c.op == "conv_fwd" for c in calls), any(c.op == "gemm" for c in calls), trace=False)
+    env = open_env(opts, any(c.op in CONV_OPS for c in calls), any(c.op == "gemm" for c in calls), trace=False)
     nvtx = open_nvtx()
     if nvtx is None:
         log("ncu-worker: no NVTX provider; kernels will be attributed by launch order")

@@ -11,13 +11,15 @@ the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its
-time less the memory step's): first the stored calls an older harness got wrong (`--redo
+time less the side steps'): first the stored calls an older harness got wrong (`--redo
 unsplit`, the SEER grid's: those calls only, each configuration's other calls kept as stored),
 then the convolution training grid `conv_grid` (its core first: real CNN layers and the first
 points of a space-filling design), then the rest of the SEER grid, each in stratified order (any
-prefix is a spread-out sample), until the reserve for 5, the memory-bound suite (PyTorch's
-kernels on the harness's stream; once per GPU, only while the data lacks some of it); 6, the ncu
-counters of a stratified sample; 7 `cudnn_bench report`. Step 2 also measures again, first, what
+prefix is a spread-out sample), until the reserve for the side steps (`SIDE_STEPS`, each only
+while the data lacks some of its suite, each at most a fixed time a call): 5 the memory-bound
+suite (PyTorch's kernels on the harness's stream), 6 the convolution gradients (`conv_bwd`:
+cuDNN's backward-data and backward-filter); 7 the ncu counters of a stratified sample; 8
+`cudnn_bench report`. Step 2 also measures again, first, what
 the older harness got wrong of Test-set-II and the GEMM layers. The backend is the pure-ctypes
 `driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
 and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
@@ -56,18 +58,36 @@ LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute
 VERSIONS_S = 45.0  # nvidia-smi + `info` (loads every library once)
 CORE_MAX_S = 240.0  # Test-set-II and the GEMM layers, at most
 TRACES_S = 90.0  # PyTorch profiler traces
-MEMORY_MAX_S = 120.0  # the memory-bound suite, at most (about 0.3 GPU minutes by the cost model)
-MEMORY_START_S = 20.0  # importing PyTorch and starting CUDA in it
 COUNTERS_S = 60.0  # the ncu sample's budget (its timeout is 1.5x)
 FINISH_S = 30.0  # report and final packing
 PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 CORE_SUITES = ("gemm_layers", "test_set_ii")
-MEMORY_SUITES = ("memory_ops",)
 # the grid step, in this order (after the redo): the redesigned grid, then the SEER grid's rest
 GRID_SUITES = ("conv_grid", "seer_grid")
 GRID_STEP = "grid: conv_grid, then seer_grid, stratified"
 MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
+
+
+@dataclass(frozen=True)
+class SideStep:
+    """A suite measured after the grid step in every call until the GPU's data holds it whole,
+    in at most `max_s` a call: its time is taken from the grid only while something is left."""
+
+    name: str  # what --skip calls it
+    title: str
+    suites: tuple[str, ...]
+    max_s: float
+    start_s: float = 0.0  # a fixed start-up of the step's process
+
+
+SIDE_STEPS = (
+    # about 40 s by the cost model, once: importing PyTorch and starting CUDA in it take 20 s
+    SideStep("memory", "memory: memory-bound kernels (PyTorch's)", ("memory_ops",), 120.0, 20.0),
+    # Test-set-II's layers at batch 32 and 128 in about 80 s by the (uncalibrated) cost model,
+    # then conv_grid's core, 90 s a call
+    SideStep("backward", "backward: convolution gradients (cuDNN's data and filter)", ("conv_bwd",), 90.0),
+)
 
 
 # ====================================================================== running steps
@@ -289,8 +309,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
             min(TRACES_S, sess.left() - reserve),
         )
-    mem_s = 0.0 if "memory" in args.skip else memory_time(folder)
-    grid_s = sess.left() - reserve - mem_s
+    side_s = {s.name: 0.0 if s.name in args.skip else side_time(s, folder) for s in SIDE_STEPS}
+    grid_s = sess.left() - reserve - sum(side_s.values())
     if "grid" not in args.skip:
         shard = ["--shard", args.shard] if args.shard else []
         step(
@@ -299,13 +319,10 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard),
             grid_s,
         )
-    if mem_s > 0:  # once per GPU: what it stores is skipped by later calls
-        step(
-            sess,
-            "memory: memory-bound kernels (PyTorch's)",
-            collect_argv(py, data, MEMORY_SUITES, backend, mem_s - STOP_GRACE_S, extra),
-            min(mem_s, sess.left() - reserve),
-        )
+    for side in SIDE_STEPS:  # until the GPU holds them: what a step stores, later calls skip
+        if side_s[side.name] > 0:
+            t = min(side_s[side.name], sess.left() - reserve)
+            step(sess, side.title, collect_argv(py, data, side.suites, backend, t - STOP_GRACE_S, extra), t)
     if "counters" not in args.skip:
         step(
             sess,
@@ -341,21 +358,21 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     return 0 if any(rows_by_suite(folder).values()) else 1
 
 
-def memory_time(folder: Path) -> float:
-    """Seconds the memory step needs for what `folder` lacks of the memory-bound suite (0 when
-    it holds all of it), at most MEMORY_MAX_S."""
+def side_time(side: SideStep, folder: Path) -> float:
+    """Seconds a side step needs this call for what `folder` lacks of its suites (0 when it
+    holds them whole), at most its `max_s`."""
     try:
         spec = gpus.lookup(folder.name)
     except SeerError:
         spec = gpus.lookup("h100-sxm")
     cost = CostModel.for_gpu(spec)
-    return memory_s(resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost).new)
+    return side_s(side, resume(make_plan(list(side.suites), ["fma"], Budget(), cost), folder, cost).new)
 
 
-def memory_s(new: list[PlanItem]) -> float:
-    """The memory step's time for the memory-bound configurations `new`: PyTorch's start and
-    their estimate, at most MEMORY_MAX_S; none when there are none."""
-    return min(MEMORY_MAX_S, MEMORY_START_S + sum(i.est_s for i in new)) if new else 0.0
+def side_s(side: SideStep, new: list[PlanItem]) -> float:
+    """A side step's time for its configurations not stored (`new`): its start-up and their
+    estimate, at most its `max_s`; none when there are none."""
+    return min(side.max_s, side.start_s + sum(i.est_s for i in new)) if new else 0.0
 
 
 def summary(sess: Session, t0: float) -> str:
@@ -413,9 +430,17 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     core = resume(make_plan(list(CORE_SUITES), ["fma"], Budget(), cost), folder, cost)
     fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     core_s = sum(i.est_s for i in core.new + core.redo)
-    memory = resume(make_plan(list(MEMORY_SUITES), ["fma"], Budget(), cost), folder, cost)
-    mem_s = memory_s(memory.new)
-    grid_s = max(0.0, calls * (limit_s - fixed) - core_s - mem_s)
+    side_lines, sides_s = [], 0.0
+    for side in SIDE_STEPS:
+        new = resume(make_plan(list(side.suites), ["fma"], Budget(), cost), folder, cost).new
+        t = min(calls * side.max_s, side_s(side, new) + (calls - 1) * side.start_s)
+        got = prefix(new, max(0.0, t - side.start_s * calls) + 1e-9)
+        sides_s += t
+        side_lines.append(
+            f"  {', '.join(side.suites)}, after the grid step (at most {side.max_s:.0f} s a call): "
+            + (f"{len(got)} of {len(new)} configurations not stored, in about {_span(t)}" if new else "all stored")
+        )
+    grid_s = max(0.0, calls * (limit_s - fixed) - core_s - sides_s)
     n_ii = sum(1 for i in core.new if i.suite == "test_set_ii")
     n_gemm = sum(1 for i in core.new if i.suite == "gemm_layers")
     lines = [
@@ -433,8 +458,7 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         + (f", gemm_layers: all {n_gemm}" if not core.stored else "")
         + (f", {len(core.redo)} measured again" if core.redo else "")
         + f", about {core_s / 60:.1f} GPU minutes",
-        f"  memory_ops (PyTorch's memory-bound kernels, after the grid step): {len(memory.new)} configurations "
-        + (f"new, about {_span(mem_s)} with PyTorch's start" if memory.new else "new: all stored"),
+        *side_lines,
     ]
     left = grid_s
     plans = {suite: make_plan([suite], ["fma"], Budget(), cost) for suite in GRID_SUITES}
@@ -536,7 +560,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=lambda t: {s.strip() for s in t.split(",") if s.strip()},
         default=set(),
         metavar="STEPS",
-        help="steps to leave out: traces, grid, memory, counters",
+        help="steps to leave out: traces, grid, memory, backward, counters",
     )
     p.add_argument(
         "--redo",

@@ -106,8 +106,8 @@ def stable_hash(text: str) -> int:
 def stratum(cfg: Config) -> tuple:
     """What a subsample must spread over: the filter size and stride (they pick the kernels
     a conv algorithm uses), the batch and transposes of a GEMM, a memory-bound op's kernel."""
-    if isinstance(cfg, ConvConfig):
-        return (cfg.kh, cfg.stride_h, cfg.groups > 1)
+    if isinstance(cfg, ConvConfig):  # a gradient's direction too (the forward's strata unchanged)
+        return (cfg.kh, cfg.stride_h, cfg.groups > 1) + (() if cfg.op == "conv_fwd" else (cfg.op,))
     if isinstance(cfg, MemConfig):
         return (cfg.op, cfg.fn)
     return (cfg.batch > 1, cfg.trans)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.data.records import BLOCK_KEY, read_raw
+from seer.data.records import BLOCK_KEY, CONV_OPS, read_raw
 from seer.data.records.harness import SPAN, span_partial, time_basis
 from seer.data.records.schema import CONV_FIELDS
 
@@ -68,7 +68,7 @@ def unsplit(rows: pd.DataFrame) -> Redo:
     bad = ok[lost.to_numpy() | chunked(ok)]
     out: Redo = {}
     for key, grp in bad.groupby(list(BLOCK_KEY), sort=False):
-        conv = (grp["op"] == "conv_fwd").all()
+        conv = grp["op"].isin(CONV_OPS).all()
         out[tuple(map(str, key))] = frozenset(grp["algo"].astype(str)) if conv else None
     return out
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from seer.data.variants import CONV_ALGOS
+from seer.data.variants import CONV_OP_ALGOS
 
 from .configs import ConvConfig, GemmConfig, MemConfig
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS, GemmProblem, LtAlgo, compute_types
@@ -57,15 +57,29 @@ class Runner:
 
 
 # ====================================================================== convolution
-def conv_fields(algo: int) -> dict:
-    return {"algo": CONV_ALGOS[algo], "call_suffix": CONV_ALGOS[algo]}
+# each direction's buffers (pool names), forward's order (x, w, y): the written one is its own, so
+# the operands keep their random contents whichever direction ran before
+CONV_BUFFERS = {"conv_fwd": ("x", "w", "y"), "conv_bwd_data": ("dx", "w", "dy"), "conv_bwd_filter": ("x", "dw", "dy")}
+WRITTEN = {"conv_fwd": "y", "conv_bwd_data": "x", "conv_bwd_filter": "w"}  # by tensor_bytes' name
+
+
+def conv_fields(algo: int, op: str = "conv_fwd") -> dict:
+    name = CONV_OP_ALGOS[op][algo]
+    return {"algo": name, "call_suffix": name}
+
+
+def conv_algos(op: str, opts: Options) -> tuple[int, ...]:
+    """The algorithms timed of a convolution: those asked for (--algos) of the forward, every
+    one of a gradient's direction."""
+    return opts.algos if op == "conv_fwd" else tuple(CONV_OP_ALGOS[op])
 
 
 class ConvRunner(Runner):
-    """One convolution configuration on the GPU: descriptors, buffers, and a call per algorithm."""
+    """One convolution configuration on the GPU, in its direction (`cfg.op`): descriptors,
+    buffers, and a call per algorithm."""
 
     def __init__(self, env: Env, cfg: ConvConfig, math_mode: str):
-        self.env, self.cfg, self.math = env, cfg, math_mode
+        self.env, self.cfg, self.math, self.op = env, cfg, math_mode, cfg.op
         self.dnn, self.handle = env.cudnn()
         self.dtype = MATH_DTYPE[math_mode]
         self.ranked: list[AlgoPerf] = []  # cuDNN's heuristic, best first (filled by `shared`)
@@ -78,9 +92,11 @@ class ConvRunner(Runner):
                     f"configuration's ({cfg.batch}, {cfg.c_out}, {cfg.out_hw})"
                 )
             tb = cfg.tensor_bytes(self.dtype)
-            self.x = env.pool.get("x", tb["x"], self.dtype)
-            self.w = env.pool.get("w", tb["w"], self.dtype)
-            self.y = env.pool.get("y", tb["y"])
+            x, w, y = (
+                env.pool.get(name, tb[t], None if t == WRITTEN[self.op] else self.dtype)
+                for name, t in zip(CONV_BUFFERS[self.op], ("x", "w", "y"))
+            )
+            self.ptrs = (x, w, y)
         except BaseException:
             self.prob.close()
             raise
@@ -90,15 +106,15 @@ class ConvRunner(Runner):
 
     def heuristic(self) -> list[AlgoPerf]:
         p = self.prob
-        return self.dnn.heuristic(self.handle, p.x, p.w, p.conv, p.y)
+        return self.dnn.heuristic(self.handle, p.x, p.w, p.conv, p.y, op=self.op)
 
     def workspace(self, algo: int) -> int:
         p = self.prob
-        return self.dnn.workspace_size(self.handle, p.x, p.w, p.conv, p.y, algo)
+        return self.dnn.workspace_size(self.handle, p.x, p.w, p.conv, p.y, algo, op=self.op)
 
     def fn(self, algo: int, ws_ptr: int, ws_bytes: int) -> Callable[[], None]:
-        p, dnn, h = self.prob, self.dnn, self.handle
-        return lambda: dnn.forward(h, p.x, self.x, p.w, self.w, p.conv, algo, ws_ptr, ws_bytes, p.y, self.y)
+        p, dnn, h, op, ptrs = self.prob, self.dnn, self.handle, self.op, self.ptrs
+        return lambda: dnn.convolve(op, h, (p.x, p.w, p.y), ptrs, p.conv, algo, ws_ptr, ws_bytes)
 
     def shared(self) -> dict:
         try:
@@ -111,12 +127,13 @@ class ConvRunner(Runner):
     def call(self, algo: int) -> Call:
         rank = {p.algo: i for i, p in enumerate(self.ranked)}
         hmath = {p.algo: p.math_type for p in self.ranked}
-        fields = {**conv_fields(algo), "heuristic_rank": rank.get(algo), "heuristic_math": hmath.get(algo)}
+        fields = {**conv_fields(algo, self.op), "heuristic_rank": rank.get(algo), "heuristic_math": hmath.get(algo)}
         return Call(fields, lambda: self.workspace(algo), lambda ptr, nbytes: self.fn(algo, ptr, nbytes))
 
     def calls(self, opts: Options) -> Iterator[Call]:
-        """Every forward algorithm asked for (--algos), with cuDNN's heuristic ranking."""
-        for algo in opts.algos:
+        """Every algorithm of the direction (of the forward: those asked for, --algos), with
+        cuDNN's heuristic ranking."""
+        for algo in conv_algos(self.op, opts):
             yield self.call(algo)
 
 
@@ -238,7 +255,7 @@ def unopened_calls(item: PlanItem, opts: Options) -> list[dict]:
     """The calls a configuration is recorded as where its runner cannot be made: every
     algorithm of a convolution, the heuristic of a GEMM, a memory-bound op's one call."""
     if isinstance(item.config, ConvConfig):
-        return [conv_fields(a) for a in opts.algos]
+        return [conv_fields(a, item.config.op) for a in conv_algos(item.config.op, opts)]
     if isinstance(item.config, MemConfig):
         return [dict(MEMORY_CALL)]
     return [{"algo": "lt:-1", "call_suffix": "heuristic"}]

@@ -15,6 +15,9 @@ Suites:
   held-out scoring set) are excluded, near neighbours kept.
 - `test_set_ii`: the distinct convolution layers of AlexNet, VGG-16, ResNet-50 and MobileNetV2
   (torchvision's definitions, 224x224 inputs) at batch 1, 32 and 128.
+- `conv_bwd`: the two gradients a training step takes of a convolution (backward-data and
+  backward-filter, every algorithm of each): first Test-set-II's layers at the training batch
+  sizes 32 and 128, then conv_grid's core (real layers and the first design points).
 - `gemm_layers`: GEMMs of transformer (BERT, GPT-2, Llama-style) and MLP (DLRM) layers.
 - `gemm_grid`: a grid of (batch, M, N, K).
 - `memory_ops`: memory-bound operations on [rows, cols] FP32 tensors through PyTorch's kernels
@@ -162,6 +165,27 @@ def conv_grid_tier(cfg: Config) -> int:
     return conv_grid_design().tiers.get(cfg.key(), 1)
 
 
+BWD_OPS = ("conv_bwd_data", "conv_bwd_filter")
+BWD_TEST_SET_II_BATCHES = (32, 128)  # training batches: batch 1 is inference's
+
+
+def conv_bwd() -> list[ConvConfig]:
+    """Both gradients of Test-set-II's layers at the training batch sizes, then of conv_grid's
+    core (the tier `conv_bwd_tier` tells apart)."""
+    fwd = test_set_ii(BWD_TEST_SET_II_BATCHES) + [c for c in conv_grid() if conv_grid_tier(c) == 0]
+    return _dedupe([replace(c, op=op) for c in fwd for op in BWD_OPS])
+
+
+def conv_bwd_tier(cfg: Config) -> int:
+    """0 for Test-set-II's layers (measured first), 1 for conv_grid's core."""
+    return 0 if isinstance(cfg, ConvConfig) and replace(cfg, op="conv_fwd").key() in _test_set_ii_keys() else 1
+
+
+@functools.lru_cache(maxsize=1)
+def _test_set_ii_keys() -> frozenset[str]:
+    return frozenset(c.key() for c in test_set_ii())
+
+
 # Transformer layers: (model, hidden, ffn, heads); tokens = batch x sequence.
 TRANSFORMERS = (
     ("bert_base", 768, 3072, 12),
@@ -281,6 +305,14 @@ SUITES: dict[str, Suite] = {
         "AlexNet, VGG-16, ResNet-50, MobileNetV2 layers at batch 1, 32, 128",
         0.2,
     ),
+    "conv_bwd": Suite(
+        "conv_bwd",
+        "conv_bwd",
+        conv_bwd,
+        "backward-data and backward-filter of Test-set-II's layers (batch 32, 128), then of conv_grid's core",
+        0.2,
+        conv_bwd_tier,
+    ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
     "memory_ops": Suite(
@@ -292,7 +324,7 @@ SUITES: dict[str, Suite] = {
     ),
 }
 # Order of execution: quick suites first, the training grids last, the new one before SEER's.
-RUN_ORDER = ("gemm_layers", "gemm_grid", "memory_ops", "test_set_ii", "conv_grid", "seer_grid")
+RUN_ORDER = ("gemm_layers", "gemm_grid", "memory_ops", "test_set_ii", "conv_bwd", "conv_grid", "seer_grid")
 
 
 def parse_suites(text: str) -> list[str]:

@@ -182,6 +182,19 @@ ALGO_KERNELS = {  # algorithm -> [(kernel name, share of the call's time)]
     ],
 }
 ALGO_SPEED = {0: 3.0, 1: 1.0, 2: 1.8, 4: 2.2, 5: 2.4, 6: 1.3, 7: 1.4}
+# the gradients: (direction, algo) -> kernels, and their speed against the forward's ALGO_1
+BWD_KERNELS = {
+    ("BackwardData", 0): [("void cudnn::detail::dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int)", 1.0)],
+    ("BackwardData", 1): [
+        ("sm90_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize128x64x8_stage3_ffma", 1.0)
+    ],
+    ("BackwardFilter", 0): [("void cudnn::detail::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int)", 1.0)],
+    ("BackwardFilter", 1): [
+        ("void cudnn::detail::wgrad_alg1_engine<float, float, 64, 8>(int, int)", 0.8),
+        ("void cudnn::ops::scalePackedTensor_kernel<float, float>(long, float*, float)", 0.2),
+    ],
+}
+BWD_SPEED = {0: 2.5, 1: 1.6, 2: 2.6, 3: 2.2, 4: 1.8, 5: 1.9, 6: 2.8}
 
 
 class FakeCudnnLib(Recorder):
@@ -331,6 +344,79 @@ class FakeCudnnLib(Recorder):
         flops = 2.0 * xs[0] * fs[0] * max(oh, 1) * max(ow, 1) * fs[1] * fs[2] * fs[3]
         return ALGO_SPEED.get(algo, 1.0) * flops / (self.tflops * 1e9) + 0.005
 
+    # the gradients: descriptors in their direction's order, the forward's problem behind them
+    def _bwd_supported(self, infix: str, algo: int, x, w, conv) -> tuple[int, str]:
+        _, fs, cv = self._problem(x, w, conv)
+        unit = cv["stride"] == (1, 1) and cv["dil"] == (1, 1)
+        fft = (2, 3) if infix == "BackwardData" else (2, 6)
+        if algo in fft and (not unit or cv["groups"] != 1):
+            return 3000, "FFT needs unit stride"
+        if algo == 4 and (infix == "BackwardFilter" or fs[2:] != (3, 3) or not unit):
+            return 3000, "fused Winograd: 3x3 filters, unit stride, not of the filter gradient"
+        if algo == 5 and (fs[2] != fs[3] or fs[2] not in (3, 5) or not unit):
+            return 3000, "non-fused Winograd needs 3x3 or 5x5 filters"
+        return 0, ""
+
+    def _bwd_list(self, fn: str, infix: str, x, w, conv, req, got, arr, raw: tuple) -> int:
+        self.log(fn, tuple(map(_v, raw)))  # the call's (handle, desc, desc, conv, desc, requested)
+        count = 6 if infix == "BackwardData" else 7
+        ok = lambda a: self._bwd_supported(infix, a, x, w, conv)[0] == 0
+        order = sorted(range(count), key=lambda a: (not ok(a), BWD_SPEED[a]))
+        for i, a in enumerate(order[:req]):
+            arr[i].algo, arr[i].status = a, self._bwd_supported(infix, a, x, w, conv)[0]
+            arr[i].time, arr[i].memory, arr[i].mathType = -1.0, 0, self.convs[_v(conv)].get("math", 0)
+        got.contents.value = min(count, req)
+        return 0
+
+    def _bwd_ws(self, fn: str, infix: str, x, w, conv, algo, out) -> int:
+        self.log(fn, (_v(x), _v(w), _v(conv), algo))
+        st, text = self._bwd_supported(infix, algo, x, w, conv)
+        if st:
+            return self._err(st, text)
+        out.contents.value = 0 if algo in (0, 1, 3) else 1 << 24
+        return 0
+
+    def _bwd_run(self, fn: str, infix: str, x, w, conv, algo, args: tuple) -> int:
+        """args: the call's (handle, alpha, desc, ptr, desc, ptr, conv, algo, ws, size, beta, desc, ptr)."""
+        a = ctypes.cast(args[1], ctypes.POINTER(ctypes.c_float)).contents.value
+        b = ctypes.cast(args[10], ctypes.POINTER(ctypes.c_float)).contents.value
+        self.log(fn, (*map(_v, args[:1]), a, *map(_v, args[2:7]), algo, _v(args[8]), args[9], b,
+                      *map(_v, args[11:])))
+        st, text = self._bwd_supported(infix, algo, x, w, conv)
+        if st:
+            return self._err(st, text)
+        t = BWD_SPEED[algo] / ALGO_SPEED[1] * self._time_ms(1, x, w, conv)
+        if self.backend is not None:
+            self.backend.clock_ms += self.host_gap_ms
+            start = self.backend.clock_ms
+            self.backend.clock_ms += t
+            if self.tracer is not None:
+                kernels = BWD_KERNELS.get((infix, algo), [(f"kernel_{infix}_algo{algo}", 1.0)])
+                self._trace(algo, x, w, conv, start, t, kernels)
+        return 0
+
+    # backward-data: (w, dy, conv, dx); backward-filter: (x, dy, conv, dw)
+    def cudnnGetConvolutionBackwardDataAlgorithm_v7(self, h, w, dy, conv, dx, req, got, arr):
+        return self._bwd_list("cudnnGetConvolutionBackwardDataAlgorithm_v7", "BackwardData", dx, w, conv, req, got, arr,
+                              (h, w, dy, conv, dx, req))
+
+    def cudnnGetConvolutionBackwardFilterAlgorithm_v7(self, h, x, dy, conv, dw, req, got, arr):
+        return self._bwd_list("cudnnGetConvolutionBackwardFilterAlgorithm_v7", "BackwardFilter", x, dw, conv, req, got,
+                              arr, (h, x, dy, conv, dw, req))
+
+    def cudnnGetConvolutionBackwardDataWorkspaceSize(self, h, w, dy, conv, dx, algo, out):
+        return self._bwd_ws("cudnnGetConvolutionBackwardDataWorkspaceSize", "BackwardData", dx, w, conv, algo, out)
+
+    def cudnnGetConvolutionBackwardFilterWorkspaceSize(self, h, x, dy, conv, dw, algo, out):
+        return self._bwd_ws("cudnnGetConvolutionBackwardFilterWorkspaceSize", "BackwardFilter", x, dw, conv, algo, out)
+
+    def cudnnConvolutionBackwardData(self, *args):  # (h, alpha, wd, w, dyd, dy, conv, algo, ws, size, beta, dxd, dx)
+        return self._bwd_run("cudnnConvolutionBackwardData", "BackwardData", args[11], args[2], args[6], args[7], args)
+
+    def cudnnConvolutionBackwardFilter(self, *args):  # (h, alpha, xd, x, dyd, dy, conv, algo, ws, size, beta, dwd, dw)
+        return self._bwd_run("cudnnConvolutionBackwardFilter", "BackwardFilter", args[2], args[11], args[6], args[7],
+                             args)
+
     def cudnnGetConvolutionForwardAlgorithm_v7(self, h, x, w, conv, y, req, got, arr):
         self.log("cudnnGetConvolutionForwardAlgorithm_v7", (_v(h), _v(x), _v(w), _v(conv), _v(y), req))
         order = sorted(range(8), key=lambda a: (self._supported(a, x, w, conv)[0] != 0, self._time_ms(a, x, w, conv)))
@@ -375,12 +461,13 @@ class FakeCudnnLib(Recorder):
                 self._trace(algo, xd, wd, conv, start, t)
         return 0
 
-    def _trace(self, algo: int, xd, wd, conv, start_ms: float, t_ms: float) -> None:
-        """The kernel records of one forward call taking t_ms from start_ms."""
+    def _trace(self, algo: int, xd, wd, conv, start_ms: float, t_ms: float, kernels: list | None = None) -> None:
+        """The kernel records of one call taking t_ms from start_ms (a forward's, or `kernels`)."""
         problem = self._problem(xd, wd, conv)
         xs = problem[0]
-        n = self.chunks.get(algo, 1)
-        launches = [(name, share / n) for _ in range(n) for name, share in ALGO_KERNELS.get(algo, [(f"kernel_algo{algo}", 1.0)])]
+        n = self.chunks.get(algo, 1) if kernels is None else 1
+        kernels = ALGO_KERNELS.get(algo, [(f"kernel_algo{algo}", 1.0)]) if kernels is None else kernels
+        launches = [(name, share / n) for _ in range(n) for name, share in kernels]
         if self.setup and (algo, repr(problem)) not in self._set_up:  # once per algorithm and problem
             self._set_up.add((algo, repr(problem)))
             launches.insert(0, ("void cudnn::setup_kernel<float>(float*)", 0.0))

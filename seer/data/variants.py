@@ -27,6 +27,32 @@ CONV_ALGOS: dict[int, str] = {
     7: "WINOGRAD_NONFUSED",
 }
 CONV_ALGO_ID: dict[str, int] = {v: k for k, v in CONV_ALGOS.items()}
+# cudnnConvolutionBwdDataAlgo_t and cudnnConvolutionBwdFilterAlgo_t (cudnn_cnn.h): the gradients
+# of the input and of the filter. Fused WINOGRAD of the filter gradient is "not implemented".
+CONV_BWD_DATA_ALGOS: dict[int, str] = {
+    0: "ALGO_0",
+    1: "ALGO_1",
+    2: "FFT",
+    3: "FFT_TILING",
+    4: "WINOGRAD",
+    5: "WINOGRAD_NONFUSED",
+}
+CONV_BWD_FILTER_ALGOS: dict[int, str] = {
+    0: "ALGO_0",
+    1: "ALGO_1",
+    2: "FFT",
+    3: "ALGO_3",
+    4: "WINOGRAD",
+    5: "WINOGRAD_NONFUSED",
+    6: "FFT_TILING",
+}
+# a convolution's op in the record -> its direction's algorithms
+CONV_OP_ALGOS: dict[str, dict[int, str]] = {
+    "conv_fwd": CONV_ALGOS,
+    "conv_bwd_data": CONV_BWD_DATA_ALGOS,
+    "conv_bwd_filter": CONV_BWD_FILTER_ALGOS,
+}
+CONV_DIRECTION = {"conv_fwd": "forward", "conv_bwd_data": "backward-data", "conv_bwd_filter": "backward-filter"}
 # Algorithm families of kernels: FFT covers FFT and FFT_TILING (same kernels, told apart by the
 # call's kernel list); BLAS is a cuBLAS/cuBLASLt/CUTLASS GEMM kernel outside cuDNN.
 FAMILIES = (

@@ -18,7 +18,7 @@ from cudnn_bench import libs
 
 def test_algo_perf_struct_matches_the_header():
     # sizeof/offsetof printed by a C probe compiled against cudnn_cnn.h (cuDNN 9.28.0)
-    s = D.ConvFwdAlgoPerf
+    s = D.ConvAlgoPerf  # the forward's, backward-data's and backward-filter's alike
     assert ctypes.sizeof(s) == 48
     assert [getattr(s, f).offset for f in ("algo", "status", "time", "memory", "determinism", "mathType", "reserved")] \
         == [0, 4, 8, 16, 24, 28, 32]
@@ -33,6 +33,13 @@ def test_enum_values():
     from seer.data.variants import CONV_ALGOS
 
     assert CONV_ALGOS[4] == "FFT" and CONV_ALGOS[6] == "WINOGRAD" and len(CONV_ALGOS) == D.CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+    from seer.data.variants import CONV_BWD_DATA_ALGOS, CONV_BWD_FILTER_ALGOS
+
+    # cudnn_cnn.h: the gradients' enums differ from the forward's and from each other
+    assert CONV_BWD_DATA_ALGOS[3] == "FFT_TILING" and CONV_BWD_FILTER_ALGOS[3] == "ALGO_3"
+    assert CONV_BWD_FILTER_ALGOS[6] == "FFT_TILING" and CONV_BWD_DATA_ALGOS[5] == CONV_BWD_FILTER_ALGOS[5]
+    assert len(CONV_BWD_DATA_ALGOS) == D.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT == 6
+    assert len(CONV_BWD_FILTER_ALGOS) == D.CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT == 7
 
 
 def test_version_formats():
@@ -84,11 +91,39 @@ def test_forward_marshalling_and_heuristic():
         assert len(heur) == 8 and {a.algo for a in heur} == set(range(8))
         assert heur[-1].status != 0 and heur[0].status == 0  # runnable ones first in the fake
         ws = dnn.workspace_size(h, p.x, p.w, p.conv, p.y, 1)
-        dnn.forward(h, p.x, 0x100, p.w, 0x200, p.conv, 1, 0x300, ws, p.y, 0x400)
+        dnn.convolve("conv_fwd", h, (p.x, p.w, p.y), (0x100, 0x200, 0x400), p.conv, 1, 0x300, ws)
         (call,) = lib.named("cudnnConvolutionForward")
         # (handle, alpha, xDesc, x, wDesc, w, convDesc, algo, workSpace, size, beta, yDesc, y)
         assert call == (h.value, 1.0, p.x.value, 0x100, p.w.value, 0x200, p.conv.value, 1, 0x300, ws, 0.0,
                         p.y.value, 0x400)
+
+
+@pytest.mark.parametrize("op,fn,order", [
+    # cudnn_cnn.h: backward-data takes (w, dy) and writes dx; backward-filter takes (x, dy), writes dw
+    ("conv_bwd_data", "BackwardData", ("w", "y", "x")),
+    ("conv_bwd_filter", "BackwardFilter", ("x", "y", "w")),
+])
+def test_gradient_marshalling_and_heuristic(op, fn, order):
+    lib = FakeCudnnLib()
+    dnn = D.Cudnn(lib)
+    h = dnn.create_handle()
+    with D.ConvProblem(dnn, batch=2, c_in=8, h_in=16, w_in=16, c_out=8, kh=3, kw=3, pad_h=1, pad_w=1) as p:
+        desc = {"x": p.x.value, "w": p.w.value, "y": p.y.value}
+        ptr = {"x": 0x100, "w": 0x200, "y": 0x400}
+        heur = dnn.heuristic(h, p.x, p.w, p.conv, p.y, op=op)
+        count = D.DIRECTIONS[op].count
+        assert len(heur) == count and {a.algo for a in heur} == set(range(count))
+        assert heur[0].status == 0 and heur[0].op == op and heur[0].name in ("ALGO_0", "ALGO_1", "ALGO_3")
+        a, b, out = order
+        # (handle, aDesc, bDesc, convDesc, outDesc, requested)
+        assert lib.named(f"cudnnGetConvolution{fn}Algorithm_v7") == [
+            (h.value, desc[a], desc[b], p.conv.value, desc[out], count)]
+        ws = dnn.workspace_size(h, p.x, p.w, p.conv, p.y, 1, op=op)
+        dnn.convolve(op, h, (p.x, p.w, p.y), (0x100, 0x200, 0x400), p.conv, 1, 0x300, ws)
+        (call,) = lib.named(f"cudnnConvolution{fn}")
+        # (handle, alpha, aDesc, a, bDesc, b, convDesc, algo, workSpace, size, beta, outDesc, out)
+        assert call == (h.value, 1.0, desc[a], ptr[a], desc[b], ptr[b], p.conv.value, 1, 0x300, ws, 0.0,
+                        desc[out], ptr[out])
 
 
 @pytest.mark.parametrize("status,cls,category", [

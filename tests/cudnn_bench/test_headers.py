@@ -1,7 +1,8 @@
 """The ctypes structs against the installed C headers, where the NVIDIA wheels' headers and a C
 compiler are present (the GPU machine has them; CI usually not: then this skips).
 
-A small C program prints sizeof/offsetof of cudnnConvolutionFwdAlgoPerf_t,
+A small C program prints sizeof/offsetof of the three cudnnConvolution*AlgoPerf_t, the gradients'
+algorithm enums,
 cublasLtMatmulHeuristicResult_t and CUpti_ActivityKernel*'s prefix from the headers of the
 installed versions, and the test compares them with cudnn_bench's ctypes definitions.
 """
@@ -16,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from cudnn_bench.cublaslt import HeuristicResult
-from cudnn_bench.cudnn import ConvFwdAlgoPerf
+from cudnn_bench.cudnn import ConvAlgoPerf
 from cudnn_bench.cupti import ActivityKernelPrefix
+from seer.data.variants import CONV_OP_ALGOS
 
 PROBE = r"""
 #include <stdio.h>
@@ -29,6 +31,14 @@ PROBE = r"""
 int main(void) {
   printf("cudnnConvolutionFwdAlgoPerf_t %zu\n", sizeof(cudnnConvolutionFwdAlgoPerf_t));
   P(cudnnConvolutionFwdAlgoPerf_t, memory) P(cudnnConvolutionFwdAlgoPerf_t, mathType)
+  printf("cudnnConvolutionBwdDataAlgoPerf_t %zu\n", sizeof(cudnnConvolutionBwdDataAlgoPerf_t));
+  P(cudnnConvolutionBwdDataAlgoPerf_t, memory) P(cudnnConvolutionBwdDataAlgoPerf_t, mathType)
+  printf("cudnnConvolutionBwdFilterAlgoPerf_t %zu\n", sizeof(cudnnConvolutionBwdFilterAlgoPerf_t));
+  P(cudnnConvolutionBwdFilterAlgoPerf_t, memory) P(cudnnConvolutionBwdFilterAlgoPerf_t, mathType)
+#define E(v) printf(#v " %d\n", (int)v);
+  E(CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING) E(CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED)
+  E(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) E(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3)
+  E(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING) E(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT)
   printf("cublasLtMatmulHeuristicResult_t %zu\n", sizeof(cublasLtMatmulHeuristicResult_t));
   P(cublasLtMatmulHeuristicResult_t, workspaceSize) P(cublasLtMatmulHeuristicResult_t, state)
   P(cublasLtMatmulHeuristicResult_t, wavesCount)
@@ -82,9 +92,16 @@ def test_structs_match_the_installed_headers(tmp_path):
     out = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, timeout=30).stdout
     got = dict(line.rsplit(" ", 1) for line in out.strip().splitlines())
     got = {k: int(v) for k, v in got.items()}
-    assert got["cudnnConvolutionFwdAlgoPerf_t"] == ctypes.sizeof(ConvFwdAlgoPerf)
-    assert got["cudnnConvolutionFwdAlgoPerf_t.memory"] == ConvFwdAlgoPerf.memory.offset
-    assert got["cudnnConvolutionFwdAlgoPerf_t.mathType"] == ConvFwdAlgoPerf.mathType.offset
+    for d in ("Fwd", "BwdData", "BwdFilter"):
+        assert got[f"cudnnConvolution{d}AlgoPerf_t"] == ctypes.sizeof(ConvAlgoPerf)
+        assert got[f"cudnnConvolution{d}AlgoPerf_t.memory"] == ConvAlgoPerf.memory.offset
+        assert got[f"cudnnConvolution{d}AlgoPerf_t.mathType"] == ConvAlgoPerf.mathType.offset
+    data, filt = CONV_OP_ALGOS["conv_bwd_data"], CONV_OP_ALGOS["conv_bwd_filter"]
+    for prefix, algos in (("CUDNN_CONVOLUTION_BWD_DATA_ALGO_", data), ("CUDNN_CONVOLUTION_BWD_FILTER_ALGO_", filt)):
+        assert got[prefix + "COUNT"] == len(algos)
+        for name in ("FFT_TILING", "WINOGRAD_NONFUSED", "ALGO_3"):
+            if prefix + name in got:
+                assert algos[got[prefix + name]] == name
     assert got["cublasLtMatmulHeuristicResult_t"] == ctypes.sizeof(HeuristicResult)
     for f in ("workspaceSize", "state", "wavesCount"):
         assert got[f"cublasLtMatmulHeuristicResult_t.{f}"] == getattr(HeuristicResult, f).offset

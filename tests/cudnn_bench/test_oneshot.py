@@ -241,7 +241,7 @@ def test_bad_shards(text):
 def _oneshot(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {"CUDNN_BENCH_SIMULATE": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "cudnn_bench.oneshot", "--out-dir", str(tmp_path / "out"),
-                           "--data", str(tmp_path / "data"), "--max-configs", "2", "--limit", "200s", *extra],
+                           "--data", str(tmp_path / "data"), "--max-configs", "2", "--limit", "400s", *extra],
                           capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
 
 
@@ -254,7 +254,8 @@ def test_oneshot_packs_what_it_measured_and_a_second_call_resumes(tmp_path):
     with tarfile.open(out / "data.tgz") as tar:
         names = tar.getnames()
     assert {"data/simulated-gpu/test_set_ii.csv", "data/simulated-gpu/gemm_layers.csv",
-            "data/simulated-gpu/seer_grid.csv", "data/simulated-gpu/device.json"} <= set(names)
+            "data/simulated-gpu/seer_grid.csv", "data/simulated-gpu/memory_ops.csv",
+            "data/simulated-gpu/conv_bwd.csv", "data/simulated-gpu/device.json"} <= set(names)
     assert not [n for n in names if n.endswith(".lock")]
     steps = {s["name"]: s["rc"] for s in json.loads((out / "steps.json").read_text())}
     assert steps["core: Test-set-II and GEMM layers"] == 0 and steps[O.GRID_STEP] == 0
@@ -364,11 +365,11 @@ def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
 
 def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
     core = _scripted(tmp_path, "cudnn_bench: no usable CUDA GPU: ...")
-    # core, retry, grid, memory
-    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy", "cupy"]
+    # core, retry, grid, memory, backward
+    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy", "cupy", "cupy"]
 
 
-def test_the_memory_step_follows_the_grid_until_the_gpu_holds_the_whole_suite(tmp_path):
+def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_path):
     import argparse
 
     steps: list[tuple[str, list[str], float]] = []
@@ -388,13 +389,34 @@ def test_the_memory_step_follows_the_grid_until_the_gpu_holds_the_whole_suite(tm
     opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=1, min_reps=1))
     folder = K.run(opts, fake_env(), log=lambda s: None).folder
-    assert session()[-3:] == ["grid", "memory", "counters"]
-    memory = next(t for name, argv, t in steps if name.startswith("memory"))
-    argv = next(argv for name, argv, t in steps if name.startswith("memory"))
-    assert argv[argv.index("--suite") + 1] == "memory_ops" and O.MEMORY_START_S < memory <= O.MEMORY_MAX_S
-    assert O.memory_time(folder) == memory
+    memory, backward = O.SIDE_STEPS
+    assert session()[-4:] == ["grid", "memory", "backward", "counters"]
+    for side in O.SIDE_STEPS:
+        t = next(t for name, argv, t in steps if name.startswith(side.name))
+        argv = next(argv for name, argv, t in steps if name.startswith(side.name))
+        assert argv[argv.index("--suite") + 1] == ",".join(side.suites) and side.start_s < t <= side.max_s
+        assert O.side_time(side, folder) == t
+    assert O.side_time(backward, folder) == backward.max_s  # Test-set-II's gradients alone take longer
     K.run(K.Options(**{**vars(opts), "suites": ["memory_ops"], "limit": None}), fake_env(), log=lambda s: None)
-    assert O.memory_time(folder) == 0 and "memory" not in session()  # all stored: no step, no reserve
+    assert O.side_time(memory, folder) == 0 and "memory" not in session()  # all stored: no step, no reserve
+    assert "backward" in session() and not [n for n in _skipped(tmp_path, "backward") if n.startswith("backward")]
+
+
+def _skipped(tmp_path, skip: str) -> list[str]:
+    """The steps of a scripted session with `skip` left out."""
+    import argparse
+
+    names: list[str] = []
+
+    def step(sess, name, argv, timeout):
+        names.append(name)
+        sess.last_output = []
+        return 0
+
+    sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
+    O.run_session(argparse.Namespace(backend="driver", max_configs=None, skip={"traces", skip}, shard=None, redo=[]),
+                  sess, step=step)
+    return names
 
 
 def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):

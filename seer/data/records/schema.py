@@ -44,6 +44,10 @@ _EMB = ("batch", "num_embeddings", "num_tables", "bag_size", "emb_dim")
 # op -> configuration fields it needs
 OPS: dict[str, tuple[str, ...]] = {
     "conv_fwd": CONV_FIELDS,
+    # the two gradients of the forward convolution the fields describe (dx from dy and w; dw from
+    # x and dy): the training step's convolutions, timed by the harness, no models yet
+    "conv_bwd_data": CONV_FIELDS,
+    "conv_bwd_filter": CONV_FIELDS,
     "gemm": _GEMM,  # cuBLAS(Lt) GEMM from the harness: C[m,n] = A[m,k] B[k,n], batch of them
     "bmm": _GEMM,  # torch.bmm (NeuSight)
     "linear": _GEMM,  # torch.nn.Linear (NeuSight): batch 1, m = B*M rows
@@ -57,6 +61,7 @@ OPS: dict[str, tuple[str, ...]] = {
     "embedding_bwd_sgd": _EMB,
 }
 GEMM_OPS = ("gemm", "bmm", "linear")
+CONV_OPS = ("conv_fwd", "conv_bwd_data", "conv_bwd_filter")
 VARIANT_OPS = ("conv_fwd", *GEMM_OPS)  # ops with per-kernel-variant models (seer.models)
 MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")  # seer.analytical
 STATUSES = ("ok", "not_supported", "workspace_too_large", "out_of_memory", "failed")
@@ -105,7 +110,12 @@ FIELDS: tuple[Field, ...] = (
     Field("dtype", "str", "float32, float16, bfloat16"),
     Field("layout", "str", "NCHW or NHWC"),
     # what ran
-    Field("algo", "str", "cuDNN forward algorithm name, or a cuBLASLt algo id as lt:<id>"),
+    Field(
+        "algo",
+        "str",
+        "cuDNN algorithm name of the op's direction (IMPLICIT_GEMM, ..., or ALGO_0, ... of a gradient), "
+        "or a cuBLASLt algo id as lt:<id>",
+    ),
     Field("math", "str", "fma, tf32, fp16, bf16, default"),
     Field("heuristic_rank", "int", "rank of this algorithm in cuDNN's Get_v7 list (0 = its pick)", 0),
     Field("workspace_bytes", "int", "workspace the call needed", 0),

@@ -10,7 +10,7 @@ import pandas as pd
 
 from seer.data.records.files import warn
 from seer.data.records.schema import ALWAYS, FIELD, FIELDS, MAX_INT, OPS, STATUSES, conform
-from seer.data.variants import CONV_ALGO_ID, ROLES
+from seer.data.variants import CONV_DIRECTION, CONV_OP_ALGOS, ROLES
 from seer.errors import DataError
 
 # no call of one kernel configuration runs for hours: a longer time is a corrupt value (1e30)
@@ -125,11 +125,12 @@ def validate(
             bad = rows & ~(np.isfinite(vals) & (vals >= (f.minimum or 0)))
             if (i := first_bad(bad)) is not None:
                 err(i, col, f"a whole number >= {f.minimum:g} for op {name}", None if np.isnan(vals[i]) else vals[i])
-    conv = op == "conv_fwd"
-    if conv.any():
-        algo = df["algo"].to_numpy(dtype=object)
-        if (i := first_bad(conv & ~np.isin(algo, list(CONV_ALGO_ID)))) is not None:
-            err(i, "algo", f"a cuDNN forward algorithm ({', '.join(CONV_ALGO_ID)})", algo[i])
+    for name, algos in CONV_OP_ALGOS.items():
+        conv = op == name
+        if conv.any():
+            algo = df["algo"].to_numpy(dtype=object)
+            if (i := first_bad(conv & ~np.isin(algo, list(algos.values())))) is not None:
+                err(i, "algo", f"a cuDNN {CONV_DIRECTION[name]} algorithm ({', '.join(algos.values())})", algo[i])
     for col in (
         "stride_h",
         "stride_w",

@@ -1,0 +1,124 @@
+"""The convolution gradients (backward-data, backward-filter): configurations named apart from
+the forward, every algorithm of each direction timed through cuDNN's backward calls, stored and
+read like the forward, measured again in the calls that were wrong, and left out of the
+forward's fits."""
+from __future__ import annotations
+
+import collections
+from dataclasses import replace
+
+import pandas as pd
+import pytest
+from fakes import fake_env
+
+from cudnn_bench import collect as K
+from cudnn_bench import suites as S
+from cudnn_bench.configs import ConvConfig, config_from_key
+from cudnn_bench.cost import CostModel
+from cudnn_bench.plan import Budget, make_plan
+from cudnn_bench.redo import unsplit
+from cudnn_bench.suites import BWD_TEST_SET_II_BATCHES, SUITES, conv_bwd, conv_bwd_tier
+from seer.data import records
+from seer.data.variants import CONV_BWD_DATA_ALGOS, CONV_BWD_FILTER_ALGOS
+from seer.fit.gpu import fit_gpu
+from seer.hardware import gpus
+
+LAYER = ConvConfig(32, 64, 28, 28, 128, 3, 3, 1, 1, 1, 1)
+
+
+def test_a_gradient_is_its_own_configuration_with_the_forwards_shape():
+    data, filt = replace(LAYER, op="conv_bwd_data"), replace(LAYER, op="conv_bwd_filter")
+    assert len({LAYER.key(), data.key(), filt.key()}) == 3 and data.key().startswith("conv_bwd_data:n32:")
+    assert config_from_key(filt.key()) == filt and config_from_key(LAYER.key()) == LAYER
+    assert data.flops() == LAYER.flops() and data.tensor_bytes() == LAYER.tensor_bytes()
+    assert data.fields()["op"] == "conv_bwd_data" and data.valid and not replace(LAYER, op="conv_bwd").valid
+
+
+def test_the_suite_measures_test_set_ii_layers_first_in_both_directions():
+    cfgs = conv_bwd()
+    assert len(cfgs) == len({c.key() for c in cfgs})
+    first = [c for c in cfgs if conv_bwd_tier(c) == 0]
+    layers = {replace(c, op="conv_fwd", name="", uses="").key() for c in first}
+    want = {c.key() for c in S.test_set_ii(BWD_TEST_SET_II_BATCHES)}
+    assert layers == want and collections.Counter(c.op for c in first) == {
+        "conv_bwd_data": len(want), "conv_bwd_filter": len(want)}
+    cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    plan = make_plan(["conv_bwd"], ["fma"], Budget(), cost)
+    head = plan.items[: len(first)]  # Test-set-II's tier comes first, both directions spread through it
+    assert all(conv_bwd_tier(i.config) == 0 for i in head)
+    assert {i.config.op for i in head[:10]} == {"conv_bwd_data", "conv_bwd_filter"}
+    assert SUITES["conv_bwd"].op == "conv_bwd"
+
+
+def test_a_gradient_costs_every_algorithm_of_its_direction():
+    cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    data, filt = replace(LAYER, op="conv_bwd_data"), replace(LAYER, op="conv_bwd_filter")
+    assert not cost.supported(filt, "WINOGRAD") and cost.supported(data, "ALGO_0")
+    assert not cost.supported(replace(data, stride_h=2, stride_w=2), "FFT_TILING")
+    assert cost.algo_s(data, "FFT") == pytest.approx(cost.bwd_factor * (cost.algo_s(LAYER, "FFT") - 39e-6) + 39e-6)
+    one = cost.config_s(filt, algos=["ALGO_1"])
+    assert cost.config_s(filt) > one > cost.conv_overhead_s
+
+
+def _collect(tmp_path, env, limit: int):
+    opts = K.Options(out=tmp_path, suites=["conv_bwd"], limit=limit, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
+    return K.run(opts, env, log=lambda s: None)
+
+
+def test_the_harness_times_every_algorithm_of_both_gradients_and_seer_reads_them(tmp_path):
+    env = fake_env()
+    run = _collect(tmp_path, env, limit=12)
+    assert run.measured == 12
+    rec = records.read_csv(run.folder / "conv_bwd.csv")  # validated: ops and their algorithm names
+    assert set(rec["op"]) == {"conv_bwd_data", "conv_bwd_filter"}
+    for op, algos in (("conv_bwd_data", CONV_BWD_DATA_ALGOS), ("conv_bwd_filter", CONV_BWD_FILTER_ALGOS)):
+        calls = rec[rec["op"] == op].drop_duplicates("call_id")
+        per = calls.groupby("config_key")["algo"].agg(set)
+        assert (per == set(algos.values())).all()  # every algorithm of the direction, once
+        ok = calls[calls["status"] == "ok"]
+        assert not ok.empty and (ok["time_ms"] > 0).all() and ok["heuristic_rank"].notna().all()
+    filt = rec[rec["op"] == "conv_bwd_filter"]
+    assert (filt.loc[filt["algo"] == "WINOGRAD", "status"] == "not_supported").all()
+    names = rec.loc[rec["status"] == "ok", "kernel"].astype(str)
+    assert names.str.contains("dgrad").any() and names.str.contains("wgrad").any()
+    # each direction called cuDNN's own function, never the forward
+    lib = env.dnn.lib
+    assert lib.named("cudnnConvolutionBackwardData") and lib.named("cudnnConvolutionBackwardFilter")
+    assert not lib.named("cudnnConvolutionForward")
+
+
+def test_the_forwards_fits_leave_the_gradients_out(tmp_path):
+    opts = K.Options(out=tmp_path, suites=["test_set_ii", "conv_bwd"], limit=30, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
+    rec = records.load(K.run(opts, fake_env(), log=lambda s: None).folder)
+    assert {"conv_fwd", "conv_bwd_data", "conv_bwd_filter"} <= set(rec["op"])
+    fits = fit_gpu(rec, gpus.lookup("h100-sxm"))
+    assert fits["variants"] and fits["choosers"]
+    assert all(k.startswith("conv_fwd:") for k in [*fits["variants"], *fits["choosers"]])
+
+
+def test_a_gradients_wrong_calls_are_measured_again_alone(tmp_path):
+    run = _collect(tmp_path, fake_env(), limit=4)
+    raw = pd.read_csv(run.folder / "conv_bwd.csv", dtype=str, keep_default_na=False)
+    assert unsplit(raw) == {}
+    # a gradient's call flagged for a redo names its own algorithms
+    ok = raw[(raw["status"] == "ok") & (raw["op"] == "conv_bwd_filter")]
+    one = ok[ok["call_id"] == ok["call_id"].iloc[0]].copy()
+    one["kernel"] = ""
+    rows = pd.concat([raw[~raw.index.isin(one.index)], one])
+    key = next(iter(unsplit(rows)))
+    assert unsplit(rows)[key] == frozenset({one["algo"].iloc[0]})
+
+
+def test_a_gradients_call_with_a_host_gap_keeps_its_event_time_and_is_measured_again(tmp_path):
+    """The span replaces the event time only where the main kernel covers the written tensor,
+    which the geometry tells for the forward's GEMM-like algorithms alone."""
+    run = _collect(tmp_path, fake_env(host_gap_ms=0.5), limit=2)
+    rec = records.read_csv(run.folder / "conv_bwd.csv")
+    ok = rec[rec["status"] == "ok"]
+    # short calls: the gap exceeds the slack; long ones keep their span
+    assert set(ok["time_basis"]) == {"span", "unverified"}
+    wrong = ok[ok["time_basis"] == "unverified"].groupby("config_key")["algo"].agg(frozenset).to_dict()
+    raw = pd.read_csv(run.folder / "conv_bwd.csv", dtype=str, keep_default_na=False)
+    assert {k[1]: v for k, v in unsplit(raw).items()} == wrong
