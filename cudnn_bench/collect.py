@@ -19,7 +19,7 @@ from seer.errors import UnknownGPUError
 from seer.hardware import gpus
 
 from . import libs, ncu_pass
-from .configs import MemConfig
+from .configs import TORCH_CONFIGS
 from .cost import CostModel
 from .env import Env, open_env
 from .errors import BenchError, DiskFull, is_disk_full
@@ -237,9 +237,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     spec = device_spec(env.device)
     plan = plan_for(opts, spec=spec)
-    if env.torch_ops is None and any(isinstance(i.config, MemConfig) for i in plan.items):
+    if env.torch_ops is None and any(isinstance(i.config, TORCH_CONFIGS) for i in plan.items):
         # open_env's note says why (no PyTorch with CUDA): the other suites go on without it
-        plan = replace(plan, items=[i for i in plan.items if not isinstance(i.config, MemConfig)])
+        plan = replace(plan, items=[i for i in plan.items if not isinstance(i.config, TORCH_CONFIGS)])
     folder = Path(opts.out) / gpus.slug_for(env.device.name)
     try:
         folder.mkdir(parents=True, exist_ok=True)

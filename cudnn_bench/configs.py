@@ -19,7 +19,7 @@ from seer.hardware.dtypes import DTYPE_BYTES
 from .errors import BenchError
 
 # The letter of each configuration field (seer.data.records.OPS, in its order) in a configuration key.
-KEY_LETTERS = {**dict.fromkeys(CONV_OPS, "nchwkrsuvpqdeg"), "gemm": "bmnk"}
+KEY_LETTERS = {**dict.fromkeys(CONV_OPS, "nchwkrsuvpqdeg"), "gemm": "bmnk", "embedding_fwd": "betld"}
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,58 @@ class MemConfig:
         return {"op": self.op, **self.dims(), "fn": self.fn}
 
 
-Config = ConvConfig | GemmConfig | MemConfig
+@dataclass(frozen=True)
+class EmbConfig:
+    """An embedding lookup as PyTorch runs it on the harness's stream: `batch` bags of
+    `bag_size` rows gathered from one [num_embeddings, emb_dim] table at uniform random indices,
+    each bag summed (torch.nn.functional.embedding for bags of one row, as nn.Embedding looks up
+    tokens; embedding_bag with mode sum for more, as DLRM's tables)."""
+
+    batch: int
+    num_embeddings: int
+    emb_dim: int
+    bag_size: int = 1
+    num_tables: int = 1  # PyTorch looks up one table a call (FBGEMM's batched tables are not run)
+    name: str = ""
+
+    op = "embedding_fwd"
+
+    @property
+    def valid(self) -> bool:
+        return min(self.batch, self.num_embeddings, self.emb_dim, self.bag_size) >= 1 and self.num_tables == 1
+
+    def flops(self) -> float:
+        return float(self.batch * max(0, self.bag_size - 1) * self.emb_dim)  # the bags' sums
+
+    def tensor_bytes(self, dtype: str = "float32") -> dict[str, int]:
+        """What it allocates: the table, the indices (int64) and the output."""
+        b = DTYPE_BYTES[dtype]
+        return {
+            "table": self.num_embeddings * self.emb_dim * b,
+            "idx": self.batch * self.bag_size * 8,
+            "y": self.batch * self.emb_dim * b,
+        }
+
+    def moved_bytes(self, dtype: str = "float32") -> int:
+        """What its kernels move: the gathered rows, the indices and the output (not the table)."""
+        tb = self.tensor_bytes(dtype)
+        return self.batch * self.bag_size * self.emb_dim * DTYPE_BYTES[dtype] + tb["idx"] + tb["y"]
+
+    def dims(self) -> dict[str, int]:
+        """The record's configuration fields of an embedding lookup (seer.data.records.OPS), in order."""
+        return {f: getattr(self, f) for f in OPS[self.op]}
+
+    def key(self) -> str:
+        """embedding_fwd:b<batch>:e<rows>:t<tables>:l<bag>:d<dim>:sum, e.g. embedding_fwd:b512:e50257:t1:l1:d768:sum."""
+        return _key(self.op, self.dims(), "sum")
+
+    def fields(self) -> dict:
+        return {"op": self.op, **self.dims()}
+
+
+Config = ConvConfig | GemmConfig | MemConfig | EmbConfig
+TorchConfig = MemConfig | EmbConfig  # configurations of PyTorch's kernels (cudnn_bench.memory_ops)
+TORCH_CONFIGS = (MemConfig, EmbConfig)
 
 
 def _key(op: str, dims: dict[str, int], last: str) -> str:
@@ -209,6 +260,8 @@ def config_from_key(key: str, name: str = "") -> Config:
     dims: dict[str, Any] = {f: vals[letter] for f, letter in zip(OPS[op], KEY_LETTERS[op])}  # ints, by name
     if op in CONV_OPS:
         return ConvConfig(**dims, layout=parts[-1], name=name, op=op)
+    if op == EmbConfig.op:
+        return EmbConfig(**dims, name=name)
     return GemmConfig(**dims, trans=parts[-1], name=name)
 
 

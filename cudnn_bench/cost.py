@@ -17,7 +17,7 @@ from seer.data.variants import CONV_OP_ALGOS
 from seer.hardware.dtypes import DTYPE_BYTES
 from seer.hardware.gpus import GPUSpec
 
-from .configs import Config, ConvConfig, GemmConfig, MemConfig
+from .configs import TORCH_CONFIGS, Config, ConvConfig, EmbConfig, GemmConfig
 from .maths import MATH_DTYPE
 
 
@@ -101,7 +101,8 @@ class CostModel:
 
     def call_s(self, cfg: Config, math_mode: str = "fma") -> float:
         dtype = MATH_DTYPE[math_mode]
-        return self._roof(cfg.flops(), sum(cfg.tensor_bytes(dtype).values()), math_mode) + self.launch_s
+        moved = cfg.moved_bytes(dtype) if isinstance(cfg, EmbConfig) else sum(cfg.tensor_bytes(dtype).values())
+        return self._roof(cfg.flops(), moved, math_mode) + self.launch_s
 
     def timed_s(self, t: float) -> float:
         """Seconds to warm up and time one call of t seconds."""
@@ -170,7 +171,7 @@ class CostModel:
         if isinstance(cfg, GemmConfig):
             t = self.call_s(cfg, math_mode)
             return self.config_overhead_s + self.gemm_scale * self.gemm_algos * self.timed_s(1.3 * t)
-        if isinstance(cfg, MemConfig):
+        if isinstance(cfg, TORCH_CONFIGS):
             return self.memory_overhead_s + self.timed_s(self.call_s(cfg, math_mode))
         calls = 0.0
         for algo in CONV_OP_ALGOS[cfg.op].values() if algos is None else algos:

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Protocol
 
 from . import libs, runtime
-from .configs import MemConfig
+from .configs import TorchConfig
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
 from .cupti import CuptiTracer, KernelRecord
@@ -41,7 +41,7 @@ class Tracer(Protocol):
 class MemoryOps(Protocol):
     """Memory-bound calls on the harness's stream (memory_ops.TorchOps or a fake)."""
 
-    def make(self, cfg: MemConfig, dtype: str) -> Callable[[], None]: ...
+    def make(self, cfg: TorchConfig, dtype: str) -> Callable[[], None]: ...
 
     def release(self) -> None: ...
 

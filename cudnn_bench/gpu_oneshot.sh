@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device call does a whole GPU session's work (cudnn_bench/oneshot.py): versions, Test-set-II
-# and the GEMM layers, PyTorch traces, the redo, then conv_grid and the rest of the SEER grid in
-# stratified order, an ncu sample, a report,
+# and the GEMM layers, PyTorch traces, the redo, then conv_grid, the rest of the SEER grid and the
+# gradients' grid in stratified order, the memory-bound suite, Test-set-II's convolution
+# gradients, the core in TF32/BF16/FP16 (each until the data holds it), an ncu sample, a report,
 # with data/ packed into $OUT every minute, all inside 9.5 minutes. From the repo root:
 #   bash cudnn_bench/gpu_oneshot.sh                 # the first call of a session
 #   bash cudnn_bench/gpu_oneshot.sh --shard 2/4     # a slice of the grid (another session or machine)

@@ -1,7 +1,7 @@
 """Memory-bound operations timed by the harness: PyTorch's kernels on the harness's own stream.
 
-A model's element-wise, softmax, layer-norm, transpose (strided copy) and concatenation kernels
-are PyTorch's, so PyTorch launches them here too. They run on the harness's stream
+A model's element-wise, softmax, layer-norm, transpose (strided copy), concatenation and
+embedding-lookup (gather) kernels are PyTorch's, so PyTorch launches them here too. They run on the harness's stream
 (`torch.cuda.ExternalStream`) in the device's primary context, which the driver backend retains
 as PyTorch does: the harness's CUDA events and its CUPTI tracer time them exactly as they time
 cuDNN's calls (what the GPU did, not PyTorch's call time), and the L2 is flushed between
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .configs import MemConfig
+from .configs import EmbConfig, TorchConfig
 from .errors import BenchError, DeviceOutOfMemory, TorchError
 
 PYTORCH_NEEDED = "the memory-bound suite launches PyTorch's kernels: install torch with CUDA in this Python"
@@ -36,13 +36,15 @@ def _unary(torch: Any) -> dict[str, Callable[[Any], Any]]:
     }
 
 
-def op_call(torch: Any, cfg: MemConfig, dtype: str, device: Any) -> Callable[[], Any]:
+def op_call(torch: Any, cfg: TorchConfig, dtype: str, device: Any) -> Callable[[], Any]:
     """The call of one configuration, its tensors made (random values) on `device`: each call
     launches the op's kernels once and returns the result (freed when dropped: PyTorch's
     caching allocator hands the same block back, without a device allocation)."""
     if not cfg.valid:
         raise BenchError(f"not a memory-bound configuration the harness runs: {cfg}")
     dt = getattr(torch, dtype)
+    if isinstance(cfg, EmbConfig):
+        return _lookup(torch, cfg, dt, device)
     rows, cols = cfg.rows, cfg.cols
 
     def tensor(c: int = cols) -> Any:
@@ -65,6 +67,17 @@ def op_call(torch: Any, cfg: MemConfig, dtype: str, device: Any) -> Callable[[],
         return lambda: x.t().contiguous()
     a, b = tensor(cols // 2), tensor(cols // 2)  # concat
     return lambda: torch.cat((a, b), dim=1)
+
+
+def _lookup(torch: Any, cfg: EmbConfig, dt: Any, device: Any) -> Callable[[], Any]:
+    """nn.Embedding's gather (bags of one row), or EmbeddingBag's sum over each bag."""
+    f = torch.nn.functional
+    table = torch.rand(cfg.num_embeddings, cfg.emb_dim, device=device, dtype=dt)
+    idx = torch.randint(0, cfg.num_embeddings, (cfg.batch * cfg.bag_size,), device=device)
+    if cfg.bag_size == 1:
+        return lambda: f.embedding(idx, table)
+    offsets = torch.arange(0, cfg.batch * cfg.bag_size, cfg.bag_size, device=device)
+    return lambda: f.embedding_bag(idx, table, offsets, mode="sum")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -93,7 +106,7 @@ class TorchOps:
                 f"PyTorch {self.version} cannot launch on the harness's stream: {_first_line(exc)}"
             ) from None
 
-    def make(self, cfg: MemConfig, dtype: str) -> Callable[[], None]:
+    def make(self, cfg: TorchConfig, dtype: str) -> Callable[[], None]:
         """The configuration's call; PyTorch's errors, in making or running it, become the
         harness's (out_of_memory or failed, recorded as the call's status; a sticky CUDA error
         then stops the run where the harness synchronizes)."""

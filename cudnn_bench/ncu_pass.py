@@ -28,7 +28,7 @@ from seer.hardware import gpus
 
 from . import counters as C
 from . import libs
-from .configs import Config, ConvConfig, MemConfig, config_from_key
+from .configs import TORCH_CONFIGS, Config, ConvConfig, config_from_key
 from .cost import CostModel
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS
 from .env import Env, open_env
@@ -287,7 +287,7 @@ def recall(env: Env, ref: CallRef, cfg: Config, opts: Options) -> tuple[Runner, 
         algo = {name: i for i, name in CONV_OP_ALGOS[cfg.op].items()}[ref.algo]
         conv = ConvRunner(env, cfg, ref.math)
         return conv, conv.call(algo)
-    if isinstance(cfg, MemConfig):
+    if isinstance(cfg, TORCH_CONFIGS):
         raise BenchError(f"{cfg.key()}: PyTorch's memory-bound kernels are not replayed under ncu")
     compute = {v: k for k, v in COMPUTE_NAMES.items()}.get(ref.compute)  # None: the math family's default
     gemm = GemmRunner(env, cfg, ref.math, opts.workspace_limit, compute)

@@ -14,15 +14,16 @@ sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU);
 time less the side steps'): first the stored calls an older harness got wrong (`--redo
 unsplit`, the SEER grid's: those calls only, each configuration's other calls kept as stored),
 then the convolution training grid `conv_grid` (its core first: real CNN layers and the first
-points of a space-filling design), then the rest of the SEER grid, each in stratified order (any
-prefix is a spread-out sample), until the reserve for the side steps (`SIDE_STEPS`, each only
-while the data lacks some of its suite, each at most a fixed time a call): 5 the memory-bound
-suite (PyTorch's kernels on the harness's stream), 6 the convolution gradients (`conv_bwd`:
-cuDNN's backward-data and backward-filter); 7 the ncu counters of a stratified sample; 8
-`cudnn_bench report`. Step 2 also measures again, first, what
-the older harness got wrong of Test-set-II and the GEMM layers. The backend is the pure-ctypes
-`driver` one (nothing to build); if it cannot start, the core step is retried once with CuPy,
-and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
+points of a space-filling design), then the rest of the SEER grid, then the gradients of
+conv_grid's core, each in stratified order (any prefix is a spread-out sample), until the
+reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some of its suite, each
+at most a fixed time a call): 5 the memory-bound suite (PyTorch's kernels on the harness's
+stream), 6 the convolution gradients of Test-set-II's layers (`conv_bwd`: cuDNN's backward-data
+and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32, BF16, FP16);
+8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also measures again,
+first, what the older harness got wrong of Test-set-II and the GEMM layers. The backend is the
+pure-ctypes `driver` one (nothing to build); if it cannot start, the core step is retried once
+with CuPy, and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
 """
 
@@ -63,9 +64,10 @@ FINISH_S = 30.0  # report and final packing
 PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 CORE_SUITES = ("gemm_layers", "test_set_ii")
-# the grid step, in this order (after the redo): the redesigned grid, then the SEER grid's rest
-GRID_SUITES = ("conv_grid", "seer_grid")
-GRID_STEP = "grid: conv_grid, then seer_grid, stratified"
+# the grid step, in this order (after the redo): the redesigned grid, the SEER grid's rest, then
+# the gradients' grid
+GRID_SUITES = ("conv_grid", "seer_grid", "conv_bwd_grid")
+GRID_STEP = "grid: conv_grid, seer_grid, conv_bwd_grid, stratified"
 MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
 
 
@@ -79,14 +81,23 @@ class SideStep:
     suites: tuple[str, ...]
     max_s: float
     start_s: float = 0.0  # a fixed start-up of the step's process
+    maths: tuple[str, ...] = ("fma",)
 
 
 SIDE_STEPS = (
     # about 40 s by the cost model, once: importing PyTorch and starting CUDA in it take 20 s
     SideStep("memory", "memory: memory-bound kernels (PyTorch's)", ("memory_ops",), 120.0, 20.0),
-    # Test-set-II's layers at batch 32 and 128 in about 80 s by the (uncalibrated) cost model,
-    # then conv_grid's core, 90 s a call
+    # Test-set-II's layers at batch 32 and 128 in about 80 s by the (uncalibrated) cost model
     SideStep("backward", "backward: convolution gradients (cuDNN's data and filter)", ("conv_bwd",), 90.0),
+    # Test-set-II and the GEMM layers with tensor cores, about 55 s a math mode by the cost model:
+    # TF32 first (PyTorch's default for cuDNN's convolutions), then BF16 and FP16
+    SideStep(
+        "tensor",
+        "tensor: Test-set-II and GEMM layers in TF32, BF16, FP16",
+        CORE_SUITES,
+        45.0,
+        maths=("tf32", "bf16", "fp16"),
+    ),
 )
 
 
@@ -322,7 +333,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     for side in SIDE_STEPS:  # until the GPU holds them: what a step stores, later calls skip
         if side_s[side.name] > 0:
             t = min(side_s[side.name], sess.left() - reserve)
-            step(sess, side.title, collect_argv(py, data, side.suites, backend, t - STOP_GRACE_S, extra), t)
+            more = extra + ["--math", ",".join(side.maths)]
+            step(sess, side.title, collect_argv(py, data, side.suites, backend, t - STOP_GRACE_S, more), t)
     if "counters" not in args.skip:
         step(
             sess,
@@ -366,7 +378,7 @@ def side_time(side: SideStep, folder: Path) -> float:
     except SeerError:
         spec = gpus.lookup("h100-sxm")
     cost = CostModel.for_gpu(spec)
-    return side_s(side, resume(make_plan(list(side.suites), ["fma"], Budget(), cost), folder, cost).new)
+    return side_s(side, resume(make_plan(list(side.suites), list(side.maths), Budget(), cost), folder, cost).new)
 
 
 def side_s(side: SideStep, new: list[PlanItem]) -> float:
@@ -432,12 +444,20 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     core_s = sum(i.est_s for i in core.new + core.redo)
     side_lines, sides_s = [], 0.0
     for side in SIDE_STEPS:
-        new = resume(make_plan(list(side.suites), ["fma"], Budget(), cost), folder, cost).new
-        t = min(calls * side.max_s, side_s(side, new) + (calls - 1) * side.start_s)
-        got = prefix(new, max(0.0, t - side.start_s * calls) + 1e-9)
+        new = resume(make_plan(list(side.suites), list(side.maths), Budget(), cost), folder, cost).new
+        todo, t = new, 0.0
+        for _ in range(calls):  # each call takes what its time allows of what is left
+            took = side_s(side, todo)
+            done = prefix(todo, max(0.0, took - side.start_s) + 1e-9)
+            todo, t = todo[len(done) :], t + took
+            if not done:
+                break
+        got = new[: len(new) - len(todo)]
         sides_s += t
         side_lines.append(
-            f"  {', '.join(side.suites)}, after the grid step (at most {side.max_s:.0f} s a call): "
+            f"  {', '.join(side.suites)}"
+            + (f" in {', '.join(side.maths)}" if side.maths != ("fma",) else "")
+            + f", after the grid step (at most {side.max_s:.0f} s a call): "
             + (f"{len(got)} of {len(new)} configurations not stored, in about {_span(t)}" if new else "all stored")
         )
     grid_s = max(0.0, calls * (limit_s - fixed) - core_s - sides_s)
@@ -495,7 +515,7 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         )
     lines += [
         "  each later call resumes where the last stopped; --shard I/N splits the grids between machines",
-        "  not covered in one call: gemm_grid, other math modes (--math tf32,fp16,bf16)",
+        "  not covered: gemm_grid; the grids in other math modes (--math tf32,fp16,bf16)",
     ]
     return "\n".join(lines)
 
@@ -560,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=lambda t: {s.strip() for s in t.split(",") if s.strip()},
         default=set(),
         metavar="STEPS",
-        help="steps to leave out: traces, grid, memory, backward, counters",
+        help="steps to leave out: traces, grid, " + ", ".join(s.name for s in SIDE_STEPS) + ", counters",
     )
     p.add_argument(
         "--redo",

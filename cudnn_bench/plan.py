@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from .configs import Config, ConvConfig, MemConfig
+from .configs import Config, ConvConfig, EmbConfig, MemConfig
 from .cost import CostModel
 from .errors import BenchError
 from .maths import MATH_DTYPE
@@ -110,6 +110,8 @@ def stratum(cfg: Config) -> tuple:
         return (cfg.kh, cfg.stride_h, cfg.groups > 1) + (() if cfg.op == "conv_fwd" else (cfg.op,))
     if isinstance(cfg, MemConfig):
         return (cfg.op, cfg.fn)
+    if isinstance(cfg, EmbConfig):
+        return (cfg.op, cfg.bag_size > 1)
     return (cfg.batch > 1, cfg.trans)
 
 

@@ -13,9 +13,9 @@ from typing import TypeVar
 
 from seer.data.variants import CONV_OP_ALGOS
 
-from .configs import ConvConfig, GemmConfig, MemConfig
+from .configs import TORCH_CONFIGS, ConvConfig, GemmConfig, TorchConfig
 from .cublaslt import COMPUTE_NAMES, RECORD_FIELDS, GemmProblem, LtAlgo, compute_types
-from .cudnn import AlgoPerf, ConvProblem
+from .cudnn import DIRECTIONS, AlgoPerf, ConvProblem
 from .env import Env
 from .errors import BenchError, CublasError, CublasNotSupported, CudnnError
 from .maths import MATH_DTYPE
@@ -60,7 +60,6 @@ class Runner:
 # each direction's buffers (pool names), forward's order (x, w, y): the written one is its own, so
 # the operands keep their random contents whichever direction ran before
 CONV_BUFFERS = {"conv_fwd": ("x", "w", "y"), "conv_bwd_data": ("dx", "w", "dy"), "conv_bwd_filter": ("x", "dw", "dy")}
-WRITTEN = {"conv_fwd": "y", "conv_bwd_data": "x", "conv_bwd_filter": "w"}  # by tensor_bytes' name
 
 
 def conv_fields(algo: int, op: str = "conv_fwd") -> dict:
@@ -92,8 +91,9 @@ class ConvRunner(Runner):
                     f"configuration's ({cfg.batch}, {cfg.c_out}, {cfg.out_hw})"
                 )
             tb = cfg.tensor_bytes(self.dtype)
+            written = DIRECTIONS[self.op].order[-1]  # of the forward's x, w, y
             x, w, y = (
-                env.pool.get(name, tb[t], None if t == WRITTEN[self.op] else self.dtype)
+                env.pool.get(name, tb[t], None if t == written else self.dtype)
                 for name, t in zip(CONV_BUFFERS[self.op], ("x", "w", "y"))
             )
             self.ptrs = (x, w, y)
@@ -224,7 +224,7 @@ MEMORY_CALL = {"algo": "", "call_suffix": "torch"}  # one call: PyTorch's kernel
 class MemoryRunner(Runner):
     """One memory-bound operation: its tensors, and its one call (PyTorch's kernels)."""
 
-    def __init__(self, env: Env, cfg: MemConfig, math_mode: str):
+    def __init__(self, env: Env, cfg: TorchConfig, math_mode: str):
         self.ops = env.memory_ops()
         self.fn: Callable[[], None] | None = self.ops.make(cfg, MATH_DTYPE[math_mode])
 
@@ -246,7 +246,7 @@ def open_runner(env: Env, item: PlanItem, opts: Options) -> Runner:
     """The runner of one plan item; raises the library's error where it cannot be made."""
     if isinstance(item.config, ConvConfig):
         return ConvRunner(env, item.config, item.math)
-    if isinstance(item.config, MemConfig):
+    if isinstance(item.config, TORCH_CONFIGS):
         return MemoryRunner(env, item.config, item.math)
     return open_gemm(env, item.config, item.math, opts)
 
@@ -256,6 +256,6 @@ def unopened_calls(item: PlanItem, opts: Options) -> list[dict]:
     algorithm of a convolution, the heuristic of a GEMM, a memory-bound op's one call."""
     if isinstance(item.config, ConvConfig):
         return [conv_fields(a, item.config.op) for a in conv_algos(item.config.op, opts)]
-    if isinstance(item.config, MemConfig):
+    if isinstance(item.config, TORCH_CONFIGS):
         return [dict(MEMORY_CALL)]
     return [{"algo": "lt:-1", "call_suffix": "heuristic"}]

@@ -16,14 +16,17 @@ Suites:
 - `test_set_ii`: the distinct convolution layers of AlexNet, VGG-16, ResNet-50 and MobileNetV2
   (torchvision's definitions, 224x224 inputs) at batch 1, 32 and 128.
 - `conv_bwd`: the two gradients a training step takes of a convolution (backward-data and
-  backward-filter, every algorithm of each): first Test-set-II's layers at the training batch
-  sizes 32 and 128, then conv_grid's core (real layers and the first design points).
+  backward-filter, every algorithm of each) of Test-set-II's layers at the training batch sizes
+  32 and 128: the gradients' scoring set.
+- `conv_bwd_grid`: the same of conv_grid's core (real layers and the first design points): the
+  gradients' training grid.
 - `gemm_layers`: GEMMs of transformer (BERT, GPT-2, Llama-style) and MLP (DLRM) layers.
 - `gemm_grid`: a grid of (batch, M, N, K).
 - `memory_ops`: memory-bound operations on [rows, cols] FP32 tensors through PyTorch's kernels
   (cudnn_bench.memory_ops): element-wise functions, softmax and layer norm over rows as wide
   as transformers' hidden sizes and vocabularies, transposes and concatenations;
-  rows 1 to 2^17, at most 2^27 elements.
+  rows 1 to 2^17, at most 2^27 elements; then embedding lookups (nn.Embedding's token gathers
+  from vocabularies, DLRM's summed bags from tables of 1e5-1e7 rows).
 
 Everything is a plain tuple of numbers; add a network by adding its layer list. What a run
 takes of them within a budget is the plan's business (cudnn_bench.plan).
@@ -36,7 +39,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from .configs import ELEMENTWISE_FNS, Config, ConvConfig, GemmConfig, MemConfig
+from .configs import ELEMENTWISE_FNS, Config, ConvConfig, EmbConfig, GemmConfig, MemConfig
 from .conv_grid import Design, design
 from .errors import BenchError
 from .families import MOBILENET_V2 as MOBILENET_V2_SETTINGS
@@ -169,21 +172,17 @@ BWD_OPS = ("conv_bwd_data", "conv_bwd_filter")
 BWD_TEST_SET_II_BATCHES = (32, 128)  # training batches: batch 1 is inference's
 
 
+def gradients(fwd: Iterable[ConvConfig]) -> list[ConvConfig]:
+    """Both gradients of each forward convolution."""
+    return [replace(c, op=op) for c in fwd for op in BWD_OPS]
+
+
 def conv_bwd() -> list[ConvConfig]:
-    """Both gradients of Test-set-II's layers at the training batch sizes, then of conv_grid's
-    core (the tier `conv_bwd_tier` tells apart)."""
-    fwd = test_set_ii(BWD_TEST_SET_II_BATCHES) + [c for c in conv_grid() if conv_grid_tier(c) == 0]
-    return _dedupe([replace(c, op=op) for c in fwd for op in BWD_OPS])
+    return gradients(test_set_ii(BWD_TEST_SET_II_BATCHES))
 
 
-def conv_bwd_tier(cfg: Config) -> int:
-    """0 for Test-set-II's layers (measured first), 1 for conv_grid's core."""
-    return 0 if isinstance(cfg, ConvConfig) and replace(cfg, op="conv_fwd").key() in _test_set_ii_keys() else 1
-
-
-@functools.lru_cache(maxsize=1)
-def _test_set_ii_keys() -> frozenset[str]:
-    return frozenset(c.key() for c in test_set_ii())
+def conv_bwd_grid() -> list[ConvConfig]:
+    return gradients(c for c in conv_grid() if conv_grid_tier(c) == 0)
 
 
 # Transformer layers: (model, hidden, ffn, heads); tokens = batch x sequence.
@@ -250,9 +249,29 @@ FLAT_WIDTHS = (1000, 1024, 4096)  # element-wise kernels see elements, not rows:
 TRANSPOSE_WIDTHS = (64, 128, 768, 1024, 4096)
 
 
-def memory_ops() -> list[MemConfig]:
+# embedding lookups: nn.Embedding's gather of tokens from the vocabularies of BERT, GPT-2, Llama
+# and Llama 3 at hidden sizes; DLRM's bags (EmbeddingBag, sum) over tables of 1e5-1e7 rows
+VOCABULARIES = (30522, 50257, 32000, 128256)
+TOKEN_WIDTHS = (768, 1024, 2048, 4096)
+TOKENS = tuple(4**i for i in range(9))  # 1 to 65,536
+DLRM_TABLES = (100_000, 1_000_000, 10_000_000)
+DLRM_DIMS = (64, 128)
+DLRM_BAGS = (8, 32, 128)
+DLRM_BATCHES = (128, 512, 2048, 8192, 32768)
+MAX_TABLE_BYTES = 4 << 30
+
+
+def embedding_lookups() -> list[EmbConfig]:
+    """Token gathers (bags of one) and DLRM's summed bags, tables of at most 4 GiB in FP32."""
+    tokens = [EmbConfig(n, v, d) for v in VOCABULARIES for d in TOKEN_WIDTHS for n in TOKENS]
+    bags = [EmbConfig(b, e, d, bag) for e in DLRM_TABLES for d in DLRM_DIMS for bag in DLRM_BAGS for b in DLRM_BATCHES]
+    return [c for c in tokens + bags if c.tensor_bytes()["table"] <= MAX_TABLE_BYTES]
+
+
+def memory_ops() -> list[MemConfig | EmbConfig]:
     """Softmax and layer norm over every row width (their kernels change with it: a warp or a
-    block per row, a row kept in registers or read again), the others over a few."""
+    block per row, a row kept in registers or read again), the others over a few; then the
+    embedding lookups."""
     widths: list[tuple[str, str, tuple[int, ...]]] = [
         *(("elementwise", fn, FLAT_WIDTHS) for fn in ELEMENTWISE_FNS),
         ("softmax", "", ROW_WIDTHS),
@@ -266,7 +285,7 @@ def memory_ops() -> list[MemConfig]:
         for cols in each
         for rows in MEMORY_ROWS
         if rows * cols <= MEMORY_MAX_ELEMENTS
-    ]
+    ] + embedding_lookups()
 
 
 def _dedupe(cfgs: list) -> list:
@@ -309,9 +328,11 @@ SUITES: dict[str, Suite] = {
         "conv_bwd",
         "conv_bwd",
         conv_bwd,
-        "backward-data and backward-filter of Test-set-II's layers (batch 32, 128), then of conv_grid's core",
-        0.2,
-        conv_bwd_tier,
+        "backward-data and backward-filter of Test-set-II's layers at batch 32 and 128",
+        0.1,
+    ),
+    "conv_bwd_grid": Suite(
+        "conv_bwd_grid", "conv_bwd", conv_bwd_grid, "backward-data and backward-filter of conv_grid's core", 0.1
     ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
@@ -324,7 +345,16 @@ SUITES: dict[str, Suite] = {
     ),
 }
 # Order of execution: quick suites first, the training grids last, the new one before SEER's.
-RUN_ORDER = ("gemm_layers", "gemm_grid", "memory_ops", "test_set_ii", "conv_bwd", "conv_grid", "seer_grid")
+RUN_ORDER = (
+    "gemm_layers",
+    "gemm_grid",
+    "memory_ops",
+    "test_set_ii",
+    "conv_bwd",
+    "conv_grid",
+    "seer_grid",
+    "conv_bwd_grid",
+)
 
 
 def parse_suites(text: str) -> list[str]:

@@ -634,6 +634,8 @@ class FakeTorchOps:
         "layer_norm": "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>",
         "transpose": "void at::native::elementwise_kernel<128, 4, gpu_kernel_impl_nocast<copy_kernel>>",
         "concat": "void at::native::CatArrayBatchedCopy<OpaqueType<4u>, unsigned int, 2, 128, 1>",
+        "embedding_fwd": "void at::native::(anonymous namespace)::indexSelectLargeIndex<float, long, unsigned int, "
+        "2, 2, -2, true>",
     }
 
     def __init__(self, backend: FakeBackend, tracer: FakeTracer | None):
@@ -641,14 +643,15 @@ class FakeTorchOps:
         self.made = self.released = 0
 
     def make(self, cfg, dtype: str):
-        from cudnn_bench.configs import MemConfig
+        from cudnn_bench.configs import EmbConfig, MemConfig
 
-        assert isinstance(cfg, MemConfig) and cfg.valid
+        assert isinstance(cfg, (MemConfig, EmbConfig)) and cfg.valid
         self.made += 1
-        nbytes = sum(cfg.tensor_bytes(dtype).values())
+        lookup = isinstance(cfg, EmbConfig)
+        nbytes = cfg.moved_bytes(dtype) if lookup else sum(cfg.tensor_bytes(dtype).values())
         t = nbytes / 2e9 + 0.003
-        name = self.KERNELS[cfg.op].format(fn=cfg.fn)
-        blocks = max(1, cfg.rows * cfg.cols // 1024)
+        name = self.KERNELS[cfg.op].format(fn="" if lookup else cfg.fn)
+        blocks = max(1, (cfg.batch * cfg.emb_dim if lookup else cfg.rows * cfg.cols) // 1024)
 
         def call() -> None:
             start = self.backend.clock_ms

@@ -17,7 +17,7 @@ from cudnn_bench.configs import ConvConfig, config_from_key
 from cudnn_bench.cost import CostModel
 from cudnn_bench.plan import Budget, make_plan
 from cudnn_bench.redo import unsplit
-from cudnn_bench.suites import BWD_TEST_SET_II_BATCHES, SUITES, conv_bwd, conv_bwd_tier
+from cudnn_bench.suites import BWD_TEST_SET_II_BATCHES, RUN_ORDER, SUITES, conv_bwd, conv_bwd_grid
 from seer.data import records
 from seer.data.variants import CONV_BWD_DATA_ALGOS, CONV_BWD_FILTER_ALGOS
 from seer.fit.gpu import fit_gpu
@@ -34,20 +34,18 @@ def test_a_gradient_is_its_own_configuration_with_the_forwards_shape():
     assert data.fields()["op"] == "conv_bwd_data" and data.valid and not replace(LAYER, op="conv_bwd").valid
 
 
-def test_the_suite_measures_test_set_ii_layers_first_in_both_directions():
-    cfgs = conv_bwd()
-    assert len(cfgs) == len({c.key() for c in cfgs})
-    first = [c for c in cfgs if conv_bwd_tier(c) == 0]
-    layers = {replace(c, op="conv_fwd", name="", uses="").key() for c in first}
+def test_the_suites_hold_both_gradients_of_test_set_ii_and_of_conv_grids_core():
     want = {c.key() for c in S.test_set_ii(BWD_TEST_SET_II_BATCHES)}
-    assert layers == want and collections.Counter(c.op for c in first) == {
-        "conv_bwd_data": len(want), "conv_bwd_filter": len(want)}
+    grid = {c.key() for c in S.conv_grid() if S.conv_grid_tier(c) == 0}
+    for cfgs, layers in ((conv_bwd(), want), (conv_bwd_grid(), grid)):
+        assert len(cfgs) == len({c.key() for c in cfgs})
+        assert {replace(c, op="conv_fwd").key() for c in cfgs} == layers
+        assert collections.Counter(c.op for c in cfgs) == {"conv_bwd_data": len(layers), "conv_bwd_filter": len(layers)}
     cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
-    plan = make_plan(["conv_bwd"], ["fma"], Budget(), cost)
-    head = plan.items[: len(first)]  # Test-set-II's tier comes first, both directions spread through it
-    assert all(conv_bwd_tier(i.config) == 0 for i in head)
-    assert {i.config.op for i in head[:10]} == {"conv_bwd_data", "conv_bwd_filter"}
-    assert SUITES["conv_bwd"].op == "conv_bwd"
+    head = make_plan(["conv_bwd"], ["fma"], Budget(), cost).items[:10]  # both directions from the start
+    assert {i.config.op for i in head} == {"conv_bwd_data", "conv_bwd_filter"}
+    assert SUITES["conv_bwd"].op == SUITES["conv_bwd_grid"].op == "conv_bwd"
+    assert RUN_ORDER.index("conv_bwd_grid") > RUN_ORDER.index("conv_grid")  # the forward's grid first
 
 
 def test_a_gradient_costs_every_algorithm_of_its_direction():

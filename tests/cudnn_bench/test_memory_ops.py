@@ -8,13 +8,15 @@ import pytest
 from fakes import fake_env
 
 from cudnn_bench import collect as K
-from cudnn_bench.configs import ELEMENTWISE_FNS, MemConfig, config_from_key
+from cudnn_bench.configs import ELEMENTWISE_FNS, EmbConfig, MemConfig, config_from_key
+from cudnn_bench.cost import CostModel
 from cudnn_bench.errors import BenchError
 from cudnn_bench.memory_ops import TorchOps, op_call
-from cudnn_bench.plan import Budget, stratified_order
-from cudnn_bench.suites import MEMORY_MAX_ELEMENTS, SUITES, memory_ops
+from cudnn_bench.plan import Budget, stratified_order, stratum
+from cudnn_bench.suites import MAX_TABLE_BYTES, MEMORY_MAX_ELEMENTS, SUITES, memory_ops
 from seer.data import records
 from seer.fit.gpu import fit_memory
+from seer.hardware import gpus
 
 KINDS = {("elementwise", fn) for fn in ELEMENTWISE_FNS} | {
     ("softmax", ""), ("layer_norm", ""), ("transpose", ""), ("concat", "")}
@@ -36,13 +38,42 @@ def test_a_memory_config_names_itself_and_says_what_the_harness_runs():
 def test_the_suite_covers_every_kernel_and_any_prefix_spreads_over_them():
     cfgs = memory_ops()
     assert len(cfgs) == len({c.key() for c in cfgs}) and all(c.valid for c in cfgs)
-    assert {(c.op, c.fn) for c in cfgs} == KINDS
-    assert max(c.rows * c.cols for c in cfgs) <= MEMORY_MAX_ELEMENTS
+    rows = [c for c in cfgs if isinstance(c, MemConfig)]
+    assert {(c.op, c.fn) for c in rows} == KINDS
+    assert max(c.rows * c.cols for c in rows) <= MEMORY_MAX_ELEMENTS
     per = collections.Counter(c.op for c in cfgs)
     assert per["softmax"] > 5 * per["concat"]  # every row width for the row-wise kernels
-    first = stratified_order(cfgs, salt="memory_ops")[: len(KINDS)]
-    assert {(c.op, c.fn) for c in first} == KINDS
+    lookups = {stratum(c) for c in cfgs if isinstance(c, EmbConfig)}
+    assert lookups == {("embedding_fwd", False), ("embedding_fwd", True)}  # gathers and bags
+    first = stratified_order(cfgs, salt="memory_ops")[: len(KINDS) + len(lookups)]
+    assert {stratum(c) for c in first} == KINDS | lookups
     assert SUITES["memory_ops"].op == "memory"
+
+
+def test_an_embedding_lookup_names_itself_and_costs_what_it_moves():
+    c = EmbConfig(512, 50257, 768)
+    assert c.key() == "embedding_fwd:b512:e50257:t1:l1:d768:sum" and config_from_key(c.key()) == c
+    assert c.fields() == {"op": "embedding_fwd", "batch": 512, "num_embeddings": 50257, "num_tables": 1,
+                          "bag_size": 1, "emb_dim": 768}
+    assert c.tensor_bytes()["table"] == 50257 * 768 * 4  # allocated (the plan checks it fits)
+    assert c.moved_bytes() == 512 * 768 * 4 * 2 + 512 * 8  # read and written rows, the indices
+    bag = EmbConfig(2048, 10**6, 64, 32)
+    assert bag.flops() == 2048 * 31 * 64 and bag.moved_bytes() == 2048 * 32 * 64 * 4 + 2048 * 32 * 8 + 2048 * 64 * 4
+    cost = CostModel.for_gpu(gpus.lookup("h100-sxm"))
+    assert cost.call_s(c) < 2 * cost.launch_s  # a gather of 1.6 MB, not the 154 MB table
+    assert not EmbConfig(8, 100, 16, num_tables=2).valid and not EmbConfig(0, 100, 16).valid
+    tables = [e.tensor_bytes()["table"] for e in memory_ops() if isinstance(e, EmbConfig)]
+    assert max(tables) <= MAX_TABLE_BYTES and len(tables) > 200
+
+
+@pytest.mark.parametrize("bag", [1, 3])
+def test_a_lookup_gathers_its_rows_and_sums_its_bags_on_any_torch_device(bag):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    out = op_call(torch, EmbConfig(4, 10, 6, bag), "float32", torch.device("cpu"))()
+    torch.manual_seed(0)  # the same table and indices again
+    table, idx = torch.rand(10, 6), torch.randint(0, 10, (4 * bag,))
+    assert torch.allclose(out, table[idx].view(4, bag, 6).sum(dim=1))
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
@@ -108,7 +139,11 @@ def test_the_harness_times_the_suite_and_seer_fits_the_gpus_bandwidth(tmp_path):
     run = _run(tmp_path, env, ["memory_ops"], limit=280)
     assert run.measured == 280 and env.torch_ops.made == env.torch_ops.released == 280
     rec = records.read_csv(run.folder / "memory_ops.csv")
-    assert set(zip(rec["op"], rec["fn"].fillna(""))) == KINDS
+    assert set(zip(rec["op"], rec["fn"].fillna(""))) == KINDS | {("embedding_fwd", "")}
+    lookups = rec[rec["op"] == "embedding_fwd"]
+    moved = [EmbConfig(int(r.batch), int(r.num_embeddings), int(r.emb_dim), int(r.bag_size)).moved_bytes()
+             for r in lookups.itertuples()]
+    assert lookups["time_ms"].to_numpy() == pytest.approx([m / 2e9 + 0.003 for m in moved], rel=0.01)
     assert (rec["status"] == "ok").all() and (rec["time_basis"] == "span").mean() > 0.5
     assert rec["kernel"].str.contains("at::native|SoftMax").all()
     fit = fit_memory(rec.assign(source="memory_ops.csv"))

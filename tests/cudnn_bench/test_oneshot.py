@@ -365,8 +365,8 @@ def test_a_cupti_failure_still_measures_test_set_ii_without_names(tmp_path):
 
 def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
     core = _scripted(tmp_path, "cudnn_bench: no usable CUDA GPU: ...")
-    # core, retry, grid, memory, backward
-    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy", "cupy", "cupy"]
+    # core, retry, grid, memory, backward, tensor
+    assert [c[c.index("--backend") + 1] for c in core] == ["driver", "cupy", "cupy", "cupy", "cupy", "cupy"]
 
 
 def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_path):
@@ -389,14 +389,15 @@ def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_pat
     opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=1, min_reps=1))
     folder = K.run(opts, fake_env(), log=lambda s: None).folder
-    memory, backward = O.SIDE_STEPS
-    assert session()[-4:] == ["grid", "memory", "backward", "counters"]
+    memory, _, tensor = O.SIDE_STEPS
+    assert session()[-5:] == ["grid", "memory", "backward", "tensor", "counters"]
     for side in O.SIDE_STEPS:
         t = next(t for name, argv, t in steps if name.startswith(side.name))
         argv = next(argv for name, argv, t in steps if name.startswith(side.name))
         assert argv[argv.index("--suite") + 1] == ",".join(side.suites) and side.start_s < t <= side.max_s
+        assert argv[argv.index("--math") + 1] == ",".join(side.maths)
         assert O.side_time(side, folder) == t
-    assert O.side_time(backward, folder) == backward.max_s  # Test-set-II's gradients alone take longer
+    assert O.side_time(tensor, folder) == tensor.max_s  # three math modes of the core take longer
     K.run(K.Options(**{**vars(opts), "suites": ["memory_ops"], "limit": None}), fake_env(), log=lambda s: None)
     assert O.side_time(memory, folder) == 0 and "memory" not in session()  # all stored: no step, no reserve
     assert "backward" in session() and not [n for n in _skipped(tmp_path, "backward") if n.startswith("backward")]
