@@ -320,8 +320,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             [py, "-m", "cudnn_bench.torch_traces", "--out", str(folder / "traces")],
             min(TRACES_S, sess.left() - reserve),
         )
-    side_s = {s.name: 0.0 if s.name in args.skip else side_time(s, folder) for s in SIDE_STEPS}
-    grid_s = sess.left() - reserve - sum(side_s.values())
+    sides = {s.name: 0.0 if s.name in args.skip else side_time(s, folder) for s in SIDE_STEPS}
+    grid_s = sess.left() - reserve - sum(sides.values())
     if "grid" not in args.skip:
         shard = ["--shard", args.shard] if args.shard else []
         step(
@@ -331,8 +331,8 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
             grid_s,
         )
     for side in SIDE_STEPS:  # until the GPU holds them: what a step stores, later calls skip
-        if side_s[side.name] > 0:
-            t = min(side_s[side.name], sess.left() - reserve)
+        if sides[side.name] > 0:
+            t = min(sides[side.name], sess.left() - reserve)
             more = extra + ["--math", ",".join(side.maths)]
             step(sess, side.title, collect_argv(py, data, side.suites, backend, t - STOP_GRACE_S, more), t)
     if "counters" not in args.skip:
