@@ -377,22 +377,12 @@ class FakeCudnnLib(Recorder):
         return 0
 
     def _bwd_run(self, fn: str, infix: str, x, w, conv, algo, args: tuple) -> int:
-        """args: the call's (handle, alpha, desc, ptr, desc, ptr, conv, algo, ws, size, beta, desc, ptr)."""
-        a = ctypes.cast(args[1], ctypes.POINTER(ctypes.c_float)).contents.value
-        b = ctypes.cast(args[10], ctypes.POINTER(ctypes.c_float)).contents.value
-        self.log(fn, (*map(_v, args[:1]), a, *map(_v, args[2:7]), algo, _v(args[8]), args[9], b,
-                      *map(_v, args[11:])))
+        self._log_call(fn, args)
         st, text = self._bwd_supported(infix, algo, x, w, conv)
         if st:
             return self._err(st, text)
         t = BWD_SPEED[algo] / ALGO_SPEED[1] * self._time_ms(1, x, w, conv)
-        if self.backend is not None:
-            self.backend.clock_ms += self.host_gap_ms
-            start = self.backend.clock_ms
-            self.backend.clock_ms += t
-            if self.tracer is not None:
-                kernels = BWD_KERNELS.get((infix, algo), [(f"kernel_{infix}_algo{algo}", 1.0)])
-                self._trace(algo, x, w, conv, start, t, kernels)
+        self._run(algo, x, w, conv, t, BWD_KERNELS.get((infix, algo), [(f"kernel_{infix}_algo{algo}", 1.0)]))
         return 0
 
     # backward-data: (w, dy, conv, dx); backward-filter: (x, dy, conv, dw)
@@ -443,23 +433,29 @@ class FakeCudnnLib(Recorder):
         }[algo]
         return 0
 
-    def cudnnConvolutionForward(self, h, alpha, xd, x, wd, w, conv, algo, ws, ws_size, beta, yd, y):
-        a = ctypes.cast(alpha, ctypes.POINTER(ctypes.c_float)).contents.value
-        b = ctypes.cast(beta, ctypes.POINTER(ctypes.c_float)).contents.value
-        self.log(
-            "cudnnConvolutionForward",
-            (_v(h), a, _v(xd), _v(x), _v(wd), _v(w), _v(conv), algo, _v(ws), ws_size, b, _v(yd), _v(y)),
-        )
+    def cudnnConvolutionForward(self, *args):  # (h, alpha, xd, x, wd, w, conv, algo, ws, size, beta, yd, y)
+        self._log_call("cudnnConvolutionForward", args)
+        xd, wd, conv, algo = args[2], args[4], args[6], args[7]
         if algo in self.fail:
             return self._err(self.fail[algo], "injected failure")
-        t = self._time_ms(algo, xd, wd, conv)
+        self._run(algo, xd, wd, conv, self._time_ms(algo, xd, wd, conv))
+        return 0
+
+    def _log_call(self, fn: str, args: tuple) -> None:
+        """A call's (handle, alpha, desc, ptr, desc, ptr, conv, algo, ws, size, beta, desc, ptr),
+        alpha and beta read from their host pointers."""
+        a = ctypes.cast(args[1], ctypes.POINTER(ctypes.c_float)).contents.value
+        b = ctypes.cast(args[10], ctypes.POINTER(ctypes.c_float)).contents.value
+        self.log(fn, (_v(args[0]), a, *map(_v, args[2:7]), args[7], _v(args[8]), args[9], b, *map(_v, args[11:])))
+
+    def _run(self, algo: int, xd, wd, conv, t_ms: float, kernels: list | None = None) -> None:
+        """The call on the fake GPU: the host gap, then t_ms of kernels on the clock and the tracer."""
         if self.backend is not None:
             self.backend.clock_ms += self.host_gap_ms
             start = self.backend.clock_ms
-            self.backend.clock_ms += t
+            self.backend.clock_ms += t_ms
             if self.tracer is not None:
-                self._trace(algo, xd, wd, conv, start, t)
-        return 0
+                self._trace(algo, xd, wd, conv, start, t_ms, kernels)
 
     def _trace(self, algo: int, xd, wd, conv, start_ms: float, t_ms: float, kernels: list | None = None) -> None:
         """The kernel records of one call taking t_ms from start_ms (a forward's, or `kernels`)."""
