@@ -307,8 +307,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
             tell(Tick(measured, len(todo), skipped, rows_stored, est_done, est_todo))
             if env.tracer is not None and unnamed(rows):
                 raise BenchError(
-                    f"CUPTI gave no kernel names for {item.config.key()}: rows without names are "
-                    f"useless to seer.fit, so the run stops ({measured} configurations are saved "
+                    f"CUPTI gave no kernel names for {item.config.key()} (or its call launched no "
+                    f"kernel): rows without names are useless to seer.fit, so the run stops "
+                    f"({measured} configurations are saved "
                     f"in {folder}; --launch-meta none measures without names)"
                 )
     except KeyboardInterrupt:

@@ -164,7 +164,9 @@ class MemConfig:
     def valid(self) -> bool:
         fn_ok = self.fn in ELEMENTWISE_FNS if self.op == "elementwise" else self.fn == ""
         even = self.cols % 2 == 0 or self.op != "concat"
-        return self.op in MEMORY_RUN_OPS and fn_ok and min(self.rows, self.cols) >= 1 and even
+        # a vector's transpose is a view: .contiguous() returns it and launches no kernel
+        least = 2 if self.op == "transpose" else 1
+        return self.op in MEMORY_RUN_OPS and fn_ok and min(self.rows, self.cols) >= least and even
 
     @property
     def inputs(self) -> int:

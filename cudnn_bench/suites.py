@@ -284,7 +284,7 @@ def memory_ops() -> list[MemConfig | EmbConfig]:
         for op, fn, each in widths
         for cols in each
         for rows in MEMORY_ROWS
-        if rows * cols <= MEMORY_MAX_ELEMENTS
+        if rows * cols <= MEMORY_MAX_ELEMENTS and MemConfig(op, rows, cols, fn).valid
     ] + embedding_lookups()
 
 

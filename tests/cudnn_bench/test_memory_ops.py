@@ -31,8 +31,10 @@ def test_a_memory_config_names_itself_and_says_what_the_harness_runs():
     assert c.fields() == {"op": "elementwise", "rows": 1024, "cols": 4096, "fn": "gelu"}
     for bad in (MemConfig("elementwise", 2, 4, "frobnicate"), MemConfig("softmax", 2, 4, "relu"),
                 MemConfig("concat", 2, 5), MemConfig("memcpy", 2, 4, "d2d"), MemConfig("concat", 2, 4, "add"),
-                MemConfig("conv", 2, 4), MemConfig("layer_norm", 0, 4)):
+                MemConfig("conv", 2, 4), MemConfig("layer_norm", 0, 4),
+                MemConfig("transpose", 1, 768), MemConfig("transpose", 768, 1)):  # views: no kernel runs
         assert not bad.valid, bad
+    assert MemConfig("transpose", 2, 768).valid
 
 
 def test_the_suite_covers_every_kernel_and_any_prefix_spreads_over_them():
