@@ -37,7 +37,7 @@ class CostModel:
     config (DIRECT always, FFT and Winograd outside their shapes, fused Winograd on sm_90 per
     the cuDNN 9 header) cost only their queries. A gradient's algorithms (conv_bwd_data,
     conv_bwd_filter) are costed as the forward's of the same work (ALGO_0/1/3: the direct
-    product), `bwd_factor` slower: a guess until a GPU run has measured them. Timing a call
+    product), times the direction's `bwd_factor` (calibrated on the first H200 run). Timing a call
     costs warm-up + repetitions (timing.plan_reps) of (t + per-call overhead).
     """
 
@@ -54,6 +54,9 @@ class CostModel:
     # its timed calls plus about 0.015 s (descriptors, queries, writing rows). A GEMM layer took
     # about 0.74 x its estimate and no set-up to speak of.
     config_overhead_s: float = 0.005  # a GEMM configuration's set-up
+    # in TF32/BF16/FP16 a GEMM layer took about 0.2 s whatever its size on the H200 (2026-11-26,
+    # 149 layers x math modes, against 0.04 s estimated): cuBLASLt's set-up of those modes
+    tensor_overhead_s: float = 0.17
     conv_overhead_s: float = 0.015  # a convolution configuration's set-up
     conv_scale: float = 0.77  # measured / estimated time of a convolution's timed calls
     loop_scale: float = 3.7  # the same for calls looping over groups (CUPTI's records of every launch)
@@ -62,8 +65,9 @@ class CostModel:
     # not calibrated yet (no memory-bound suite has run): tensors made with torch.rand, the
     # cache handed back, PyTorch's dispatch in every call
     memory_overhead_s: float = 0.01
-    # not calibrated yet (no gradient was ever timed): cuDNN's gradients against its forward
-    bwd_factor: float = 1.5
+    # cuDNN's gradients against the forward of the same work: 1.5 was the guess; the first
+    # H200 run (conv_bwd, 134 configurations each, 2026-11-26) took 0.93x and 0.63x of it
+    bwd_factor: ClassVar[dict[str, float]] = {"conv_bwd_data": 1.4, "conv_bwd_filter": 0.95}
     warmup: int = 2
     reps: int = 10
     min_reps: int = 3
@@ -160,8 +164,7 @@ class CostModel:
         else:
             roof = self._roof(cfg.flops(), io, math_mode)
         lat, factor = self.ALGO_TIME[algo]
-        if cfg.op != "conv_fwd":
-            factor *= self.bwd_factor
+        factor *= self.bwd_factor.get(cfg.op, 1.0)
         loop = cfg.groups * self.GROUP_LOOP_S.get(algo, 0.0) if cfg.groups > 1 else 0.0
         return lat + factor * roof + loop
 
@@ -170,7 +173,8 @@ class CostModel:
         calls measured again)."""
         if isinstance(cfg, GemmConfig):
             t = self.call_s(cfg, math_mode)
-            return self.config_overhead_s + self.gemm_scale * self.gemm_algos * self.timed_s(1.3 * t)
+            setup = self.config_overhead_s + (self.tensor_overhead_s if math_mode != "fma" else 0.0)
+            return setup + self.gemm_scale * self.gemm_algos * self.timed_s(1.3 * t)
         if isinstance(cfg, TORCH_CONFIGS):
             return self.memory_overhead_s + self.timed_s(self.call_s(cfg, math_mode))
         calls = 0.0

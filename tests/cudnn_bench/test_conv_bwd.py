@@ -53,7 +53,7 @@ def test_a_gradient_costs_every_algorithm_of_its_direction():
     data, filt = replace(LAYER, op="conv_bwd_data"), replace(LAYER, op="conv_bwd_filter")
     assert not cost.supported(filt, "WINOGRAD") and cost.supported(data, "ALGO_0")
     assert not cost.supported(replace(data, stride_h=2, stride_w=2), "FFT_TILING")
-    assert cost.algo_s(data, "FFT") == pytest.approx(cost.bwd_factor * (cost.algo_s(LAYER, "FFT") - 39e-6) + 39e-6)
+    assert cost.algo_s(data, "FFT") == pytest.approx(cost.bwd_factor["conv_bwd_data"] * (cost.algo_s(LAYER, "FFT") - 39e-6) + 39e-6)
     one = cost.config_s(filt, algos=["ALGO_1"])
     assert cost.config_s(filt) > one > cost.conv_overhead_s
 
