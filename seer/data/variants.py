@@ -149,6 +149,15 @@ def _wn(m, name):
     )
 
 
+@_rule(r"winograd_nonfused::winogradwgrad(data|delta|output)(\d+x\d+)")
+def _wn_wgrad(m, name):
+    """The filter gradient's Winograd non-fused pipeline: transforms of the data and of the
+    output gradient, a GEMM, the inverse transform into the filter gradient."""
+    part, tile = m.group(1), m.group(2)
+    role = "post" if part == "output" else "pre"
+    return _kv(name, f"wn_wgrad_{part}", "conv_bwd_filter", "WINOGRAD_NONFUSED", role=role, tag=tile)
+
+
 @_rule(r"generatewinogradtileskernel<(\d+)")
 def _wtiles(m, name):
     return _kv(name, "winograd_tiles", "conv_fwd", "WINOGRAD", role="pre", tag=m.group(1))
@@ -271,6 +280,60 @@ def _grouped_direct(m, name):
     return _kv(name, "grouped_direct", "conv_fwd", None, tag=f"{_bits(m.group(1))}_{_ints(m.group(1))}")
 
 
+# The gradients' own kernels (cuDNN's backward-data and backward-filter, conv_bwd_* records);
+# the FFT, Winograd non-fused and layout kernels they share with the forward have its rules.
+# Family None: the call's algorithm is in its record, and one kernel serves several of them
+# (wgrad_alg0_engine runs both ALGO_0 and ALGO_3 of the filter gradient on the H200).
+_GRAD_OP = {"d": "conv_bwd_data", "w": "conv_bwd_filter"}
+
+
+@_rule(r"([dw])grad2d_grouped_direct_kernel<([^>]*)>")
+def _grad_grouped_direct(m, name):
+    return _kv(name, f"{m.group(1)}grad_grouped_direct", _GRAD_OP[m.group(1)], None, tag=_grad_tag(m.group(2)))
+
+
+@_rule(r"\b(dgrad_engine|dgrad2d_alg1_1|wgrad_alg0_engine|wgrad_alg1_engine)<([^>]*)>")
+def _grad_engine(m, name):
+    return _kv(name, m.group(1), _GRAD_OP[m.group(1)[0]], None, tag=_grad_tag(m.group(2)))
+
+
+@_rule(r"sm(\d+)_xmma_([dw])grad_implicit_gemm(_indexed)?_(.*)")
+def _xmma_grad(m, name):
+    rest = m.group(4)
+    t = re.search(r"tilesize(\d+)x(\d+)x(\d+)", rest)
+    st = re.search(r"stage(\d+)", rest)
+    return _kv(
+        name,
+        f"xmma_{m.group(2)}grad" + (m.group(3) or ""),
+        _GRAD_OP[m.group(2)],
+        None,
+        arch=f"sm{m.group(1)}",
+        tile_m=int(t.group(1)) if t else None,
+        tile_n=int(t.group(2)) if t else None,
+        tile_k=int(t.group(3)) if t else None,
+        math=_math(rest),
+        layout="nhwc" if "nhwc" in rest else "nchw",
+        tag=f"s{st.group(1)}" if st else "",
+    )
+
+
+@_rule(r"sm(\d+)_xmma_depthwise_convolution_([dw])grad_tiling_\w*?tilesize([\dx_]+?)_stage")
+def _xmma_depthwise_grad(m, name):
+    # the tile of the output, the filter, the stride and the dilation (1x8x8_1x3x3_1x1x1_1x1x1)
+    return _kv(
+        name, f"xmma_depthwise_{m.group(2)}grad", _GRAD_OP[m.group(2)], None, arch=f"sm{m.group(1)}", tag=m.group(3)
+    )
+
+
+def _grad_tag(template: str) -> str:
+    return f"{_bits(template)}_{_ints(template)}"
+
+
+@_rule(r"tensortransformgeneric")
+def _tensor_transform(m, name):
+    return _kv(name, "tensor_transform", "conv_fwd", "LAYOUT", role="pre")
+
+
 @_rule(r"pointwise_mult_and_sum_complex<([^>]*)>")
 def _fft_pointwise(m, name):
     return _kv(name, "fft_pointwise", "conv_fwd", "FFT", tag=_ints(m.group(1)))
@@ -372,6 +435,27 @@ def _cutlass(m, name):
     )
 
 
+@_rule(r"cutlass_(\d+)_((?:wmma_)?tensorop)_(\w*?)gemm_(?:([a-z]\w*?)_)?(\d+)x(\d+)(?:_(\d+)x(\d+))?_(nn|nt|tn|tt)")
+def _cutlass_tensorop(m, name):
+    """cuBLASLt's older CUTLASS tensor-core kernels (cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn,
+    cutlass_75_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_tn): instruction shape and element
+    types in the name, one tile."""
+    types = f"{m.group(3)}{m.group(4) or ''}"
+    k = f"_{m.group(7)}x{m.group(8)}" if m.group(7) else ""
+    return _kv(
+        name,
+        "cutlass_" + m.group(2),
+        "gemm",
+        "BLAS",
+        arch=f"sm{m.group(1)}",
+        tile_m=int(m.group(5)),
+        tile_n=int(m.group(6)),
+        math=_math(types),
+        layout=m.group(9),
+        tag=f"{m.group(3).rstrip('_')}_{m.group(4) or ''}{k}",
+    )
+
+
 @_rule(r"sm(\d+)_xmma_gemm_(.*)")
 def _xmma_gemm(m, name):
     rest = m.group(2)
@@ -432,6 +516,19 @@ def _splitk(m, name):
     return _kv(name, "splitk_reduce", "gemm", "BLAS", role="post")
 
 
+@_rule(r"catarraybatchedcopy(_\w+?)?<([^>]*)>")
+def _cat(m, name):
+    return _kv(name, "cat_batched_copy", "concat", "ELEMENTWISE", tag=(m.group(1) or "").strip("_") + _ints(m.group(2)))
+
+
+@_rule(r"(embeddingbag_updateoutputkernel_\w+|indexselect(?:small|large)index|vectorized_gather_kernel)<([^>]*)>")
+def _lookup(m, name):
+    """nn.Embedding's gather (index_select, or a vectorized gather) and EmbeddingBag's sum."""
+    kind = {"i": "index_select", "v": "gather"}.get(m.group(1)[0], "embedding_bag")
+    tag = ("small" if "small" in m.group(1) else "large") if kind == "index_select" else _ints(m.group(2))
+    return _kv(name, kind, "embedding_fwd", "ELEMENTWISE", tag=tag)
+
+
 @_rule(r"direct_copy_kernel")
 def _copy(m, name):
     return _kv(name, "direct_copy", "copy", "ELEMENTWISE", role="pre")
@@ -468,7 +565,7 @@ def _softmax(m, name):
     return _kv(name, "softmax", "softmax", "SOFTMAX", tag="warp" if "softmax_warp" in m.string else "block")
 
 
-@_rule(r"layer_norm|rowwisemoments")
+@_rule(r"layer_?norm|rowwisemoments")
 def _ln(m, name):
     return _kv(name, "layer_norm", "layer_norm", "LAYER_NORM")
 

@@ -82,11 +82,14 @@ def rerun_line(t: pd.DataFrame) -> str:
     beside an accuracy figure; '' where the data hold no repeated run."""
     if t.empty:
         return ""
-    parts = [f"{r.algo or r.op} {100 * r.p90_dev:.1f}%" for r in t.itertuples()]
+    ops = [
+        f"{op} " + ", ".join(f"{r.algo or 'default'} {100 * r.p90_dev:.1f}%" for r in g.itertuples())
+        for op, g in t.groupby("op", sort=False)
+    ]
     gpus = ", ".join(sorted(pd.unique(t["gpu"])))
     return (
         f"noise floor ({gpus}, the same calls measured again by a later run; python -m seer.evaluate --set noise): "
-        f"p90 of |t2/t1 - 1| per algorithm: {', '.join(parts)}"
+        f"p90 of |t2/t1 - 1| per algorithm: {'; '.join(ops)}"
     )
 
 

@@ -103,17 +103,19 @@ def selection_floor(path: Path) -> pd.DataFrame:
     between two runs, and run 1's fastest algorithms scored as picks on run 2 (top-1, within 10%,
     mean slowdown): what a perfect predictor of one run reaches on the other."""
     rows = []
-    for first, again in repeat_runs(path):
+    for runs in repeat_runs(path):
+        first, again = (r[r["suite"] == "test_set_ii"] if "suite" in r else r for r in runs)
         if not (first["op"] == "conv_fwd").any() or not (again["op"] == "conv_fwd").any():
-            continue
-        t1, t2 = (measured_table(r[r["suite"] == "test_set_ii"] if "suite" in r else r) for r in (first, again))
+            continue  # a repeat of other suites only (the grid, the gradients)
         keys = ["gpu", "math", "config_key"]
-        both = t1.merge(t2, on=keys, suffixes=("", "_2"))
+        both = measured_table(first).merge(measured_table(again), on=keys, suffixes=("", "_2"))
         cols = [f"t:{a}" for a in ALGOS]
         m1, m2 = (both[[c + s for c in cols]].to_numpy(dtype=float) for s in ("", "_2"))
         avail = ~np.isnan(m1) & ~np.isnan(m2)  # an algorithm measured in both runs
         m1, m2 = np.where(avail, m1, np.nan), np.where(avail, m2, np.nan)
         keep = avail.any(axis=1)
+        if not keep.any():
+            continue
         m1, m2 = m1[keep], m2[keep]
         oracle1 = np.nanargmin(m1, axis=1)
         met = selection_metrics(m2, oracle1)

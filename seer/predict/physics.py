@@ -8,8 +8,8 @@ loose enough that no measured call is below it (tests check it on every bundled 
 
 - FLOPs: 2 per multiply-add of the direct method, at the FP32 datasheet peak, for GEMMs and the
   GEMM-based convolution algorithms only. Winograd and FFT do fewer multiplications (measured
-  up to 12x fewer than the direct method), and half precision runs on tensor cores whose peak
-  the GPU table does not carry: no FLOP bound there.
+  up to 12x fewer than the direct method), and half precision and TF32 math run on tensor cores
+  whose peak the GPU table does not carry: no FLOP bound there.
 - Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
   that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
   bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
@@ -60,6 +60,8 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndar
     t = traffic(df.assign(op=op), s)
     dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(len(df), "", dtype=object)
     fp32 = np.isin(dtype, ("", DEFAULT_DTYPE))  # tensor-core dtypes: no FP32 bound
+    if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
+        fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
     moved = t["read_bytes"] + t["write_bytes"]
     if op == "conv_fwd":  # the input read at most once per filter tap, never more than whole

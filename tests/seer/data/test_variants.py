@@ -112,6 +112,34 @@ from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_alg
             "post",
             (None, None),
         ),
+        # cuDNN 9.19's gradient kernels on the H200 (conv_bwd_data, conv_bwd_filter)
+        ("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)", "dgrad_engine", None,
+         "main", (None, None)),
+        ("sm80_xmma_dgrad_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize32x32x8_stage3_warpsize1x2x1_g1_ffma",
+         "xmma_dgrad", None, "main", (32, 32)),
+        ("sm80_xmma_wgrad_implicit_gemm_indexed_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize32x32x8_stage3_warpsize1x2x1",
+         "xmma_wgrad_indexed", None, "main", (32, 32)),
+        ("sm90_xmma_depthwise_convolution_wgrad_tiling_f32f32_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8_1x3x3_1x1x1_1x1x1"
+         "_stage3_warpsize4x1x1_g32_betaTrue_execute_kernel__5x_cudnn", "xmma_depthwise_wgrad", None, "main",
+         (None, None)),
+        ("void wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int)", "wgrad_alg0_engine", None, "main",
+         (None, None)),
+        ("void cudnn::cnn::wgrad2d_grouped_direct_kernel<false, true, int, float, float, float>(x)",
+         "wgrad_grouped_direct", None, "main", (None, None)),
+        ("void cudnn::winograd_nonfused::winogradWgradOutput4x4<float, float>(p)", "wn_wgrad_output",
+         "WINOGRAD_NONFUSED", "post", (None, None)),
+        # PyTorch's lookups and concatenation, cuBLASLt's older CUTLASS tensor-core kernels
+        ("void at::native::(anonymous namespace)::indexSelectSmallIndex<float, long, unsigned int, 2, 2, -2>(x)",
+         "index_select", "ELEMENTWISE", "main", (None, None)),
+        ("void at::native::(anonymous namespace)::EmbeddingBag_updateOutputKernel_sum_mean<float, long>(x)",
+         "embedding_bag", "ELEMENTWISE", "main", (None, None)),
+        ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_vectorized<at::native::(anonymous namespace)::"
+         "OpaqueType<4u>, unsigned int, 2, 128, 1, 16, 4>(char*)", "cat_batched_copy", "ELEMENTWISE", "main",
+         (None, None)),
+        ("void cutlass::Kernel2<cutlass_75_tensorop_bf16_s1688gemm_bf16_128x128_tn_align1>(x::Params)",
+         "cutlass_tensorop", "BLAS", "main", (128, 128)),
+        ("void cutlass::Kernel2<cutlass_75_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_tn_align1>(x::Params)",
+         "cutlass_wmma_tensorop", "BLAS", "main", (32, 32)),
     ],
 )
 def test_classify_reference_names(name, kind, family, role, tile):

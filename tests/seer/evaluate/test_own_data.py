@@ -128,8 +128,12 @@ def test_model_picks_beat_cudnns_heuristic_on_own_test_set_ii(own):
 
 def test_run_to_run_noise_of_the_repeat(own):
     t = noise.rerun_table(REPO / "data")
-    assert set(t["op"]) == {"conv_fwd", "gemm"} and (t.groupby("op")["calls"].sum() > 700).all()
-    assert (t["median_dev"] < 0.01).all()
+    h100, h200 = t[t["gpu"].str.contains("H100")], t[t["gpu"] == "NVIDIA H200"]
+    assert set(h100["op"]) == {"conv_fwd", "gemm"} and (h100.groupby("op")["calls"].sum() > 700).all()
+    assert (h100["median_dev"] < 0.01).all()
+    # the H200's repeat: the gradients of Test-set-II's layers, part of conv_grid, tensor-core GEMMs
+    assert set(h200["op"]) == {"conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm"}
+    assert (h200["median_dev"] < 0.02).all()
 
 
 def test_the_selection_floor_is_reachable(own):
