@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.records import CONV_FIELDS, GEMM_OPS, OPS, conv_output_hw
+from seer.data.records import CONV_FIELDS, CONV_OPS, GEMM_OPS, OPS, conv_output_hw
 from seer.data.records.schema import MAX_INT
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES, element_bytes
@@ -55,13 +55,13 @@ def check_configs(df: pd.DataFrame, op: str) -> None:
         rule(~(np.isfinite(x) & (x >= low)), f"'{c}' must be a number >= {low} for op {op}", c)
         rule(np.isfinite(x) & (x != np.floor(x)), f"'{c}' must be a whole number for op {op}", c)
         rule(np.isfinite(x) & (x >= MAX_INT), f"'{c}' must be below 2**63 for op {op}, as in a record", c)
-    if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df:
+    if (op in CONV_OPS or op in GEMM_OPS) and "dtype" in df:
         rule(
             ~df["dtype"].isin(MODEL_DTYPES + ("",)).to_numpy(),
             f"'dtype' must be one of {', '.join(MODEL_DTYPES)} for op {op}",
             "dtype",
         )
-    if op == "conv_fwd":
+    if op in CONV_OPS:
         for c in ("c_in", "c_out"):
             with np.errstate(invalid="ignore"):
                 rule(np.mod(v[c], v["groups"]) > 0, f"'groups' must divide '{c}' for op {op}", "groups", c)
@@ -97,7 +97,7 @@ def _valid(df: pd.DataFrame, op: str) -> bool:
             x = s.to_numpy()  # whole numbers, finite
             if len(x) and x.min() < low:
                 return False
-            if op == "conv_fwd":
+            if op in CONV_OPS:
                 v[c] = x.astype(np.float64)
             continue
         if not pd.api.types.is_float_dtype(s.dtype) or not isinstance(s.dtype, np.dtype):
@@ -108,9 +108,9 @@ def _valid(df: pd.DataFrame, op: str) -> bool:
                 return False
         v[c] = x
     known = MODEL_DTYPES + ("",)
-    if (op == "conv_fwd" or op in GEMM_OPS) and "dtype" in df and not df["dtype"].isin(known).all():
+    if (op in CONV_OPS or op in GEMM_OPS) and "dtype" in df and not df["dtype"].isin(known).all():
         return False
-    if op == "conv_fwd":
+    if op in CONV_OPS:
         g = v["groups"]
         if not (g == 1).all():
             with np.errstate(invalid="ignore"):
@@ -188,7 +188,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
     ops = _uniques(df["op"].to_numpy(dtype=object)) if "op" in df else np.array([""], dtype=object)
     if np.isin(ops, GEMM_OPS).any():
         rules.update(m=lambda s: c("m"), n=lambda s: c("n"), k=lambda s: c("k"))
-    if (ops == "conv_fwd").any():
+    if np.isin(ops, CONV_OPS).any():
         hw: list[np.ndarray] = []
 
         def output(i: int) -> np.ndarray:
@@ -264,11 +264,11 @@ def _gemm_view(op: np.ndarray, algo: np.ndarray, s: Mapping[str, np.ndarray]) ->
     (NaN for ops that are no GEMM)."""
     out = {k: np.full(len(op), np.nan) for k in ("gm", "gn", "gk", "gbatch")}
     for o in pd.unique(op):
-        if o not in GEMM_OPS and o != "conv_fwd":
+        if o not in GEMM_OPS and o not in CONV_OPS:
             continue
         is_op = op == o
-        for a in pd.unique(algo[is_op]) if o == "conv_fwd" else [""]:
-            rows = np.flatnonzero(is_op & (algo == a) if o == "conv_fwd" else is_op)
+        for a in pd.unique(algo[is_op]) if o in CONV_OPS else [""]:
+            rows = np.flatnonzero(is_op & (algo == a) if o in CONV_OPS else is_op)
             for k, v in _one_view(o, a, _Rows(s, rows)).items():
                 out[k][rows] = v
     return out
@@ -278,9 +278,13 @@ def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.n
     """The GEMM view of rows that share one op and, for convolutions, one algorithm."""
     if op in GEMM_OPS:
         return {"gm": s["m"], "gn": s["n"], "gk": s["k"], "gbatch": s["batch"]}
+    one = np.ones(len(s["one"]))
+    if op == "conv_bwd_data" and algo in ("ALGO_0", "ALGO_1"):  # dx (N H W x C) from dy and w, over K R S
+        return {"gm": s["N"] * s["H"] * s["W"], "gn": s["C"], "gk": s["K"] * s["CRS"] / s["C"], "gbatch": one}
+    if op == "conv_bwd_filter" and algo in ("ALGO_0", "ALGO_1", "ALGO_3"):  # dw (K x C R S) over N P Q
+        return {"gm": s["K"], "gn": s["CRS"], "gk": s["NPQ"], "gbatch": one}
     if algo == "WINOGRAD_NONFUSED":
         return {"gm": s["T4"], "gn": s["K"], "gk": s["C"], "gbatch": np.full(len(s["one"]), 36.0)}
-    one = np.ones(len(s["one"]))
     if algo == "WINOGRAD":
         return {"gm": s["T2"], "gn": s["K"], "gk": s["C"] * 4.0, "gbatch": one}
     if algo in ("FFT", "FFT_TILING"):
@@ -311,12 +315,22 @@ def _traffic(op: np.ndarray, el: np.ndarray, s: Mapping[str, np.ndarray]) -> dic
         flops[g] = 2 * b * m * nn * k
         read[g] = el[g] * b * (m * k + k * nn)
         write[g] = el[g] * b * m * nn
-    c = op == "conv_fwd"
-    if c.any():
-        flops[c] = 2 * s["NPQ"][c] * s["K"][c] * s["CRS"][c]
-        read[c] = el[c] * (s["N"][c] * s["C"][c] * s["H"][c] * s["W"][c] + s["K"][c] * s["CRS"][c])
-        write[c] = el[c] * s["NPQ"][c] * s["K"][c]
+    for o in CONV_OPS:
+        c = op == o
+        if c.any():
+            t = _conv_traffic(o, el[c], {k: s[k][c] for k in ("N", "C", "H", "W", "K", "CRS", "NPQ")})
+            flops[c], read[c], write[c] = t["flops"], t["read_bytes"], t["write_bytes"]
     return {"flops": flops, "read_bytes": read, "write_bytes": write}
+
+
+def _conv_traffic(op: str, el: np.ndarray, s: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A convolution's three tensors, x (N C H W), w (K CRS) and y (NPQ K): the forward reads x
+    and w and writes y; backward-data reads w and dy and writes dx; backward-filter reads x and
+    dy and writes dw. Every direction does the direct method's multiply-adds."""
+    x, w, y = s["N"] * s["C"] * s["H"] * s["W"], s["K"] * s["CRS"], s["NPQ"] * s["K"]
+    written = {"conv_fwd": y, "conv_bwd_data": x, "conv_bwd_filter": w}[op]
+    flops = 2 * s["NPQ"] * s["K"] * s["CRS"]
+    return {"flops": flops, "read_bytes": el * (x + w + y - written), "write_bytes": el * written}
 
 
 def _one_traffic(op: str, el: np.ndarray, s: Mapping[str, np.ndarray]) -> _Lazy:
@@ -330,14 +344,18 @@ def _one_traffic(op: str, el: np.ndarray, s: Mapping[str, np.ndarray]) -> _Lazy:
                 "write_bytes": lambda t: el * s["batch"] * s["m"] * s["n"],
             }
         )
-    if op == "conv_fwd":
-        return _Lazy(
-            {
-                "flops": lambda t: 2 * s["NPQ"] * s["K"] * s["CRS"],
-                "read_bytes": lambda t: el * (s["N"] * s["C"] * s["H"] * s["W"] + s["K"] * s["CRS"]),
-                "write_bytes": lambda t: el * s["NPQ"] * s["K"],
-            }
-        )
+    if op in CONV_OPS:
+        whole: dict[str, dict[str, np.ndarray]] = {}  # the three computed together on first use
+
+        def part(name: str) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
+            def rule(t: Mapping[str, np.ndarray]) -> np.ndarray:
+                if not whole:
+                    whole["t"] = _conv_traffic(op, el, s)
+                return whole["t"][name]
+
+            return rule
+
+        return _Lazy({k: part(k) for k in ("flops", "read_bytes", "write_bytes")})
     return _Lazy({k: lambda t: np.full(n, np.nan) for k in ("flops", "read_bytes", "write_bytes")})
 
 
@@ -360,7 +378,7 @@ def sizes(df: pd.DataFrame) -> dict[str, np.ndarray]:
 def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """Points in log-configuration space, the metric of the nearest-neighbour sub-models."""
     s = shapes(df) if s is None else s
-    return _log_config(op, s, {c: col(df, c) for c in _LOG_EXTRA} if op == "conv_fwd" else {})
+    return _log_config(op, s, {c: col(df, c) for c in _LOG_EXTRA} if op in CONV_OPS else {})
 
 
 # conv fields of the log-config beyond the shapes: every axis of the configuration space counts
@@ -371,7 +389,7 @@ GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.ndarray]) -> np.ndarray:
     if op in GEMM_OPS:
         cols = [s["batch"], s["m"], s["n"], s["k"]]
-    elif op == "conv_fwd":
+    elif op in CONV_OPS:
         cols = [
             s["N"],
             s["C"],
@@ -425,7 +443,7 @@ class ConfigBatch:
         c = _Columns(df)
         s = _shapes(df, c)
         el = _element_bytes(df)
-        extra = {k: c(k) for k in _LOG_EXTRA} if op == "conv_fwd" else {}
+        extra = {k: c(k) for k in _LOG_EXTRA} if op in CONV_OPS else {}
         algo = _text(df, "algo")
         algos = _uniques(algo)
         uniform = str(algos[0]) if len(algos) == 1 else ("" if len(algos) == 0 else None)
@@ -511,7 +529,7 @@ class ConfigBatch:
 
     def with_algo(self, algo: str) -> ConfigBatch:
         """The same configs run with another algorithm (only the GEMM view of a conv changes)."""
-        if self.op != "conv_fwd" or self.uniform_algo == algo:
+        if self.op not in CONV_OPS or self.uniform_algo == algo:
             return self
         return ConfigBatch(
             self.op,

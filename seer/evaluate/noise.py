@@ -9,6 +9,7 @@ import pandas as pd
 
 from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, prepare
+from seer.data.records import CONV_OPS
 from seer.data.records.harness import UNVERIFIED
 from seer.evaluate.metrics import format_table
 from seer.evaluate.report import evaluation_records, repeat_runs, write_out
@@ -93,6 +94,10 @@ def rerun_line(t: pd.DataFrame) -> str:
     )
 
 
+def _op_first(t: pd.DataFrame) -> pd.DataFrame:
+    return t[["gpu", "op", *(c for c in t.columns if c not in ("gpu", "op"))]] if len(t) else t
+
+
 def run_noise(args) -> int:
     path, rec = evaluation_records(args, "the noise floor compares repeated launches of those kernels")
     t = noise_table(rec)
@@ -108,10 +113,12 @@ def run_noise(args) -> int:
             "of each call's time:\n"
         )
         print(format_table(rerun, percent=("median_dev", "p90_dev", "p99_dev")))
-    floor = selection_floor(Path(path))
+    floors = [selection_floor(Path(path), op).assign(op=op).pipe(_op_first) for op in CONV_OPS]
+    floor = pd.concat([f for f in floors if len(f)], ignore_index=True) if any(len(f) for f in floors) else floors[0]
     if len(floor):
         print(
-            "\nTest-set-II run to run: how often the fastest algorithm of a layer changes, and run 1's "
+            "\nTest-set-II run to run (the forward, and conv_bwd's gradients): how often the fastest algorithm "
+            "of a layer changes, and run 1's "
             "fastest algorithms scored as picks on run 2 (the best any predictor of one run can do on the other):\n"
         )
         print(format_table(floor, percent=("top1", "within_10pct", "slowdown_mean", "slowdown_max")))

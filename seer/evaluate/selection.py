@@ -2,10 +2,12 @@
 
 For every configuration the model predicts every algorithm it has fits for, picks the
 fastest, and the pick is compared with the oracle (the fastest measured algorithm), with
-cuDNN's own heuristic (the first algorithm of cudnnGetConvolutionForwardAlgorithm_v7) and
-with the fixed default IMPLICIT_PRECOMP_GEMM. Algorithms that are not supported for a
-config, or need more workspace than the limit, are no choice for anybody (model, heuristic,
-default or oracle). Metric names and definitions: docs/results.md (Metrics).
+cuDNN's own heuristic (the first algorithm of cudnnGetConvolution*Algorithm_v7) and with a
+fixed default (IMPLICIT_PRECOMP_GEMM for the forward, ALGO_1 for each gradient: DEFAULTS).
+Algorithms that are not supported for a config, or need more workspace than the limit, are no
+choice for anybody (model, heuristic, default or oracle). The same report scores each
+convolution direction: the forward on the test_set_ii suite, backward-data and backward-filter
+on conv_bwd (the same layers' gradients). Metric names and definitions: docs/results.md (Metrics).
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ import pandas as pd
 
 from seer.data import paths, records
 from seer.data.prepare import prepare
+from seer.data.records import CONV_OPS
 from seer.data.records.harness import UNVERIFIED
 from seer.data.records.load import record_files
-from seer.data.variants import CONV_ALGOS
+from seer.data.variants import CONV_DIRECTION, CONV_OP_ALGOS
 from seer.errors import SeerError
 from seer.evaluate.report import fits_for, fitted_gpus, pyplot, repeat_runs, write_out
 from seer.hardware import gpus
@@ -36,9 +39,27 @@ SELECTION_KEYS = (
     "total_time_ratio",
 )
 METHODS = ("model", "cudnn_heuristic", "fixed_default")
-DEFAULT_ALGO = "IMPLICIT_PRECOMP_GEMM"
-FALLBACK_ALGO = "IMPLICIT_GEMM"  # where the default is unsupported: cuDNN's always-there one
-ALGOS = [CONV_ALGOS[i] for i in sorted(CONV_ALGOS)]
+# each direction's fixed default, then where it is unsupported the always-there one: the forward's
+# implicit GEMMs; the gradients' deterministic ALGO_1 (PyTorch's choice with deterministic
+# algorithms), then ALGO_0
+DEFAULTS = {
+    "conv_fwd": ("IMPLICIT_PRECOMP_GEMM", "IMPLICIT_GEMM"),
+    "conv_bwd_data": ("ALGO_1", "ALGO_0"),
+    "conv_bwd_filter": ("ALGO_1", "ALGO_0"),
+}
+SCORED_SUITES = {"test_set_ii": ("conv_fwd",), "conv_bwd": ("conv_bwd_data", "conv_bwd_filter")}
+
+
+def op_algos(op: str) -> list[str]:
+    """A direction's algorithms in cuDNN's enum order: the measured table's columns."""
+    return [CONV_OP_ALGOS[op][i] for i in sorted(CONV_OP_ALGOS[op])]
+
+
+ALGOS = op_algos("conv_fwd")
+
+
+def _algos(table: pd.DataFrame) -> list[str]:
+    return op_algos(table.attrs.get("op", "conv_fwd"))
 
 
 def selection_metrics(measured: np.ndarray, pick: np.ndarray) -> dict[str, float]:
@@ -65,14 +86,17 @@ def selection_metrics(measured: np.ndarray, pick: np.ndarray) -> dict[str, float
 
 
 # ---------------------------------------------------------------- the measured table
-def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> pd.DataFrame:
-    """One row per (GPU, math, config) with each algorithm's measured time (NaN where not
-    supported, failed or over the workspace limit) and cuDNN's heuristic rank. Layers with a call
-    whose time is unverified (seer.data.records.harness.time_basis) are left out, and counted in
-    `attrs["unverified_layers"]`: their oracle is unknown."""
-    conv = rec[(rec["op"] == "conv_fwd") & (rec["role"] == "main")].copy()
+def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None, op: str = "conv_fwd") -> pd.DataFrame:
+    """One row per (GPU, math, config) of direction `op` with each algorithm's measured time
+    (NaN where not supported, failed or over the workspace limit) and cuDNN's heuristic rank.
+    Layers with a call whose time is unverified (seer.data.records.harness.time_basis) are left
+    out, and counted in `attrs["unverified_layers"]`: their oracle is unknown. `attrs["op"]`
+    says the direction (its algorithms are the columns)."""
+    algos = op_algos(op)
+    conv = rec[(rec["op"] == op) & (rec["role"] == "main")].copy()
     if conv.empty:
-        raise SeerError("no convolution measurements of every algorithm (Test-set-II) in these records")
+        what = "Test-set-II" if op == "conv_fwd" else f"{CONV_DIRECTION[op]} gradients, suite conv_bwd"
+        raise SeerError(f"no {op} measurements of every algorithm ({what}) in these records")
     if "config_key" not in conv:
         cfg = list(records.CONV_FIELDS)
         conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
@@ -88,28 +112,30 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None) -> p
     keys = ["gpu", "math", "config_key"]
     wide = conv.pivot_table(index=keys, columns="algo", values="t", aggfunc="first")
     rank = conv.pivot_table(index=keys, columns="algo", values="heuristic_rank", aggfunc="first")
-    wide = wide.reindex(columns=ALGOS)
-    rank = rank.reindex(columns=ALGOS).add_prefix("rank:")
+    wide = wide.reindex(columns=algos)
+    rank = rank.reindex(columns=algos).add_prefix("rank:")
     first = conv.groupby(keys, sort=True).first()
     meta_cols = [c for c in (*records.CONV_FIELDS, "layer", "uses") if c in first]
     out = pd.concat([first[meta_cols], wide.add_prefix("t:"), rank], axis=1).reset_index()
-    out = out[out[[f"t:{a}" for a in ALGOS]].notna().any(axis=1)].reset_index(drop=True)
+    out = out[out[[f"t:{a}" for a in algos]].notna().any(axis=1)].reset_index(drop=True)
     out.attrs["unverified_layers"] = len(dropped)
+    out.attrs["op"] = op
     return out
 
 
-def selection_floor(path: Path) -> pd.DataFrame:
-    """The floor under Test-set-II: per GPU, how often the fastest algorithm of a layer changes
-    between two runs, and run 1's fastest algorithms scored as picks on run 2 (top-1, within 10%,
-    mean slowdown): what a perfect predictor of one run reaches on the other."""
+def selection_floor(path: Path, op: str = "conv_fwd") -> pd.DataFrame:
+    """The floor under Test-set-II (of direction `op`): per GPU, how often the fastest algorithm
+    of a layer changes between two runs, and run 1's fastest algorithms scored as picks on run 2
+    (top-1, within 10%, mean slowdown): what a perfect predictor of one run reaches on the other."""
     rows = []
+    suite = next(s for s, ops in SCORED_SUITES.items() if op in ops)
     for runs in repeat_runs(path):
-        first, again = (r[r["suite"] == "test_set_ii"] if "suite" in r else r for r in runs)
-        if not (first["op"] == "conv_fwd").any() or not (again["op"] == "conv_fwd").any():
-            continue  # a repeat of other suites only (the grid, the gradients)
+        first, again = (r[r["suite"] == suite] if "suite" in r else r for r in runs)
+        if not (first["op"] == op).any() or not (again["op"] == op).any():
+            continue  # a repeat of other suites only (the grid, another direction)
         keys = ["gpu", "math", "config_key"]
-        both = measured_table(first).merge(measured_table(again), on=keys, suffixes=("", "_2"))
-        cols = [f"t:{a}" for a in ALGOS]
+        both = measured_table(first, op=op).merge(measured_table(again, op=op), on=keys, suffixes=("", "_2"))
+        cols = [f"t:{a}" for a in op_algos(op)]
         m1, m2 = (both[[c + s for c in cols]].to_numpy(dtype=float) for s in ("", "_2"))
         avail = ~np.isnan(m1) & ~np.isnan(m2)  # an algorithm measured in both runs
         m1, m2 = np.where(avail, m1, np.nan), np.where(avail, m2, np.nan)
@@ -147,17 +173,21 @@ def floor_line(f: pd.DataFrame) -> str:
     )
 
 
-def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
-    """Column index of each method's pick, and the model's predicted time per algorithm."""
-    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndarray]:
+    """Column index of each method's pick, and the model's predicted time per algorithm. Where
+    the fits have no models of the table's direction, the model falls back to the heuristic."""
+    op, algos = table.attrs.get("op", "conv_fwd"), _algos(table)
+    meas = table[[f"t:{a}" for a in algos]].to_numpy(dtype=float)
     avail = ~np.isnan(meas)
     pred = np.full(meas.shape, np.nan)
     order = np.full(meas.shape, np.inf)  # the model's ranking (extrapolations last)
     for name, idx in table.groupby("gpu").indices.items():
         f = fits_by_gpu[name]
-        ranked = f.rank_algorithms(table.iloc[idx].assign(op="conv_fwd"))
-        for a in f.algorithms:
-            j = ALGOS.index(a)
+        if not f.algorithms_of(op):
+            continue
+        ranked = f.rank_algorithms(table.iloc[idx].assign(op=op))
+        for a in f.algorithms_of(op):
+            j = algos.index(a)
             mine = ranked["algo"] == a
             pred[idx, j] = ranked.loc[mine, "time_ms"].to_numpy()
             # no time: no model of this kind of layer (a grouped one from ungrouped kernels)
@@ -165,11 +195,12 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> pd.DataFrame:
     cand = np.where(avail, order, np.inf)
     model = np.argmin(cand, axis=1)
     none = ~np.isfinite(cand.min(axis=1))  # nothing the model covers is available: fall back
-    rank = table[[f"rank:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    rank = table[[f"rank:{a}" for a in algos]].to_numpy(dtype=float)
     rank = np.where(avail & ~np.isnan(rank), rank, np.inf)
     heur = np.argmin(rank, axis=1)
     no_rank = ~np.isfinite(rank.min(axis=1))
-    default = np.where(avail[:, ALGOS.index(DEFAULT_ALGO)], ALGOS.index(DEFAULT_ALGO), ALGOS.index(FALLBACK_ALGO))
+    first, fallback = (algos.index(a) for a in DEFAULTS[op])
+    default = np.where(avail[:, first], first, fallback)
     default = np.where(
         avail[np.arange(len(default)), default], default, np.nanargmin(np.where(avail, meas, np.inf), axis=1)
     )
@@ -193,7 +224,7 @@ def _networks(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def selection_tables(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) -> dict[str, pd.DataFrame]:
-    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    meas = table[[f"t:{a}" for a in _algos(table)]].to_numpy(dtype=float)
 
     def block(rows: np.ndarray) -> dict:
         out = {}
@@ -260,7 +291,8 @@ def _show(t: pd.DataFrame) -> str:
 
 def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
     plt = pyplot()
-    meas = table[[f"t:{a}" for a in ALGOS]].to_numpy(dtype=float)
+    op = table.attrs.get("op", "conv_fwd")
+    meas = table[[f"t:{a}" for a in _algos(table)]].to_numpy(dtype=float)
     best = np.nanmin(meas, axis=1)
     n = np.arange(len(table))
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -271,11 +303,12 @@ def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
         yscale="symlog",
         xlabel="configurations, sorted",
         ylabel="slowdown vs the fastest, %",
-        title="Test-set-II: per-configuration slowdown of the pick",
+        title="Test-set-II: per-configuration slowdown of the pick"
+        + ("" if op == "conv_fwd" else f" ({CONV_DIRECTION[op]} gradient)"),
     )
     ax.legend()
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "set2_slowdown.png"
+    out = folder / ("set2_slowdown.png" if op == "conv_fwd" else f"set2_slowdown_{op}.png")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -314,11 +347,12 @@ def run_set_two(args) -> int:
     own: list[Path] = []
     if data is None:
         # the record files only: a collection's `<suite>.csv.superseded` blocks are no records
-        own = [p for p in record_files(paths.OWN_DATA) if p.name.startswith("test_set_ii")]
+        own = [p for p in record_files(paths.OWN_DATA) if p.name.split(".")[0] in SCORED_SUITES]
     if data is not None or own:
         rec = pd.concat([records.load(p) for p in ([data] if data else own)], ignore_index=True)
-        if "suite" in rec and (rec["suite"] == "test_set_ii").any():
-            rec = rec[rec["suite"] == "test_set_ii"]
+        if "suite" in rec and rec["suite"].isin(list(SCORED_SUITES)).any():
+            scored = [(rec["suite"] == suite) & rec["op"].isin(ops) for suite, ops in SCORED_SUITES.items()]
+            rec = rec[np.logical_or.reduce(scored)]
         rec = gpus.rows_of(rec, args.gpu)
         if (rec["op"] == "conv_fwd").any() and rec["heuristic_rank"].notna().any():
             return _run_measured(rec, args)
@@ -377,12 +411,33 @@ def run_set_two(args) -> int:
 
 def _run_measured(rec: pd.DataFrame, args) -> int:
     rec = rec[rec["gpu"].isin(fitted_gpus(sorted(pd.unique(rec["gpu"])), Path(args.fits)))]
-    table = measured_table(rec, args.workspace_limit)
-    fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits), args.gpu) for g in pd.unique(table["gpu"])}
-    pk, pred = picks(table, fits_by_gpu)
-    tables = selection_tables(table, pk, pred)
+    ops = [op for op in CONV_OPS if (rec["op"] == op).any()]
+    fits_by_gpu = {g: fits_for(gpus.lookup(g).slug, Path(args.fits), args.gpu) for g in pd.unique(rec["gpu"])}
+    payload: dict[str, Any] = {"set": "II"}
+    written: dict[str, pd.DataFrame] = {}
+    for op in ops:
+        table = measured_table(rec, args.workspace_limit, op)
+        pk, pred = picks(table, {g: fits_by_gpu[g] for g in pd.unique(table["gpu"])})
+        tables = selection_tables(table, pk, pred)
+        part = _report(op, table, pk, tables, args)
+        if op == "conv_fwd":  # the forward's keys at the top level, as before the gradients
+            payload.update(part)
+        else:
+            payload.setdefault("gradients", {})[op] = part
+        written.update({(k if op == "conv_fwd" else f"{op}_{k}"): t for k, t in tables.items()})
+        if args.plots:
+            print(f"wrote {plot_slowdowns(table, pk, Path(args.plots))}")
+    if args.out:
+        write_out(Path(args.out), payload, written)
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+def _report(op: str, table: pd.DataFrame, pk: pd.DataFrame, tables: dict[str, pd.DataFrame], args) -> dict:
+    """Print one direction's Test-set-II report; its JSON part."""
+    what = "Test-set-II" if op == "conv_fwd" else f"Test-set-II's {CONV_DIRECTION[op]} gradients (conv_bwd)"
     print(
-        f"Test-set-II: {len(table)} configurations, every algorithm measured; picks scored against "
+        f"{what}: {len(table)} configurations, every algorithm measured; picks scored against "
         "the fastest measured algorithm (oracle)."
     )
     if table.attrs.get("unverified_layers"):
@@ -390,38 +445,41 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
             f"{table.attrs['unverified_layers']} more layers not scored: a call's event time exceeds its kernels' "
             "span and their launch geometry cannot say whether cuDNN chunked the batch (time_basis unverified)."
         )
-    floor = selection_floor(Path(args.data) if args.data is not None else paths.OWN_DATA)
+    floor = selection_floor(Path(args.data) if args.data is not None else paths.OWN_DATA, op)
     if not floor.empty:
         print(floor_line(floor))
+    if pk["model_fallback"].all():
+        print(
+            f"The fits have no models of {op} (its training grid, conv_bwd_grid, is not measured yet): "
+            "the model column is cuDNN's heuristic."
+        )
     print()
     for name in ("overall", "by_gpu", "by_batch", "by_network"):
         if name in tables:
             print(f"{name}:\n{_show(tables[name])}\n")
-    if "network_time" in tables:
+    if "network_time" in tables and not pk["model_fallback"].all():
         nt = tables["network_time"].copy()
         for c in ("error", "vs_oracle"):
             nt[c] = nt[c].map(lambda v: f"{100 * v:.2f}%")
-        print("Whole-network convolution time with the model's picks, predicted vs measured:\n")
+        what = "convolution" if op == "conv_fwd" else f"{CONV_DIRECTION[op]} gradient"
+        print(f"Whole-network {what} time with the model's picks, predicted vs measured:\n")
         print(nt.to_string(index=False))
-    if pk["model_fallback"].any():
+    if pk["model_fallback"].any() and not pk["model_fallback"].all():
         print(
             f"\n{int(pk['model_fallback'].sum())} configs had no available algorithm with a model; "
             "the model fell back to cuDNN's heuristic there."
         )
-    if args.out:
-        payload: dict[str, Any] = {"set": "II", "unverified_layers": int(table.attrs.get("unverified_layers", 0))}
-        if not floor.empty:
-            payload["noise_floor"] = floor.to_dict(orient="records")
-        for name, t in tables.items():
-            if name == "network_time":
-                payload[name] = t.to_dict(orient="records")
-                continue
-            payload[name] = {
-                idx: {m: {k: row[f"{m}:{k}"] for k in SELECTION_KEYS} for m in METHODS} for idx, row in t.iterrows()
-            }
-        payload["overall"] = payload["overall"]["all"]
-        write_out(Path(args.out), payload, tables)
-        print(f"\nwrote {args.out}")
-    if args.plots:
-        print(f"wrote {plot_slowdowns(table, pk, Path(args.plots))}")
-    return 0
+    print()
+    part: dict[str, Any] = {"unverified_layers": int(table.attrs.get("unverified_layers", 0))}
+    part["model_fallback"] = int(pk["model_fallback"].sum())
+    if not floor.empty:
+        part["noise_floor"] = floor.to_dict(orient="records")
+    for name, t in tables.items():
+        if name == "network_time":
+            part[name] = t.to_dict(orient="records")
+            continue
+        part[name] = {
+            idx: {m: {k: row[f"{m}:{k}"] for k in SELECTION_KEYS} for m in METHODS} for idx, row in t.iterrows()
+        }
+    part["overall"] = part["overall"]["all"]
+    return part

@@ -129,7 +129,7 @@ def _rules(
     replaces them within the data, by cross-validation, or None). GEMM families keep the fastest
     of the 5 nearest (cuBLAS's heuristic aims at the fastest kernel for each shape; leave-one-out
     picked fewer and NeuSight's held-out linear rows came out worse on four of five GPUs)."""
-    if op != "conv_fwd" or g["key"].nunique() < 2:
+    if op not in records.CONV_OPS or g["key"].nunique() < 2:
         return None, None  # one variant: nothing to choose
     keys = g["key"].to_numpy()
     rows = g.reset_index(drop=True)
@@ -156,10 +156,10 @@ def conv_timing(rec: pd.DataFrame) -> str | None:
     """ "every_algorithm" where configs were timed with several algorithms (the harness),
     "pick_only" where each was timed only with the algorithm an autotuner picked (NeuSight):
     there an algorithm's model is known only where it won, which ranking must respect."""
-    conv = rec[rec["op"] == "conv_fwd"]
+    conv = rec[rec["op"].isin(records.CONV_OPS)]
     if conv.empty:
         return None
-    cfg = [*records.CONV_FIELDS, "math"]
+    cfg = ["op", *records.CONV_FIELDS, "math"]
     per = conv.groupby(cfg, dropna=False)["algo"].nunique()
     return "pick_only" if per.median() <= 1 else "every_algorithm"
 

@@ -23,11 +23,12 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer.data import configs
+from seer.data.records import CONV_OPS
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 from seer.models.support import shape_keys
 from seer.models.tree import Tree, fit_tree
 
-CANDIDATES = {"conv_fwd": 1}  # nearest training configs whose variants compete (default 5)
+CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
 PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
 SCAN_POINTS = 8  # single-variant choosers this small are scanned, not searched (see `within`)
 
@@ -258,7 +259,7 @@ class Chooser:
     def kinds(self) -> tuple[bool, bool]:
         """Whether it learnt from (ungrouped, grouped) convolutions: a grouped kernel is no model
         of an ungrouped call, nor the reverse, so each kind of row is served by its own kind."""
-        if self.op != "conv_fwd":
+        if self.op not in CONV_OPS:
             return (True, True)
         learnt = kind_of(self.points, self.op)
         return (bool((~learnt).any()), bool(learnt.any()))
@@ -331,7 +332,7 @@ def fit_chooser(
     idx = keys.map(lookup).to_numpy(dtype=int)
     pts = points_of(train, op)
     keep = condense(pts, idx)
-    if op == "conv_fwd":  # every filter shape the algorithm ran stays (Support reads them off these points)
+    if op in CONV_OPS:  # every filter shape the algorithm ran stays (Support reads them off these points)
         keep = np.union1d(keep, np.unique(shape_keys(pts), return_index=True)[1])
     trees = {}
     if tree_leaf is not None:
@@ -350,6 +351,6 @@ def points_of(rows: pd.DataFrame, op: str) -> np.ndarray:
 
 def kind_of(points: np.ndarray, op: str) -> np.ndarray:
     """Whether each point is a grouped convolution (False for every GEMM)."""
-    if op != "conv_fwd":
+    if op not in CONV_OPS:
         return np.zeros(len(points), dtype=bool)
     return points[:, configs.GROUPS_COLUMN] > 0

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data import configs as _configs
-from seer.data.records import GEMM_OPS
+from seer.data.records import CONV_OPS, GEMM_OPS, VARIANT_OPS
 from seer.errors import SeerError, SeerWarning
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
@@ -234,7 +234,7 @@ class Fits:
         n = len(df)
         ops = df["op"].to_numpy(dtype=object)
         algo = df["algo"].fillna("").astype(str).to_numpy(dtype=object) if "algo" in df else np.full(n, "", object)
-        variant_op = np.isin(ops, ("conv_fwd", *GEMM_OPS))
+        variant_op = np.isin(ops, VARIANT_OPS)
         free = variant_op & (algo == "")
         keys = np.full(n, "", dtype=object)
         vp = self.variant_predictor
@@ -243,11 +243,12 @@ class Fits:
                 rows = np.flatnonzero(free)[idx]
                 keys[rows] = vp.launched_keys(df.iloc[rows], str(op))
         launched = keys != ""
-        conv = free & ~launched & (ops == "conv_fwd")
-        if conv.any():  # the fastest fitted algorithm: what cuDNN's autotuner picks
+        if (free & ~launched & np.isin(ops, CONV_OPS)).any():
             df = df.assign(algo=algo)
-            best = self.best_algorithm(df[conv])
-            df.loc[conv, "algo"] = np.asarray(best, dtype=object)
+        for op in CONV_OPS:
+            conv = free & ~launched & (ops == op)
+            if conv.any():  # the fastest fitted algorithm: what cuDNN's autotuner picks
+                df.loc[conv, "algo"] = np.asarray(self.best_algorithm(df[conv]), dtype=object)
         out, inside, least = np.full(n, np.nan), np.ones(n, dtype=bool), np.zeros(n)
         for rows, k in ((np.flatnonzero(launched), keys), (np.flatnonzero(~launched), None)):
             if len(rows):
@@ -310,10 +311,10 @@ class Fits:
         picks only) unless `extrapolate`; an algorithm no model answers ranks last."""
         df, single = frame(configs, {"op": "conv_fwd", **config})
         asked = [str(o) for o in pd.unique(df["op"])]
-        if len(asked) > 1 or asked[0] not in ("conv_fwd", *GEMM_OPS):
+        if len(asked) > 1 or asked[0] not in VARIANT_OPS:
             raise SeerError(
-                "rank_algorithms ranks the algorithms of one op at a time, conv_fwd or a GEMM "
-                f"(gemm, bmm, linear); the configs have {', '.join(asked)}"
+                "rank_algorithms ranks the algorithms of one op at a time, a convolution's direction "
+                f"({', '.join(CONV_OPS)}) or a GEMM (gemm, bmm, linear); the configs have {', '.join(asked)}"
             )
         df = self._routed(df)
         op = str(df["op"].iat[0])

@@ -10,7 +10,7 @@ from typing import TypeAlias
 
 import pandas as pd
 
-from seer.data.records import CONV_DEFAULTS, MEMORY_OPS, OPS
+from seer.data.records import CONV_DEFAULTS, CONV_OPS, MEMORY_OPS, OPS
 from seer.errors import SeerError
 
 DEFAULTS = {**CONV_DEFAULTS, "dtype": "float32", "algo": ""}
@@ -54,7 +54,7 @@ def frame(configs: Configs, config: Mapping) -> tuple[pd.DataFrame, bool]:
     for k, v in DEFAULTS.items():
         if k not in missing and df[k].hasnans:
             df[k] = df[k].fillna(v)
-    if (df["op"] == "conv_fwd").any():
+    if df["op"].isin(CONV_OPS).any():
         for a, b in (("h_in", "w_in"), ("w_in", "h_in"), ("kh", "kw"), ("kw", "kh")):
             if a not in df and b in df:
                 df[a] = df[b]
@@ -78,7 +78,7 @@ def check_keywords(keys: Iterable, ops: list[str]) -> None:
         if key in vocab:
             continue
         name = str(key)
-        close = CONV_LETTERS.get(name) if "conv_fwd" in ops else None
+        close = CONV_LETTERS.get(name) if set(ops) & set(CONV_OPS) else None
         close = close or next(iter(difflib.get_close_matches(name.lower(), vocab, n=1)), None)
         hint = f" (did you mean {close!r}?)" if close else ""
         raise SeerError(f"unknown config keyword {key!r}{hint}; configs of {', '.join(ops)} take {', '.join(vocab)}")

@@ -23,12 +23,17 @@ import numpy as np
 import pandas as pd
 
 from seer.data.configs import shapes, traffic
-from seer.data.records import GEMM_OPS
+from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
-# convolution algorithms that perform every multiply-add of the direct method (as GEMMs do)
+# convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
 DIRECT_FLOP_ALGOS = ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM")
+DIRECT_ALGOS = {
+    "conv_fwd": DIRECT_FLOP_ALGOS,
+    "conv_bwd_data": ("ALGO_0", "ALGO_1"),
+    "conv_bwd_filter": ("ALGO_0", "ALGO_1", "ALGO_3"),
+}
 
 
 def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
@@ -36,8 +41,8 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
     algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
     flop, moved = bounds(df, op, gpu)
-    if op == "conv_fwd":
-        flop = np.where(np.isin(algos, DIRECT_FLOP_ALGOS), flop, 0.0)
+    if op in CONV_OPS:
+        flop = np.where(np.isin(algos, DIRECT_ALGOS[op]), flop, 0.0)
     return np.maximum(flop, moved)
 
 
@@ -46,7 +51,7 @@ def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str
     flop, moved = bounds(df, op, gpu)
     out = np.empty((len(df), len(algos)))
     for j, a in enumerate(algos):
-        out[:, j] = np.maximum(flop, moved) if op != "conv_fwd" or a in DIRECT_FLOP_ALGOS else moved
+        out[:, j] = np.maximum(flop, moved) if op not in CONV_OPS or a in DIRECT_ALGOS[op] else moved
     return out
 
 
@@ -54,7 +59,7 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndar
     """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, ms at the DRAM
     bandwidth for the traffic beyond the L2) of each row; zeros for ops other than GEMMs and
     convolutions."""
-    if op != "conv_fwd" and op not in GEMM_OPS:
+    if op not in CONV_OPS and op not in GEMM_OPS:
         return np.zeros(len(df)), np.zeros(len(df))
     s = shapes(df.assign(op=op))
     t = traffic(df.assign(op=op), s)
@@ -64,7 +69,7 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndar
         fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
     moved = t["read_bytes"] + t["write_bytes"]
-    if op == "conv_fwd":  # the input read at most once per filter tap, never more than whole
+    if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))
         whole = s["N"] * s["C"] * s["H"] * s["W"]
         moved = moved - el * (whole - np.minimum(whole, s["NPQ"] * s["C"] * s["R"] * s["S"]))

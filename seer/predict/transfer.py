@@ -38,7 +38,7 @@ import pandas as pd
 
 from seer import fitsfile
 from seer.data.configs import flops_bytes
-from seer.data.records import CONV_DEFAULTS, OPS
+from seer.data.records import CONV_DEFAULTS, CONV_OPS, OPS
 from seer.data.variants import CONV_ALGO_ID
 from seer.errors import SeerError, SeerWarning
 from seer.hardware import gpus, occupancy, power
@@ -293,7 +293,7 @@ def nearest_variant(fits: Fits) -> Fits:
     vp = fits.variant_predictor
     if vp is None:
         return fits
-    choosers = {k: dataclasses.replace(c, candidates=1) if c.op == "conv_fwd" else c for k, c in vp.choosers.items()}
+    choosers = {k: dataclasses.replace(c, candidates=1) if c.op in CONV_OPS else c for k, c in vp.choosers.items()}
     moved = vp.replace(choosers=choosers)
     return dataclasses.replace(fits, predictors={op: moved if p is vp else p for op, p in fits.predictors.items()})
 

@@ -8,7 +8,6 @@ group is one matrix product.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from seer.data.configs import GROUPS_COLUMN, ConfigBatch
-from seer.data.records import VARIANT_OPS
-from seer.data.variants import CONV_ALGO_ID
+from seer.data.records import CONV_OPS, VARIANT_OPS
+from seer.data.variants import CONV_OP_ALGOS
 from seer.errors import SeerError
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
@@ -42,6 +41,7 @@ class VariantPredictor:
     options: FitOptions = DEFAULT  # what the fits were made with
     trained_dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)  # the dtypes of the rows the models learnt
     launched: tuple[Launched, ...] = ()  # what traces saw the framework launch, per library versions (first: most)
+    _supports: dict[str, Support | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return f"VariantPredictor({self.gpu.slug}: {len(self.variants)} variants of {', '.join(self.ops)})"
@@ -54,7 +54,8 @@ class VariantPredictor:
         """Algorithms with fitted models of `op`, in cuDNN's enum order (GEMMs: by name; not the
         op's default family, which rows without an algorithm use)."""
         algos = {c.algo for c in self.choosers.values() if c.op == op and c.algo}
-        return sorted(algos, key=lambda a: (CONV_ALGO_ID.get(a, 99), a))
+        ids = {a: i for i, a in CONV_OP_ALGOS.get(op, {}).items()}
+        return sorted(algos, key=lambda a: (ids.get(a, 99), a))
 
     def dtypes(self, op: str) -> tuple[str, ...] | None:
         return self.trained_dtypes
@@ -81,20 +82,30 @@ class VariantPredictor:
             raise SeerError(self._no_kind(batch, out))
         return out, inside
 
-    @functools.cached_property
+    @property
     def support(self) -> Support | None:
         """The filter shapes each convolution algorithm ran on (data timed with every algorithm
         only: an autotuner's picks say nothing of what else runs)."""
         if self.conv_timing != "every_algorithm":
             return None
-        points = {c.algo: c.points for c in self.choosers.values() if c.op == "conv_fwd" and c.algo}
-        return Support.of(points) if points else None
+        return self.support_of("conv_fwd")
+
+    def support_of(self, op: str) -> Support | None:
+        """`support` of one convolution direction (its algorithms' names are its own: the
+        gradients' FFT is not the forward's)."""
+        if self.conv_timing != "every_algorithm":
+            return None
+        if op not in self._supports:
+            points = {c.algo: c.points for c in self.choosers.values() if c.op == op and c.algo}
+            self._supports[op] = Support.of(points) if points else None
+        return self._supports[op]
 
     def _no_kind(self, batch: ConfigBatch, out: np.ndarray) -> str:
         i = int(np.flatnonzero(np.isnan(out))[0])
         algo = str(batch.algo[i])
-        if self.support is not None and self.support.never_runs(algo, batch.logcfg[i : i + 1])[0]:
-            return f"row {i}: " + self.support.explain(algo, batch.logcfg[i], self.gpu.name)
+        support = self.support_of(batch.op)
+        if support is not None and support.never_runs(algo, batch.logcfg[i : i + 1])[0]:
+            return f"row {i}: " + support.explain(algo, batch.logcfg[i], self.gpu.name)
         kind = "grouped" if batch.logcfg[i, GROUPS_COLUMN] > 0 else "ungrouped"
         other = "ungrouped" if kind == "grouped" else "grouped"
         return (
@@ -160,16 +171,16 @@ class VariantPredictor:
         op = batch.op
         out = []
         for algo in pd.unique(batch.algo):
-            if not algo and op == "conv_fwd":
+            if not algo and op in CONV_OPS:
                 raise SeerError(
-                    f"conv_fwd configs need an 'algo' (one of {', '.join(self.algorithms(op))}); or use rank_algorithms"
+                    f"{op} configs need an 'algo' (one of {', '.join(self.algorithms(op))}); or use rank_algorithms"
                 )
             ch = self.choosers.get(family_key(op, algo))
             if ch is None:
                 raise SeerError(
                     f"the fits for {self.gpu.name} have no models of algorithm {algo!r} "
                     f"(fitted: {', '.join(self.algorithms(op))})"
-                    if op == "conv_fwd"
+                    if op in CONV_OPS
                     else f"the fits for {self.gpu.name} have no models of op {op!r}"
                     + (f" with algorithm {algo!r}" if algo else "")
                 )
@@ -183,11 +194,12 @@ class VariantPredictor:
         not (Chooser.kinds): where the chooser learnt no config of a row's kind, or the algorithm
         never runs the row's filter shape (Support), no variant ("", NaN, outside the fitted
         range)."""
-        if ch.op != "conv_fwd":
+        if ch.op not in CONV_OPS:
             return self._launch_near(batch, ch, order, with_inside)
         keys, times, inside = self._launch_kind(batch, ch, order, with_inside)
-        if self.support is not None:
-            never = self.support.never_runs(ch.algo, batch.logcfg)
+        support = self.support_of(ch.op)
+        if support is not None:
+            never = support.never_runs(ch.algo, batch.logcfg)
             if never.any():
                 keys[never], times[never], inside[never] = "", np.nan, False
         return keys, times, inside

@@ -1,16 +1,18 @@
 """The convolution gradients (backward-data, backward-filter): configurations named apart from
 the forward, every algorithm of each direction timed through cuDNN's backward calls, stored and
-read like the forward, measured again in the calls that were wrong, and left out of the
-forward's fits."""
+read like the forward, measured again in the calls that were wrong, fitted per kernel variant
+from their grid and scored on Test-set-II's layers."""
 from __future__ import annotations
 
 import collections
+import json
 from dataclasses import replace
 
 import pandas as pd
 import pytest
 from fakes import fake_env
 
+import seer
 from cudnn_bench import collect as K
 from cudnn_bench import suites as S
 from cudnn_bench.configs import ConvConfig, config_from_key
@@ -19,7 +21,10 @@ from cudnn_bench.plan import Budget, make_plan
 from cudnn_bench.redo import unsplit
 from cudnn_bench.suites import BWD_TEST_SET_II_BATCHES, RUN_ORDER, SUITES, conv_bwd, conv_bwd_grid
 from seer.data import records
+from seer.data.prepare import training_records
 from seer.data.variants import CONV_BWD_DATA_ALGOS, CONV_BWD_FILTER_ALGOS
+from seer.evaluate import __main__ as evaluate_cli
+from seer.fit import __main__ as fit_cli
 from seer.fit.gpu import fit_gpu
 from seer.hardware import gpus
 
@@ -53,7 +58,8 @@ def test_a_gradient_costs_every_algorithm_of_its_direction():
     data, filt = replace(LAYER, op="conv_bwd_data"), replace(LAYER, op="conv_bwd_filter")
     assert not cost.supported(filt, "WINOGRAD") and cost.supported(data, "ALGO_0")
     assert not cost.supported(replace(data, stride_h=2, stride_w=2), "FFT_TILING")
-    assert cost.algo_s(data, "FFT") == pytest.approx(cost.bwd_factor["conv_bwd_data"] * (cost.algo_s(LAYER, "FFT") - 39e-6) + 39e-6)
+    factor = cost.bwd_factor["conv_bwd_data"]
+    assert cost.algo_s(data, "FFT") == pytest.approx(factor * (cost.algo_s(LAYER, "FFT") - 39e-6) + 39e-6)
     one = cost.config_s(filt, algos=["ALGO_1"])
     assert cost.config_s(filt) > one > cost.conv_overhead_s
 
@@ -86,14 +92,34 @@ def test_the_harness_times_every_algorithm_of_both_gradients_and_seer_reads_them
     assert not lib.named("cudnnConvolutionForward")
 
 
-def test_the_forwards_fits_leave_the_gradients_out(tmp_path):
-    opts = K.Options(out=tmp_path, suites=["test_set_ii", "conv_bwd"], limit=30, budget=Budget(), progress=False,
-                     timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
-    rec = records.load(K.run(opts, fake_env(), log=lambda s: None).folder)
+def test_the_gradients_are_fitted_from_their_grid_and_scored_on_test_set_iis_layers(tmp_path, capsys):
+    """conv_bwd_grid trains per-variant models of each direction; conv_bwd (Test-set-II's layers)
+    is held out like Test-set-II, and --set II scores each direction's picks beside the forward."""
+    opts = K.Options(out=tmp_path / "data", suites=["test_set_ii", "conv_bwd", "conv_bwd_grid"], limit=80,
+                     budget=Budget(), progress=False, timing=K.TimingOptions(warmup=1, reps=3, min_reps=1))
+    folder = K.run(opts, fake_env(), log=lambda s: None).folder
+    rec = records.load(folder)
     assert {"conv_fwd", "conv_bwd_data", "conv_bwd_filter"} <= set(rec["op"])
-    fits = fit_gpu(rec, gpus.lookup("h100-sxm"))
-    assert fits["variants"] and fits["choosers"]
-    assert all(k.startswith("conv_fwd:") for k in [*fits["variants"], *fits["choosers"]])
+    train = training_records(rec)
+    assert set(train["suite"]) == {"conv_bwd_grid"}  # Test-set-II and its gradients held out
+    fits = fit_gpu(train, gpus.lookup("h100-sxm"))
+    fitted = {k.split(":")[0] for k in fits["choosers"]}
+    assert fitted == {"conv_bwd_data", "conv_bwd_filter"}, fitted
+    assert fit_cli.main(["--data", str(folder), "--out", str(tmp_path / "fits"), "--quiet"]) == 0
+    out_json = tmp_path / "set2.json"
+    args = ["--set", "II", "--data", str(folder), "--fits", str(tmp_path / "fits"), "--out", str(out_json)]
+    assert evaluate_cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert "backward-data gradients (conv_bwd)" in out and "backward-filter gradients (conv_bwd)" in out
+    assert "have no models of conv_bwd" not in out  # the gradients' picks are the model's
+    assert "have no models of conv_fwd" in out  # the forward's grid was not measured here
+    payload = json.loads(out_json.read_text())
+    for op in ("conv_bwd_data", "conv_bwd_filter"):
+        part = payload["gradients"][op]
+        assert part["overall"]["model"]["n"] > 0 and part["model_fallback"] < part["overall"]["model"]["n"]
+    h = seer.load(tmp_path / "fits" / "h100-sxm.json")
+    ranked = h.rank_algorithms(op="conv_bwd_filter", batch=32, c_in=64, h_in=28, w_in=28, c_out=128, kh=3, kw=3)
+    assert set(ranked["algo"]) <= set(CONV_BWD_FILTER_ALGOS.values()) and ranked["rank"].min() == 1
 
 
 def test_a_gradients_wrong_calls_are_measured_again_alone(tmp_path):

@@ -62,7 +62,7 @@ OPS: dict[str, tuple[str, ...]] = {
 }
 GEMM_OPS = ("gemm", "bmm", "linear")
 CONV_OPS = ("conv_fwd", "conv_bwd_data", "conv_bwd_filter")
-VARIANT_OPS = ("conv_fwd", *GEMM_OPS)  # ops with per-kernel-variant models (seer.models)
+VARIANT_OPS = (*CONV_OPS, *GEMM_OPS)  # ops with per-kernel-variant models (seer.models)
 MEMORY_OPS = ("elementwise", "softmax", "layer_norm", "concat", "transpose", "memcpy")  # seer.analytical
 STATUSES = ("ok", "not_supported", "workspace_too_large", "out_of_memory", "failed")
 

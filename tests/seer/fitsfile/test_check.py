@@ -219,7 +219,7 @@ BAD = {
     "blocks_per_sm true": (_set(_field("blocks_per_sm"), True), "blocks_per_sm must be a whole number >= 1, got true"),
     "floor_ms 0": (_set(_field("floor_ms"), 0), "floor_ms must be a finite number in (0, 1e+06], got 0"),
     "variant sms 0": (_set(_field("sms"), 0), "sms must be a whole number >= 1, got 0"),
-    "op unknown": (_set(_field("op"), "matmul"), 'op must be one of "conv_fwd", "gemm", "bmm", "linear", got "matmul"'),
+    "op unknown": (_set(_field("op"), "matmul"), 'op must be one of "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm", "bmm", "linear", got "matmul"'),
     "compute a string": (_set(_field("compute"), "x"), 'compute must be an object, got "x"'),
     "floor missing": (_drop("floor_ms"), "(expected a time in ms > 0)"),
     "coef one short": (_short_coef, "numbers, got a list of"),

@@ -43,7 +43,7 @@ def test_no_measured_call_is_faster_than_the_bound():
     seen = 0
     for rec in _measured():
         for (gpu, op), g in rec.groupby(["gpu", "op"]):
-            if op not in ("conv_fwd", "gemm", "bmm", "linear"):
+            if op not in ("conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm", "bmm", "linear"):
                 continue
             calls = _calls(g)
             least = floor_ms(calls, op, gpus.lookup(gpu))
