@@ -108,7 +108,7 @@ def run_set_one(args) -> int:
         rerun = rerun_table(Path(path))  # read once, for the line and the JSON
     except SeerError:
         rerun = pd.DataFrame()
-    floor = rerun_line(rerun[rerun["op"].isin(VARIANT_OPS)] if len(rerun) else rerun)  # the ops scored here
+    floor = rerun_line(rerun[rerun["op"].isin(pd.unique(test["op"]))] if len(rerun) else rerun)  # the ops scored here
     if floor:
         print(f"\n{floor}")
     if args.by in ("algo", "variant"):
