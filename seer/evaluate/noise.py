@@ -95,7 +95,7 @@ def rerun_line(t: pd.DataFrame) -> str:
 
 
 def _op_first(t: pd.DataFrame) -> pd.DataFrame:
-    return t[["gpu", "op", *(c for c in t.columns if c not in ("gpu", "op"))]] if len(t) else t
+    return t[["gpu", "op", *(c for c in t.columns if c not in ("gpu", "op"))]]
 
 
 def run_noise(args) -> int:
@@ -113,8 +113,8 @@ def run_noise(args) -> int:
             "of each call's time:\n"
         )
         print(format_table(rerun, percent=("median_dev", "p90_dev", "p99_dev")))
-    floors = [selection_floor(Path(path), op).assign(op=op).pipe(_op_first) for op in CONV_OPS]
-    floor = pd.concat([f for f in floors if len(f)], ignore_index=True) if any(len(f) for f in floors) else floors[0]
+    floors = [f.assign(op=op) for op in CONV_OPS if len(f := selection_floor(Path(path), op))]
+    floor = _op_first(pd.concat(floors, ignore_index=True)) if floors else pd.DataFrame()
     if len(floor):
         print(
             "\nTest-set-II run to run (the forward, and conv_bwd's gradients): how often the fastest algorithm "
