@@ -279,13 +279,14 @@ def memory_ops() -> list[MemConfig | EmbConfig]:
         ("transpose", "", TRANSPOSE_WIDTHS),
         ("concat", "", (256, 1024, 4096)),
     ]
-    return [
+    cfgs = [
         MemConfig(op, rows, cols, fn)
         for op, fn, each in widths
         for cols in each
         for rows in MEMORY_ROWS
-        if rows * cols <= MEMORY_MAX_ELEMENTS and MemConfig(op, rows, cols, fn).valid
-    ] + embedding_lookups()
+        if rows * cols <= MEMORY_MAX_ELEMENTS
+    ]
+    return [c for c in cfgs if c.valid] + embedding_lookups()
 
 
 def _dedupe(cfgs: list) -> list:

@@ -6,6 +6,7 @@ here from the record's configuration columns (vectorized over a DataFrame).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -345,15 +346,13 @@ def _one_traffic(op: str, el: np.ndarray, s: Mapping[str, np.ndarray]) -> _Lazy:
             }
         )
     if op in CONV_OPS:
-        whole: dict[str, dict[str, np.ndarray]] = {}  # the three computed together on first use
+
+        @functools.cache
+        def whole() -> dict[str, np.ndarray]:  # the three together, on first use
+            return _conv_traffic(op, el, s)
 
         def part(name: str) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:
-            def rule(t: Mapping[str, np.ndarray]) -> np.ndarray:
-                if not whole:
-                    whole["t"] = _conv_traffic(op, el, s)
-                return whole["t"][name]
-
-            return rule
+            return lambda t: whole()[name]
 
         return _Lazy({k: part(k) for k in ("flops", "read_bytes", "write_bytes")})
     return _Lazy({k: lambda t: np.full(n, np.nan) for k in ("flops", "read_bytes", "write_bytes")})

@@ -273,11 +273,16 @@ def _bits(template: str) -> str:
     return "".join("1" if b == "true" else "0" for b in re.findall(r"\b(true|false)\b", template))
 
 
+def _template_tag(template: str) -> str:
+    """A template's bools as bits, then its integer arguments: what tells its instances apart."""
+    return f"{_bits(template)}_{_ints(template)}"
+
+
 @_rule(r"conv2d_grouped_direct_kernel<([^>]*)>")
 def _grouped_direct(m, name):
     # cuDNN 9's direct kernel (sm_90 runs it for GEMM and IMPLICIT_GEMM on many shapes, and for
     # grouped convolutions); its bools and the two ints (filter-size specialisation) tell variants apart
-    return _kv(name, "grouped_direct", "conv_fwd", None, tag=f"{_bits(m.group(1))}_{_ints(m.group(1))}")
+    return _kv(name, "grouped_direct", "conv_fwd", None, tag=_template_tag(m.group(1)))
 
 
 # The gradients' own kernels (cuDNN's backward-data and backward-filter, conv_bwd_* records);
@@ -289,12 +294,12 @@ _GRAD_OP = {"d": "conv_bwd_data", "w": "conv_bwd_filter"}
 
 @_rule(r"([dw])grad2d_grouped_direct_kernel<([^>]*)>")
 def _grad_grouped_direct(m, name):
-    return _kv(name, f"{m.group(1)}grad_grouped_direct", _GRAD_OP[m.group(1)], None, tag=_grad_tag(m.group(2)))
+    return _kv(name, f"{m.group(1)}grad_grouped_direct", _GRAD_OP[m.group(1)], None, tag=_template_tag(m.group(2)))
 
 
 @_rule(r"\b(dgrad_engine|dgrad2d_alg1_1|wgrad_alg0_engine|wgrad_alg1_engine)<([^>]*)>")
 def _grad_engine(m, name):
-    return _kv(name, m.group(1), _GRAD_OP[m.group(1)[0]], None, tag=_grad_tag(m.group(2)))
+    return _kv(name, m.group(1), _GRAD_OP[m.group(1)[0]], None, tag=_template_tag(m.group(2)))
 
 
 @_rule(r"sm(\d+)_xmma_([dw])grad_implicit_gemm(_indexed)?_(.*)")
@@ -323,10 +328,6 @@ def _xmma_depthwise_grad(m, name):
     return _kv(
         name, f"xmma_depthwise_{m.group(2)}grad", _GRAD_OP[m.group(2)], None, arch=f"sm{m.group(1)}", tag=m.group(3)
     )
-
-
-def _grad_tag(template: str) -> str:
-    return f"{_bits(template)}_{_ints(template)}"
 
 
 @_rule(r"tensortransformgeneric")
@@ -502,13 +503,13 @@ def _small_gemm(m, name):
 @_rule(r"gemvx::kernel<([^>]*)>")
 def _gemvx(m, name):
     t = m.group(1)
-    return _kv(name, "gemvx", "gemm", "BLAS", tag=_bits(t) + "_" + _ints(t) + ("_c" if "float2" in t else ""))
+    return _kv(name, "gemvx", "gemm", "BLAS", tag=_template_tag(t) + ("_c" if "float2" in t else ""))
 
 
 @_rule(r"(magma_sgemmex_kernel|sgemm_largek_lds64)<([^>]*)>")
 def _blas_template(m, name):
     kind = "magma_sgemm" if m.group(1).startswith("magma") else "sgemm_largek"
-    return _kv(name, kind, "gemm", "BLAS", tag=_bits(m.group(2)) + "_" + _ints(m.group(2)))
+    return _kv(name, kind, "gemm", "BLAS", tag=_template_tag(m.group(2)))
 
 
 @_rule(r"splitkreduce_kernel")

@@ -28,9 +28,8 @@ from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
 # convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
-DIRECT_FLOP_ALGOS = ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM")
 DIRECT_ALGOS = {
-    "conv_fwd": DIRECT_FLOP_ALGOS,
+    "conv_fwd": ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM"),
     "conv_bwd_data": ("ALGO_0", "ALGO_1"),
     "conv_bwd_filter": ("ALGO_0", "ALGO_1", "ALGO_3"),
 }
