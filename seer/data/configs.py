@@ -413,6 +413,26 @@ def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.nda
     return np.log2(out, out=out)
 
 
+def conv_products(points: np.ndarray) -> np.ndarray:
+    """Convolution log-configurations (log_config's columns) with the log2 sizes of the products
+    the kernels compute appended: output height and width, N*P*Q, C/G*R*S and K/G (the forward
+    GEMM's three sizes), N*H*W and K/G*R*S (backward-data's), the im2col buffer N*P*Q*C*R*S and
+    the multiply-adds. Libraries choose kernels on such products (a workspace, a GEMM's shape);
+    an axis-aligned split on one of them is a threshold no single size has."""
+    v = np.rint(np.exp2(points))
+    n, c, k, h, w, r, s, g = (v[:, j] for j in range(8))
+    sh, sw, ph, pw, dh, dw = (v[:, j] for j in range(8, 14))
+    p = np.maximum(np.floor((h + 2 * (ph - 1) - dh * (r - 1) - 1) / sh) + 1, 1)
+    q = np.maximum(np.floor((w + 2 * (pw - 1) - dw * (s - 1) - 1) / sw) + 1, 1)
+    npq, crs, kg = n * p * q, c / g * r * s, k / g
+    cols = (p, q, npq, crs, kg, n * h * w, kg * r * s, npq * crs * g, npq * crs * k)
+    assert len(cols) == len(CONV_PRODUCTS)
+    return np.column_stack([points, *(np.log2(x) for x in cols)])
+
+
+CONV_PRODUCTS = ("P", "Q", "NPQ", "CRS/G", "K/G", "NHW", "KRS/G", "im2col", "MACs")  # conv_products' columns
+
+
 @dataclass
 class ConfigBatch:
     """Configs of one op with everything derived from them computed once.
@@ -526,6 +546,15 @@ class ConfigBatch:
             _parent=(self, rows),
         )
 
+    def one_group(self) -> ConfigBatch:
+        """The same convolutions with one group each (`one_group`), of the same dtype and algorithm."""
+        s = self.shapes
+        fields = {"batch": s["N"], "c_in": s["C"], "h_in": s["H"], "w_in": s["W"], "c_out": s["K"]}
+        frame = pd.DataFrame({"op": self.op, **fields, "kh": s["R"], "kw": s["S"], "groups": s["G"], **self.extra})
+        b = ConfigBatch.of(one_group(frame), self.op)
+        traffic = _one_traffic(self.op, self.el, b.shapes)
+        return ConfigBatch(self.op, b.shapes, traffic, self.el, self.algo, b.extra, uniform_algo=self.uniform_algo)
+
     def with_algo(self, algo: str) -> ConfigBatch:
         """The same configs run with another algorithm (only the GEMM view of a conv changes)."""
         if self.op not in CONV_OPS or self.uniform_algo == algo:
@@ -543,6 +572,13 @@ class ConfigBatch:
             _memo=self._memo,
             _parent=self._parent,
         )
+
+
+def one_group(df: pd.DataFrame) -> pd.DataFrame:
+    """Convolution rows as the convolution of one of their groups (c_in / G, c_out / G, groups
+    1): what each launch computes where the library loops a groups = 1 kernel over the groups."""
+    g = np.nan_to_num(col(df, "groups"), nan=1.0)
+    return df.assign(c_in=col(df, "c_in") / g, c_out=col(df, "c_out") / g, groups=1.0)
 
 
 def _entry(get: Callable[[str], np.ndarray], key: str) -> Callable[[Mapping[str, np.ndarray]], np.ndarray]:

@@ -13,16 +13,21 @@ import pandas as pd
 DEFAULT_ALGO = "default"  # the algorithm part of a key where the op has no algorithms (GEMMs)
 
 
+PER_GROUP = "/per_group"  # a key's ending where the variant's calls loop over a convolution's groups
+
+
 @dataclass(frozen=True, order=True)
 class VariantKey:
-    """One kernel variant: op, algorithm (empty for GEMMs) and the variant label."""
+    """One kernel variant: op, algorithm (empty for GEMMs) and the variant label; `per_group`:
+    its grouped calls, which run the kernel once per group (their own model, of one group)."""
 
     op: str
     algo: str
     variant: str
+    per_group: bool = False
 
     def __str__(self) -> str:
-        return f"{self.family}:{self.variant}"
+        return f"{self.family}:{self.variant}{PER_GROUP if self.per_group else ''}"
 
     @property
     def family(self) -> str:
@@ -32,7 +37,8 @@ class VariantKey:
     @classmethod
     def parse(cls, text: str) -> VariantKey:
         op, algo, variant = text.split(":", 2)
-        return cls(op, "" if algo == DEFAULT_ALGO else algo, variant)
+        per_group = variant.endswith(PER_GROUP)
+        return cls(op, "" if algo == DEFAULT_ALGO else algo, variant.removesuffix(PER_GROUP), per_group)
 
 
 def family_key(op: str, algo: str) -> str:
@@ -45,5 +51,9 @@ def family_column(rec: pd.DataFrame) -> pd.Series:
 
 
 def key_column(rec: pd.DataFrame) -> pd.Series:
-    """Each record's variant key as text (columns op, algo, variant): DataFrames group by it."""
-    return family_column(rec) + ":" + rec["variant"]
+    """Each record's variant key as text (columns op, algo, variant, and group_loop where the
+    data has it): DataFrames group by it."""
+    key = family_column(rec) + ":" + rec["variant"]
+    if "group_loop" in rec:
+        key = key.where(~rec["group_loop"].fillna(False).astype(bool), key + PER_GROUP)
+    return key

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data import paths, records, variants
+from seer.data.configs import col
 from seer.data.keys import family_column, key_column
 from seer.data.records import VARIANT_OPS
 from seer.errors import SeerError
@@ -55,7 +56,9 @@ def training_records(rec: pd.DataFrame) -> pd.DataFrame:
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     """Rows the models learn from: successful calls, each by the kernel that stands for it
     (`call_rows`), with their variant and split."""
-    rec = rec[(rec["status"] == "ok") & call_rows(rec)]
+    rec = rec[rec["status"] == "ok"]
+    keying = call_rows(rec)
+    rec = rec.assign(group_loop=group_loop(rec, main_launches(rec, keying)))[keying]
     rec = rec[~unnamed_calls(rec)]
     # a canonical row order by configuration (not by file row or call id), so that the same
     # rows in any order give the same CV folds, staircase subsample and fits
@@ -101,6 +104,26 @@ def call_rows(rec: pd.DataFrame) -> pd.Series:
     call = [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
     has = engine.groupby(call).transform("any")
     return (main & ~has) | engine
+
+
+def group_loop(rec: pd.DataFrame, launched: np.ndarray) -> np.ndarray:
+    """Whether each call of a grouped convolution ran its kernel once per group: it launched
+    the kernel (`launched` times, main_launches) at least G times. cuDNN 9 runs its FFT,
+    Winograd, implicit and explicit GEMM kernels so on the H200, one group's convolution a
+    launch, and its grouped direct kernels once a call; each variant one way or the other."""
+    g = np.nan_to_num(col(rec, "groups"), nan=1.0)
+    return rec["op"].isin(records.CONV_OPS).to_numpy() & (g > 1) & (np.nan_to_num(launched) >= g)
+
+
+def main_launches(rec: pd.DataFrame, keying: pd.Series) -> np.ndarray:
+    """How many times each call launched the kernel of its keying row (`call_rows`): its rows of
+    that kernel, each standing for `launches` of them (NaN without call ids)."""
+    if "call_id" not in rec or "kernel" not in rec or rec.empty:
+        return np.full(len(rec), np.nan)
+    n = pd.to_numeric(rec["launches"], errors="coerce").fillna(1.0) if "launches" in rec else 1.0
+    ids = [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
+    per_kernel = pd.Series(n, index=rec.index).groupby([*ids, rec["kernel"].astype(str)]).transform("sum")
+    return np.where(keying, per_kernel, np.nan)
 
 
 UNNAMED = (

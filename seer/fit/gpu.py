@@ -18,6 +18,7 @@ import pandas as pd
 
 from seer import __version__
 from seer.data import records
+from seer.data.keys import PER_GROUP
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
@@ -79,6 +80,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
     rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
+    rec["key"] = pooled_keys(rec, options.min_rows)
     target = rec["time_ms"].to_numpy(dtype=float)
     models = _fit_variants(rec, target, spec, options)
     drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}
@@ -92,8 +94,9 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
         g = g[g["key"].isin(list(models))]
         if len(g):
-            near, tree = _rules(g, models, target[g.index], op)
-            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, tree).to_dict()
+            near, tree = _rules(g, models, target[g.index], op, options.tree_products)
+            leaf, products = (tree.size, tree.products) if tree is not None else (None, False)
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, leaf, products).to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
@@ -111,6 +114,20 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     }
 
 
+def pooled_keys(rec: pd.DataFrame, min_rows: int) -> pd.Series:
+    """The variant keys the models are fitted by: the calls that ran a variant once per group
+    (VariantKey.per_group) have their own model of one group's convolution where they have
+    `min_rows` training rows, else they join the variant's other calls (a model of the whole
+    convolution, as before per-group keys)."""
+    key = rec["key"]
+    per_group = key.str.endswith(PER_GROUP)
+    if not per_group.any():
+        return key
+    n = key[rec["split"] == "train"].value_counts()
+    few = per_group & (key.map(n).fillna(0) < min_rows)
+    return key.where(~few, key.str.removesuffix(PER_GROUP))
+
+
 def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
     """The GEMM calls of the algorithm the library's heuristic ranks first (heuristic_rank 0):
     what a plain cuBLAS call launches, learnt as the op's default family (a GEMM without an
@@ -122,11 +139,12 @@ def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rules(
-    g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str
-) -> tuple[int | None, int | None]:
+    g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str, products: bool = True
+) -> tuple[int | None, candidates.Rule | None]:
     """How a convolution family's chooser proposes variants (seer.models.candidates): (the count
-    of nearest configurations that compete, by leave-one-out; the smallest leaf of the tree that
-    replaces them within the data, by cross-validation, or None). GEMM families keep the fastest
+    of nearest configurations that compete, by leave-one-out; the tree that replaces them within
+    the data, by cross-validation, or None; trees on the products too compete where `products`).
+    GEMM families keep the fastest
     of the 5 nearest (cuBLAS's heuristic aims at the fastest kernel for each shape; leave-one-out
     picked fewer and NeuSight's held-out linear rows came out worse on four of five GPUs)."""
     if op not in records.CONV_OPS or g["key"].nunique() < 2:
@@ -141,7 +159,7 @@ def _rules(
     k = candidates.choose(candidates.loo_rmspe(pts, keys, target, predict))
     if k is None:
         return None, None
-    return k, candidates.tree_leaf(pts, keys, target, predict, k, kinds=kind_of(pts, op))
+    return k, candidates.tree_rule(pts, keys, target, predict, k, kinds=kind_of(pts, op), products=products)
 
 
 def trained_dtypes(rec: pd.DataFrame) -> list[str]:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from seer import models
 from seer.data import configs
-from seer.data.records import OPS, VARIANT_OPS
+from seer.data.records import CONV_OPS, OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES
 from seer.models import knn
@@ -398,14 +398,18 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
         for kind, t in ch["trees"].items():
             if kind not in KINDS.values():
                 c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
-            _tree(c, t, _at(tw, kind), dims, len(labels))
+            products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
+            _tree(c, t, _at(tw, kind), dims + len(configs.CONV_PRODUCTS) * products, len(labels))
     return op, algo
 
 
 def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
-    """A tree's nodes: equal-length lists; inner nodes split on a log-configuration axis at a
-    finite threshold and point to later nodes (so a walk ends), leaves answer a label index."""
+    """A tree's nodes: equal-length lists; inner nodes split on a log-configuration axis (or,
+    with "products", one of a convolution's products) at a finite threshold and point to later
+    nodes (so a walk ends), leaves answer a label index."""
     c.obj(t, w)
+    if "products" in t and not isinstance(t["products"], bool):
+        c.fail(_at(w, "products"), "true or false", t["products"])
     c.num(c.get(t, "min_leaf", w, "a whole number >= 1"), _at(w, "min_leaf"), 1, whole=True)
     feature = c.nums(c.get(t, "feature", w, "a list of axis indices"), _at(w, "feature"), None, LEAF, dims - 1, True)
     n = len(feature)
@@ -422,9 +426,15 @@ def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
 
 
 def _options(c: _Doc, o: dict) -> None:
-    """The fit's settings (seer.models.FitOptions): numbers >= 0, the trust distance > 0."""
+    """The fit's settings (seer.models.FitOptions): switches true or false, numbers >= 0, the
+    trust distance > 0."""
+    switches = {k for k, v in models.DEFAULT.to_dict().items() if isinstance(v, bool)}
     for k, v in o.items():
-        c.num(v, _at("options", k), 0, lo_open=k == "trust_distance")
+        if k in switches:
+            if not isinstance(v, bool):
+                c.fail(_at("options", k), "true or false", v)
+        else:
+            c.num(v, _at("options", k), 0, lo_open=k == "trust_distance")
 
 
 def _drift(c: _Doc, d: Any, w: str) -> None:

@@ -69,10 +69,12 @@ def choose(scores: dict[int, float], choices: Sequence[int] = CHOICES) -> int | 
 @dataclass(frozen=True)
 class Rule:
     """The variants of the `size` nearest configurations (tree False), or a tree with leaves of
-    at least `size` training rows (tree True)."""
+    at least `size` training rows (tree True) that splits the sizes, and with `products` the
+    convolution's products too (seer.data.configs.conv_products)."""
 
     tree: bool
     size: int
+    products: bool = False
 
 
 # The trees tried, simplest (largest leaves) first. Not leaves of one row: such a tree is the
@@ -84,25 +86,28 @@ LEAVES = (8, 5, 3)
 FOLDS = 5
 
 
-def tree_leaf(
+def tree_rule(
     points: np.ndarray,
     labels: np.ndarray,
     times: np.ndarray,
     predict: Callable[[str, np.ndarray], np.ndarray],
     k: int,
     kinds: np.ndarray | None = None,
-) -> int | None:
-    """The smallest leaf of the tree that replaces the nearest-`k` rule within the data, None
-    where none wins: the first of the nearest rule and the trees (LEAVES' order) within TOLERANCE
-    of the best cross-validated score (`cv_scores`)."""
-    rules = [Rule(False, k), *(Rule(True, m) for m in LEAVES)]
+    products: bool = False,
+) -> Rule | None:
+    """The tree that replaces the nearest-`k` rule within the data, None where none wins: the
+    first of the nearest rule and the trees (LEAVES' order; with `products`, those on the sizes
+    first, then those on the products too) within TOLERANCE of the best cross-validated score
+    (`cv_scores`)."""
+    trees = [Rule(True, m, p) for p in ((False, True) if products else (False,)) for m in LEAVES]
+    rules = [Rule(False, k), *trees]
     scores = cv_scores(points, labels, times, predict, kinds, rules)
     finite = {r: v for r, v in scores.items() if np.isfinite(v)}
     if not finite:
         return None
     best = min(finite.values())
     win = next(r for r in rules if r in finite and finite[r] <= best * (1 + TOLERANCE))
-    return win.size if win.tree else None
+    return win if win.tree else None
 
 
 def fold_of(n: int, folds: int = FOLDS) -> np.ndarray:
@@ -156,7 +161,7 @@ def _propose(
     """The label code each test row gets from the training rows under `rule`: the tree's, or
     the fastest predicted of the k nearest's."""
     if rule.tree:
-        return fit_tree(points[train], code[train], rule.size).predict(points[test])
+        return fit_tree(points[train], code[train], rule.size, rule.products).predict(points[test])
     k = min(rule.size, len(train))
     _, idx = cKDTree(points[train]).query(points[test], k=k)
     cand = code[train][np.asarray(idx).reshape(len(test), k)]

@@ -323,10 +323,12 @@ def fit_chooser(
     keys: pd.Series,
     candidates: int | None = None,
     tree_leaf: int | None = None,
+    products: bool = False,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
     nearest configurations (`candidates` of them compete) and, given `tree_leaf` (its smallest
-    leaf), a tree per kind of row grown on all of them, which answers within the trust distance."""
+    leaf), a tree per kind of row grown on all of them (on the convolution's products too with
+    `products`), which answers within the trust distance."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
@@ -337,7 +339,7 @@ def fit_chooser(
     trees = {}
     if tree_leaf is not None:
         kinds = kind_of(pts, op)
-        trees = {bool(g): fit_tree(pts[kinds == g], idx[kinds == g], tree_leaf) for g in np.unique(kinds)}
+        trees = {bool(g): fit_tree(pts[kinds == g], idx[kinds == g], tree_leaf, products) for g in np.unique(kinds)}
     return Chooser(op, algo, labels, pts[keep], idx[keep], candidates, trees)
 
 

@@ -32,6 +32,9 @@ class FitOptions:
     # not split some FFT calls into repetitions: their larger calls) would be fitted on a biased
     # sample: it gets no models, and the fits file says why under "unmodelled".
     max_unnamed_share: float = 0.2
+    # A variant chooser's tree may split the convolution's products (N*P*Q, C*R*S, the im2col
+    # buffer: seer.data.configs.conv_products) as well as its sizes, where cross-validation says so.
+    tree_products: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -20,6 +20,8 @@ from functools import cached_property
 
 import numpy as np
 
+from seer.data.configs import conv_products
+
 LEAF = -1  # the feature index of a leaf
 
 
@@ -34,6 +36,7 @@ class Tree:
     right: np.ndarray
     label: np.ndarray
     min_leaf: int  # the smallest number of training rows in a leaf (how it was grown)
+    products: bool = False  # it splits convolutions' products too (configs.conv_products), not sizes only
 
     @cached_property
     def depth(self) -> int:
@@ -46,7 +49,7 @@ class Tree:
     def predict(self, x: np.ndarray) -> np.ndarray:
         """The label index of each row of x (log-configurations). The rows are compared as
         float32, as scikit-learn compared its training points when it placed the thresholds."""
-        x = np.asarray(x, dtype=np.float32)
+        x = np.asarray(features(x, self.products), dtype=np.float32)
         node = np.zeros(len(x), dtype=np.int64)
         rows = np.arange(len(x))
         for _ in range(self.depth):
@@ -61,6 +64,7 @@ class Tree:
     def to_dict(self) -> dict:
         return {
             "min_leaf": self.min_leaf,
+            **({"products": True} if self.products else {}),
             "feature": self.feature.tolist(),
             "threshold": self.threshold.tolist(),
             "left": self.left.tolist(),
@@ -77,15 +81,24 @@ class Tree:
             np.asarray(d["right"], dtype=np.int64),
             np.asarray(d["label"], dtype=np.int64),
             int(d["min_leaf"]),
+            bool(d.get("products", False)),
         )
 
 
-def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int) -> Tree:
+def features(points: np.ndarray, products: bool) -> np.ndarray:
+    """What a tree splits: the log-configurations, with the convolution's products appended
+    where `products`."""
+    return conv_products(points) if products else points
+
+
+def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int, products: bool = False) -> Tree:
     """Grow a tree on training points and their label indices (deterministic: a fixed seed
-    breaks ties between equally good splits, as between the height and width of square layers)."""
+    breaks ties between equally good splits, as between the height and width of square layers);
+    with `products`, on the convolutions' products too (configs.conv_products)."""
     from sklearn.tree import DecisionTreeClassifier  # fit time only
 
-    clf = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=0).fit(points, label_idx)
+    x = features(points, products)
+    clf = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=0).fit(x, label_idx)
     t = clf.tree_
     inner = t.children_left >= 0
     label = np.asarray(clf.classes_, dtype=np.int64)[t.value[:, 0, :].argmax(axis=1)]
@@ -96,4 +109,5 @@ def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int) -> Tree:
         np.where(inner, t.children_right, 0).astype(np.int64),
         label,
         min_leaf,
+        products,
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import ConfigBatch
+from seer.data.configs import ConfigBatch, col, one_group
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
@@ -67,8 +67,14 @@ class VariantFit:
     type_chooser = property(lambda self: self.law.type_chooser)
 
     def predict(self, configs: pd.DataFrame | ConfigBatch) -> np.ndarray:
-        """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch)."""
+        """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch); a
+        variant that runs once per group (key.per_group) times G times one group's convolution."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
+        if not self.key.per_group:
+            return self._time(batch)
+        return batch.shapes["G"] * self._time(batch.one_group())
+
+    def _time(self, batch: ConfigBatch) -> np.ndarray:
         x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None)
         return self.law.time(design(x, self.blocks_per_sm, self.sms, self.feature_set))
 
@@ -101,6 +107,7 @@ class VariantFit:
             "cv_rmspe": round(self.cv_rmspe, 5),
             "sms": self.sms,
             "notes": self.notes,
+            **({"per_group": True} if self.key.per_group else {}),
         }
 
     @classmethod
@@ -119,7 +126,7 @@ class VariantFit:
             type_chooser=None if d.get("type_chooser") is None else Chooser.from_dict(d["type_chooser"]),
         )
         return cls(
-            key=VariantKey(d["op"], d["algo"], d["variant"]),
+            key=VariantKey(d["op"], d["algo"], d["variant"], bool(d.get("per_group", False))),
             kernel=d["kernel"],
             geometry=Geometry.from_dict(d["geometry"]),
             blocks_per_sm=int(d["blocks_per_sm"]),
@@ -152,6 +159,9 @@ class VariantModel:
         B_max comes from the wave staircase (training error), the feature set from a
         deterministic k-fold cross-validation inside the training rows (held-out error)."""
         op, opts = self.key.op, self.options
+        if self.key.per_group:  # each call as G calls of one group's convolution
+            g = np.nan_to_num(col(train, "groups"), nan=1.0)
+            train = one_group(train).assign(time_ms=train["time_ms"].to_numpy(dtype=float) / g)
         y = train["time_ms"].to_numpy(dtype=float)
         floor = float(opts.floor_fraction * y.min())
         batch = ConfigBatch.of(train, op)

@@ -68,3 +68,23 @@ def test_a_winograd_call_is_keyed_by_its_transform_whichever_kernel_is_longest()
     assert kept.loc[kept["source"] == "b.csv", "kernel"].iloc[0] == EXPLICIT[0]  # its own main, as marked
     assert kept.loc[(kept["source"] == "a.csv") & (kept["call_id"] == 3), "kernel"].iloc[0] == EXPLICIT[1]
     assert prepare.call_rows(rec.drop(columns="call_id")).equals(rec["role"] == "main")  # no calls: the main rows
+
+
+def test_a_grouped_call_that_launches_its_kernel_once_per_group_is_keyed_per_group():
+    import pandas as pd
+
+    from seer.data.keys import VariantKey, key_column
+
+    loop = _call(1, ["transpose", "sgemm", "sgemm", "sgemm", "sgemm", "transpose"], main=1)  # 4 groups, 4 launches
+    direct = _call(2, ["grouped_direct"], main=0)  # 4 groups, one launch
+    many = _call(3, ["fft", "gemm"], main=0).assign(launches=[32, 32])  # 32 groups; rows of 32 launches each
+    chunked = _call(4, ["sgemm", "sgemm"], main=0)  # ungrouped: two launches are no loop over groups
+    rec = pd.concat([loop.assign(groups=4), direct.assign(groups=4), many.assign(groups=32), chunked.assign(groups=1)])
+    rec = rec.assign(op="conv_fwd", algo="A").reset_index(drop=True)
+    keying = prepare.call_rows(rec)
+    launched = prepare.main_launches(rec, keying)
+    flag = prepare.group_loop(rec, launched)
+    assert list(launched[keying]) == [4, 1, 32, 2] and list(flag[keying]) == [True, False, True, False]
+    kept = rec[keying].assign(group_loop=flag[keying], variant="v")
+    keys = [VariantKey.parse(k) for k in key_column(kept)]
+    assert [k.per_group for k in keys] == [True, False, True, False] and {k.variant for k in keys} == {"v"}

@@ -6,7 +6,7 @@ import pandas as pd
 from synthetic import gemm_records
 
 from seer.data import records
-from seer.fit.gpu import fit_gpu, library_picks
+from seer.fit.gpu import fit_gpu, library_picks, pooled_keys
 from seer.hardware import gpus
 from seer.predict.load import from_doc
 
@@ -41,3 +41,16 @@ def test_rows_without_algorithms_learn_no_second_default():
     rec = gemm_records(200, seed=4, op="bmm")
     assert library_picks(rec).empty
     assert [k for k in fit_gpu(rec, gpus.lookup("t4"))["choosers"] if k.startswith("bmm:")] == ["bmm:default"]
+
+
+def test_calls_run_once_per_group_get_a_model_of_their_own_only_with_rows_enough():
+    many, few, plain = "conv_fwd:FFT:fft/per_group", "conv_fwd:FFT:gemm/per_group", "conv_fwd:FFT:gemm"
+    rec = pd.DataFrame(
+        {
+            "key": [many] * 12 + [few] * 11 + [plain] * 5 + [many],
+            "split": ["train"] * 28 + ["test"],
+        }
+    )
+    got = pooled_keys(rec, min_rows=12)
+    assert (got[:12] == many).all() and got.iat[-1] == many  # a test row follows its training rows
+    assert (got[12:28] == plain).all()  # too few of their own: with the variant's other calls

@@ -365,7 +365,7 @@ def test_seer_load_refuses_bad_and_binary_files(t4_text, tmp_path):
 
 def _tree_doc():
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
-    key = next(k for k, v in doc["choosers"].items() if "trees" in v)
+    key = next(k for k, v in doc["choosers"].items() if "trees" in v and not v["trees"]["ungrouped"].get("products"))
     return doc, doc["choosers"][key]["trees"]["ungrouped"], key
 
 
@@ -377,6 +377,8 @@ def _tree_doc():
         (lambda t: t["left"].__setitem__(0, 0), "left[0]"),
         (lambda t: t["threshold"].pop(), "threshold"),
         (lambda t: t.__setitem__("min_leaf", 0), "min_leaf"),
+        (lambda t: t.__setitem__("products", 1), "products"),
+        (lambda t: t.update(products=True, feature=[23, *t["feature"][1:]]), "feature[0]"),  # 14 sizes + 9 products
     ],
 )
 def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
@@ -384,6 +386,12 @@ def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
     edit(tree)
     with pytest.raises(SeerError, match=re.escape(f'choosers["{key}"].trees.ungrouped.{where}')):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
+    doc, tree, _ = _tree_doc()
+    tree.update(products=True, feature=[22, *tree["feature"][1:]])  # the last product, the multiply-adds
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
 def test_a_tree_of_an_unknown_kind_is_refused(tmp_path):

@@ -93,14 +93,15 @@ def test_a_tree_replaces_the_nearest_where_one_size_decides():
     )
     assert scores[candidates.Rule(True, 1)] == pytest.approx(0.0)  # the tree: every row its own variant
     assert scores[candidates.Rule(False, 1)] > 0.1
-    assert candidates.tree_leaf(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) in candidates.LEAVES
+    rule = candidates.tree_rule(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1)
+    assert rule is not None and rule.size in candidates.LEAVES and not rule.products
 
 
 def test_the_nearest_stay_where_a_tree_is_no_better():
     # variants in clusters: the nearest configuration is always right, a tree can only tie
     pts = np.repeat(np.arange(20, dtype=float)[:, None], 5, axis=0) + np.tile(np.linspace(0, 0.1, 5), 20)[:, None]
     labels = np.array([f"v{i % 3}" for i in range(20)], dtype=object).repeat(5)
-    assert candidates.tree_leaf(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) is None
+    assert candidates.tree_rule(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) is None
 
 
 def test_cross_validation_keeps_each_row_among_its_kind():

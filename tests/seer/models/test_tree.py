@@ -56,3 +56,56 @@ def test_one_label_is_one_leaf():
 def test_few_rows_to_walk(n):
     tree = fit_tree(_grid(n=30), np.arange(30) % 2, 1)
     assert tree.predict(_grid(seed=6, n=30)[:n]).shape == (n,)
+
+
+def _convs(seed, n=400):
+    import pandas as pd
+
+    from seer.models.chooser import points_of
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": rng.choice([1, 4, 32, 128], n),
+            "c_in": rng.choice([16, 64, 256, 1024], n),
+            "h_in": rng.choice([7, 14, 28, 56, 112], n),
+            "c_out": rng.choice([16, 64, 256, 1024], n),
+            "kh": rng.choice([1, 3, 5], n),
+            "stride_h": rng.choice([1, 2], n),
+            "pad_h": rng.choice([0, 1, 2], n),
+            "dil_h": 1,
+            "groups": 1,
+        }
+    )
+    df = df.assign(w_in=df["h_in"], kw=df["kh"], stride_w=df["stride_h"], pad_w=df["pad_h"], dil_w=1)
+    return df, points_of(df, "conv_fwd")
+
+
+def test_the_products_are_the_convolutions_gemm_sizes():
+    from seer.data import configs, records
+
+    df, pts = _convs(7, 50)
+    x = configs.conv_products(pts)
+    p, q = records.conv_output_hw(df)
+    npq, crs = df["batch"] * p * q, df["c_in"] * df["kh"] * df["kw"]
+    names = dict(zip(configs.CONV_PRODUCTS, x[:, pts.shape[1] :].T))
+    assert np.allclose(names["P"], np.log2(p)) and np.allclose(names["NPQ"], np.log2(npq))
+    assert np.allclose(names["im2col"], np.log2(npq * crs)) and np.allclose(names["K/G"], np.log2(df["c_out"]))
+    assert np.array_equal(x[:, : pts.shape[1]], pts)
+
+
+def test_a_tree_on_the_products_finds_a_threshold_no_single_size_has():
+    from seer.data import configs
+
+    def label(points):  # explicit GEMM where its im2col buffer is small enough: a product's threshold
+        return (configs.conv_products(points)[:, points.shape[1] + 7] <= 22).astype(int)
+
+    _, train = _convs(8)
+    _, test = _convs(9)
+    sizes, products = fit_tree(train, label(train), 3), fit_tree(train, label(train), 3, products=True)
+    assert products.depth == 1 and products.feature[0] == train.shape[1] + 7
+    assert (products.predict(test) == label(test)).all()
+    assert (sizes.predict(test) == label(test)).mean() < 0.95  # the sizes alone stair-step around it
+    back = Tree.from_dict(json.loads(json.dumps(products.to_dict())))
+    assert back.products and (back.predict(test) == products.predict(test)).all()

@@ -163,3 +163,30 @@ def test_the_direct_convolution_pays_per_input_channel_beside_its_multiply_adds(
     err = np.abs(m.predict(df) / df["time_ms"] - 1)
     for size in (1, 9):
         assert np.median(err[k == size]) < 0.05, (size, np.median(err[k == size]))
+
+
+def _grouped(rec, g):
+    """The rows as convolutions of g groups run one group a launch: each group the rows' own
+    convolution (its grid per launch), the call g of them."""
+    out = rec.copy()
+    out["c_in"], out["c_out"], out["groups"] = rec["c_in"] * g, rec["c_out"] * g, g
+    out["time_ms"] = rec["time_ms"] * g
+    return out
+
+
+def test_a_variant_run_once_per_group_times_g_of_one_groups_convolution():
+    pre = conv_records(400, noise=0.01)
+    pre = _grouped(pre[pre["algo"] == "IMPLICIT_PRECOMP_GEMM"], 4)
+    key = models.VariantKey("conv_fwd", "IMPLICIT_PRECOMP_GEMM", "v", per_group=True)
+    m = models.VariantModel(key, cc="7.5", sms=SMS).fit(pre)
+    back = models.VariantFit.from_dict(m.to_dict())
+    assert back.key == key and str(back.key).endswith("v/per_group")
+    assert models.VariantKey.parse(str(key)) == key
+    test = conv_records(100, seed=3, noise=0.0)
+    test = test[test["algo"] == "IMPLICIT_PRECOMP_GEMM"]
+    for g in (2, 4, 32):  # any number of groups: g launches of one group's convolution
+        t = _grouped(test, g)
+        assert np.allclose(back.predict(t), m.predict(t))
+        assert np.median(np.abs(m.predict(t) / t["time_ms"] - 1)) < 0.02
+    whole = _fit(pre)  # the same calls as one kernel over the whole convolution: no such law
+    assert np.median(np.abs(whole.predict(_grouped(test, 32)) / _grouped(test, 32)["time_ms"] - 1)) > 0.1

@@ -21,7 +21,10 @@ whole tiles of images, and a column constant over a fit's rows left to the const
 a100-80gb-pcie, p100-pcie, p4, t4, v100-pcie) and the L4, and the lt:20 GEMM entries of h100-sxm
 and the L4 (its split-K grid, ceil(m/1024)), moved. Then the direct convolution's per-channel term
 (features `direct_G`) and trees without one-row leaves (seer.models.candidates.LEAVES): only conv,
-rank and best entries of h100-sxm, t4, v100-pcie and the L4 moved."""
+rank and best entries of h100-sxm, t4, v100-pcie and the L4 moved. Then (issue 25, round 4) trees
+that may split a convolution's products (seer.data.configs.conv_products) and calls run once per
+group keyed apart (VariantKey.per_group): only p100-pcie's WINOGRAD_NONFUSED conv, rank and best
+entries and the L4's WINOGRAD_NONFUSED entries moved (the p100's Winograd chooser now a tree)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,70 @@
+"""Algorithm picks on grid configurations no fit has seen: a selection check beside Test-set-II.
+
+python tools/grid_holdout.py [GPU_FOLDER] [--share 0.3]   # default data/h200
+
+Test-set-II has 201 layers and a mean slowdown one layer can move by 5 points. conv_grid times
+every algorithm on every configuration, so a share of its configurations (chosen by a hash of the
+configuration key: the same ones every run) can be held out of a fit entirely and the fit's picks
+scored on them, beside cuDNN's heuristic and the fixed default, as Test-set-II scores them. Held
+out here are whole configurations, every algorithm's rows (Test-set-I holds out rows of each
+variant instead, so the same configuration may train another algorithm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import tempfile
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+import seer
+from seer.data import records
+from seer.data.prepare import training_records
+from seer.errors import SeerWarning
+from seer.evaluate import selection
+from seer.fit.gpu import fit_one
+from seer.fitsfile import write
+from seer.models import DEFAULT
+
+SUITE = "conv_grid"
+
+
+def held_out(keys: pd.Series, share: float) -> pd.Series:
+    """Whether each configuration key is held out: a fixed hash, so a rerun holds out the same ones."""
+    bucket = keys.astype(str).map(lambda k: int(hashlib.sha256(k.encode()).hexdigest()[:8], 16) % 1000)
+    return bucket < round(share * 1000)
+
+
+def main(folder: Path, share: float) -> None:
+    rec = training_records(records.load(folder))
+    grid = rec["suite"] == SUITE
+    if not grid.any():
+        raise SystemExit(f"grid_holdout: no {SUITE} rows in {folder}")
+    out = grid & held_out(rec["config_key"], share)
+    gpu = str(rec.loc[grid, "gpu"].iat[0])
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SeerWarning)
+        _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT))
+        fits = seer.load(write(doc, Path(tmp) / "fits.json"))
+        table = selection.measured_table(rec[out])
+        pk, _ = selection.picks(table, {gpu: fits})
+    meas = table[[f"t:{a}" for a in selection.op_algos("conv_fwd")]].to_numpy(float)
+    print(f"{gpu}, {folder}: {len(table)} {SUITE} configurations held out of the fit ({share:.0%} by key hash)")
+    for m in selection.METHODS:
+        r = selection.selection_metrics(meas, pk[m].to_numpy())
+        print(
+            f"  {m:16s} top-1 {100 * r['top1']:.1f}%, within 10% {100 * r['within_10pct']:.1f}%, "
+            f"mean slowdown {100 * r['slowdown_mean']:.1f}%, total time {r['total_time_ratio']:.3f}x the oracle's"
+        )
+    print(f"  the model fell back to the heuristic on {int(pk['model_fallback'].sum())} configurations")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("folder", nargs="?", type=Path, default=Path("data/h200"))
+    ap.add_argument("--share", type=float, default=0.3, help="share of the grid's configurations held out")
+    a = ap.parse_args()
+    main(a.folder, a.share)
