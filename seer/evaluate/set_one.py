@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, content_hash, prepare
+from seer.data.records import CONV_OPS
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.noise import rerun_line, rerun_table
@@ -50,6 +52,13 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
                     f"their algorithms ({', '.join(sorted(pd.unique(sub['algo'][~covered].astype(str))))}) "
                     "have no models (too few training rows of any variant)"
                 )
+            unseen = covered & _unseen_shapes(f, op, sub)
+            if unseen.any():
+                log(
+                    f"note: {int(unseen.sum())} Test-set-I rows of {op} on {slug} are not scored: their "
+                    "algorithm ran their filter shape in no training row (seer.models.support refuses it)"
+                )
+                covered &= ~unseen
             if covered.any():
                 g.loc[sub.index[covered], "pred_config"] = f.predict(sub[covered])
         known = g["key"].isin(list(f.variants))
@@ -74,6 +83,22 @@ def _covered(f, op: str, sub: pd.DataFrame) -> np.ndarray:
     algo = sub["algo"].fillna("").astype(str)
     default = (algo == "") & (op != "conv_fwd")
     return (algo.isin(f.algorithms_of(op)) | default).to_numpy()
+
+
+def _unseen_shapes(f, op: str, sub: pd.DataFrame) -> np.ndarray:
+    """Rows whose algorithm the fits say never ran their filter shape (a shape every row of
+    which fell in Test-set-I): predict refuses them, so they are left out with a note."""
+    vp = f.variant_predictor
+    support = vp.support_of(op) if vp is not None and op in CONV_OPS else None
+    out = np.zeros(len(sub), dtype=bool)
+    if support is None:
+        return out
+    logcfg = configs.log_config(sub, op)
+    algo = sub["algo"].fillna("").astype(str).to_numpy()
+    for a in pd.unique(algo):
+        rows = algo == a
+        out[rows] = support.never_runs(str(a), logcfg[rows])
+    return out
 
 
 def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -108,7 +133,8 @@ def run_set_one(args) -> int:
         rerun = rerun_table(Path(path))  # read once, for the line and the JSON
     except SeerError:
         rerun = pd.DataFrame()
-    floor = rerun_line(rerun[rerun["op"].isin(pd.unique(test["op"]))] if len(rerun) else rerun)  # the ops scored here
+    scored = rerun["op"].isin(pd.unique(test["op"])) & rerun["gpu"].isin(pd.unique(test["gpu"])) if len(rerun) else None
+    floor = rerun_line(rerun[scored] if scored is not None else rerun)  # the GPUs and ops scored here
     if floor:
         print(f"\n{floor}")
     if args.by in ("algo", "variant"):

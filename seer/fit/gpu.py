@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from scipy.spatial import cKDTree
 
 from seer import __version__
 from seer.data import records
@@ -92,6 +93,8 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     choosers = {}
     train = rec[rec["split"] == "train"]
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
+        if op in records.CONV_OPS:
+            g = g.assign(key=nearest_modelled(g, set(models), op))
         g = g[g["key"].isin(list(models))]
         if len(g):
             near, tree = _rules(g, models, target[g.index], op, options.tree_products)
@@ -112,6 +115,26 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
+
+
+def nearest_modelled(g: pd.DataFrame, modelled: set[str], op: str) -> pd.Series:
+    """Each convolution row's variant key, or, for a variant too few rows modelled, the key of
+    the nearest row whose variant has a model (of its kind, grouped or not, where one has):
+    what a configuration that chooses it is predicted with, and the filter shapes its algorithm
+    ran stay in the chooser (seer.models.support; a shape whose every row fell in such variants
+    was refused as never run: the H200's FFT 1x3 filters)."""
+    has = g["key"].isin(list(modelled)).to_numpy()
+    if has.all() or not has.any():
+        return g["key"]
+    pts = points_of(g, op)
+    kinds = kind_of(pts, op)
+    out = g["key"].to_numpy(dtype=object).copy()
+    for kind in np.unique(kinds[~has]):
+        src = has & (kinds == kind) if (has & (kinds == kind)).any() else has
+        dst = ~has & (kinds == kind)
+        _, idx = cKDTree(pts[src]).query(pts[dst])
+        out[dst] = out[src][idx]
+    return pd.Series(out, index=g.index)
 
 
 def pooled_keys(rec: pd.DataFrame, min_rows: int) -> pd.Series:

@@ -134,3 +134,19 @@ def test_an_unknown_gpu_lists_the_known_ones(capsys):
     assert evaluate_cli.main(["--set", "I", "--gpu", "rtx4090"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown GPU 'rtx4090': seer knows a10," in err and "bundled fits: " in err
+
+
+def test_set_one_leaves_out_rows_of_a_filter_shape_their_algorithm_never_trained_on(fitted):
+    """A shape whose every row of an algorithm fell in Test-set-I: predict refuses it (the fits
+    say the algorithm never ran it), so Test-set-I leaves those rows out instead of stopping."""
+    from seer.evaluate import set_one
+    from seer.predict import load
+
+    fits = load(fitted / "fits" / "t4.json")
+    rows = conv_records(20, seed=9)
+    rows = rows[(rows["algo"] == "WINOGRAD_NONFUSED")].assign(status="ok")
+    one = rows.assign(kh=1, kw=1, pad_h=0, pad_w=0, stride_h=1, stride_w=1)  # Winograd never ran 1x1 here
+    three = rows.assign(kh=3, kw=3, pad_h=1, pad_w=1, stride_h=1, stride_w=1)
+    both = pd.concat([one, three], ignore_index=True)
+    unseen = set_one._unseen_shapes(fits, "conv_fwd", both)
+    assert unseen[: len(one)].all() and not unseen[len(one) :].any()

@@ -54,3 +54,21 @@ def test_calls_run_once_per_group_get_a_model_of_their_own_only_with_rows_enough
     got = pooled_keys(rec, min_rows=12)
     assert (got[:12] == many).all() and got.iat[-1] == many  # a test row follows its training rows
     assert (got[12:28] == plain).all()  # too few of their own: with the variant's other calls
+
+
+def test_a_variant_too_few_rows_modelled_keeps_its_shapes_in_the_chooser_under_its_neighbours_variant():
+    from seer.fit.gpu import nearest_modelled
+
+    base = {"op": "conv_fwd", "h_in": 28, "w_in": 28, "c_out": 64, "stride_h": 1, "stride_w": 1}
+    base |= {"pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1, "batch": 8}
+    rows = [
+        {"c_in": 64, "kh": 3, "kw": 3, "groups": 1, "key": "a"},
+        {"c_in": 512, "kh": 3, "kw": 3, "groups": 1, "key": "b"},
+        {"c_in": 64, "kh": 3, "kw": 3, "groups": 64, "key": "g"},
+        {"c_in": 480, "kh": 1, "kw": 3, "groups": 1, "key": "rare"},  # a 1x3 filter only this variant ran
+        {"c_in": 64, "kh": 1, "kw": 3, "groups": 64, "key": "rare"},
+    ]
+    g = pd.DataFrame([{**base, **r} for r in rows])
+    got = nearest_modelled(g, {"a", "b", "g"}, "conv_fwd")
+    assert list(got) == ["a", "b", "g", "b", "g"]  # nearest in the log-configuration, of its kind
+    assert nearest_modelled(g, {"a", "b", "g", "rare"}, "conv_fwd").equals(g["key"])

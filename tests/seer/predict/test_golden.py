@@ -24,7 +24,10 @@ and the L4 (its split-K grid, ceil(m/1024)), moved. Then the direct convolution'
 rank and best entries of h100-sxm, t4, v100-pcie and the L4 moved. Then (issue 25, round 4) trees
 that may split a convolution's products (seer.data.configs.conv_products) and calls run once per
 group keyed apart (VariantKey.per_group): only p100-pcie's WINOGRAD_NONFUSED conv, rank and best
-entries and the L4's WINOGRAD_NONFUSED entries moved (the p100's Winograd chooser now a tree)."""
+entries and the L4's WINOGRAD_NONFUSED entries moved (the p100's Winograd chooser now a tree). Then a chooser's rows of variants too few
+rows modelled take the nearest modelled row's variant instead of leaving the chooser
+(seer.fit.gpu.nearest_modelled): only conv and rank entries of a100-80gb-pcie, p100-pcie,
+v100-pcie and the L4 moved."""
 
 from __future__ import annotations
 
