@@ -58,7 +58,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
                     f"note: {int(unseen.sum())} Test-set-I rows of {op} on {slug} are not scored: their "
                     "algorithm ran their filter shape in no training row (seer.models.support refuses it)"
                 )
-                covered &= ~unseen
+                covered = covered & ~unseen
             if covered.any():
                 g.loc[sub.index[covered], "pred_config"] = f.predict(sub[covered])
         known = g["key"].isin(list(f.variants))

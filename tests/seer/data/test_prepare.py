@@ -70,6 +70,14 @@ def test_a_winograd_call_is_keyed_by_its_transform_whichever_kernel_is_longest()
     assert prepare.call_rows(rec.drop(columns="call_id")).equals(rec["role"] == "main")  # no calls: the main rows
 
 
+def test_a_winograd_call_looping_over_groups_is_one_row():
+    import pandas as pd
+
+    rec = pd.concat([_call(1, WN * 3, main=2), _call(2, WN, main=0)], ignore_index=True)  # 3 groups, 3 transforms
+    kept = rec[prepare.call_rows(rec)]
+    assert list(kept.index) == [0, 12] and kept["kernel"].str.contains("winogradForwardData").all()
+
+
 def test_a_grouped_call_that_launches_its_kernel_once_per_group_is_keyed_per_group():
     import pandas as pd
 

@@ -150,3 +150,18 @@ def test_set_one_leaves_out_rows_of_a_filter_shape_their_algorithm_never_trained
     both = pd.concat([one, three], ignore_index=True)
     unseen = set_one._unseen_shapes(fits, "conv_fwd", both)
     assert unseen[: len(one)].all() and not unseen[len(one) :].any()
+
+
+def test_set_one_scores_the_other_rows_where_some_shapes_are_unseen(fitted, monkeypatch):
+    from seer.evaluate import set_one
+
+    rec = records.load(fitted / "data.csv")
+    whole = set_one.test_set_one(rec, fitted / "fits", log=lambda s: None)
+    notes = []
+    monkeypatch.setattr(set_one, "_unseen_shapes", lambda f, op, sub: (sub["algo"] == "GEMM").to_numpy())
+    part = set_one.test_set_one(rec, fitted / "fits", log=notes.append)
+    conv = part["op"] == "conv_fwd"
+    assert part.loc[conv & (part["algo"] == "GEMM"), "pred_config"].isna().all()
+    assert part.loc[conv & (part["algo"] != "GEMM"), "pred_config"].notna().all()
+    assert part["pred_config"].notna().sum() < whole["pred_config"].notna().sum()
+    assert any("filter shape in no training row" in n for n in notes)
