@@ -56,13 +56,7 @@ def main(folder: Path) -> None:
     for op, parts in scored.items():
         table = pd.concat([t for t, _ in parts], ignore_index=True)
         pk = pd.concat([p for _, p in parts], ignore_index=True)
-        meas = table[[f"t:{a}" for a in selection.op_algos(op)]].to_numpy(float)
-        for m in selection.METHODS:
-            r = selection.selection_metrics(meas, pk[m].to_numpy())
-            print(
-                f"  {op:16s} {m:16s} n={r['n']} top-1 {100 * r['top1']:.1f}%, within 10% "
-                f"{100 * r['within_10pct']:.1f}%, mean slowdown {100 * r['slowdown_mean']:.1f}%"
-            )
+        print("\n".join(selection.method_lines(table, pk, op, indent=f"  {op:16s} ")))
         print(f"  {op:16s} the model fell back to the heuristic on {int(pk['model_fallback'].sum())} layers")
 
 

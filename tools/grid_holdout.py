@@ -51,14 +51,8 @@ def main(folder: Path, share: float) -> None:
         fits = seer.load(write(doc, Path(tmp) / "fits.json"))
         table = selection.measured_table(rec[out])
         pk, _ = selection.picks(table, {gpu: fits})
-    meas = table[[f"t:{a}" for a in selection.op_algos("conv_fwd")]].to_numpy(float)
     print(f"{gpu}, {folder}: {len(table)} {SUITE} configurations held out of the fit ({share:.0%} by key hash)")
-    for m in selection.METHODS:
-        r = selection.selection_metrics(meas, pk[m].to_numpy())
-        print(
-            f"  {m:16s} top-1 {100 * r['top1']:.1f}%, within 10% {100 * r['within_10pct']:.1f}%, "
-            f"mean slowdown {100 * r['slowdown_mean']:.1f}%, total time {r['total_time_ratio']:.3f}x the oracle's"
-        )
+    print("\n".join(selection.method_lines(table, pk)))
     print(f"  the model fell back to the heuristic on {int(pk['model_fallback'].sum())} configurations")
 
 

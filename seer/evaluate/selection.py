@@ -173,6 +173,21 @@ def floor_line(f: pd.DataFrame) -> str:
     )
 
 
+def method_lines(table: pd.DataFrame, pk: pd.DataFrame, op: str = "conv_fwd", indent: str = "  ") -> list[str]:
+    """One line per method (METHODS) with its picks' top-1, within 10%, mean slowdown and total
+    time against the oracle on a measured_table of direction `op`, for the scripts that score
+    picks beside Test-set-II (tools/)."""
+    meas = table[[f"t:{a}" for a in op_algos(op)]].to_numpy(float)
+    lines = []
+    for m in METHODS:
+        r = selection_metrics(meas, pk[m].to_numpy())
+        lines.append(
+            f"{indent}{m:16s} n={r['n']} top-1 {100 * r['top1']:.1f}%, within 10% {100 * r['within_10pct']:.1f}%, "
+            f"mean slowdown {100 * r['slowdown_mean']:.1f}%, total time {r['total_time_ratio']:.3f}x the oracle's"
+        )
+    return lines
+
+
 def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndarray]:
     """Column index of each method's pick, and the model's predicted time per algorithm. Where
     the fits have no models of the table's direction, the model falls back to the heuristic."""

@@ -26,6 +26,18 @@ def test_selection_metrics_by_hand():
         selection.selection_metrics(meas, np.array([2, 0, 0, 0]))  # picks an unmeasured algo
 
 
+def test_each_method_gets_a_line_of_its_picks_figures():
+    algos = selection.op_algos("conv_bwd_filter")  # a gradient's columns, not the forward's
+    meas = np.full((2, len(algos)), np.nan)
+    meas[:, 0], meas[:, 1] = [1.0, 4.0], [2.0, 1.0]
+    table = pd.DataFrame(meas, columns=[f"t:{a}" for a in algos])
+    pk = pd.DataFrame({"model": [0, 1], "cudnn_heuristic": [1, 1], "fixed_default": [0, 0]})
+    lines = selection.method_lines(table, pk, "conv_bwd_filter", indent="> ")
+    assert [line.split()[1] for line in lines] == list(selection.METHODS)
+    assert "top-1 100.0%" in lines[0] and "total time 1.000x" in lines[0]
+    assert "top-1 50.0%" in lines[1] and "mean slowdown 50.0%" in lines[1] and lines[2].startswith("> fixed_default")
+
+
 def test_workspace_limit_excludes_for_everyone():
     rec = conv_records(60, seed=4, suite="test_set_ii")
     full = selection.measured_table(rec)
