@@ -413,6 +413,9 @@ def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.nda
     return np.log2(out, out=out)
 
 
+CONV_PRODUCTS = ("P", "Q", "NPQ", "CRS/G", "K/G", "NHW", "KRS/G", "im2col", "MACs")  # conv_products' columns
+
+
 def conv_products(points: np.ndarray) -> np.ndarray:
     """Convolution log-configurations (log_config's columns) with the log2 sizes of the products
     the kernels compute appended: output height and width, N*P*Q, C/G*R*S and K/G (the forward
@@ -426,11 +429,7 @@ def conv_products(points: np.ndarray) -> np.ndarray:
     q = np.maximum(np.floor((w + 2 * (pw - 1) - dw * (s - 1) - 1) / sw) + 1, 1)
     npq, crs, kg = n * p * q, c / g * r * s, k / g
     cols = (p, q, npq, crs, kg, n * h * w, kg * r * s, npq * crs * g, npq * crs * k)
-    assert len(cols) == len(CONV_PRODUCTS)
     return np.column_stack([points, *(np.log2(x) for x in cols)])
-
-
-CONV_PRODUCTS = ("P", "Q", "NPQ", "CRS/G", "K/G", "NHW", "KRS/G", "im2col", "MACs")  # conv_products' columns
 
 
 @dataclass

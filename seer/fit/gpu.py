@@ -167,9 +167,9 @@ def _rules(
     """How a convolution family's chooser proposes variants (seer.models.candidates): (the count
     of nearest configurations that compete, by leave-one-out; the tree that replaces them within
     the data, by cross-validation, or None; trees on the products too compete where `products`).
-    GEMM families keep the fastest
-    of the 5 nearest (cuBLAS's heuristic aims at the fastest kernel for each shape; leave-one-out
-    picked fewer and NeuSight's held-out linear rows came out worse on four of five GPUs)."""
+    GEMM families keep the fastest of the 5 nearest (cuBLAS's heuristic aims at the fastest
+    kernel for each shape; leave-one-out picked fewer and NeuSight's held-out linear rows came
+    out worse on four of five GPUs)."""
     if op not in records.CONV_OPS or g["key"].nunique() < 2:
         return None, None  # one variant: nothing to choose
     keys = g["key"].to_numpy()

@@ -388,6 +388,16 @@ def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
+def test_a_variant_run_once_per_group_says_so_with_a_switch(tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    key = next(k for k, v in doc["variants"].items() if v["op"] == "conv_fwd")
+    doc["variants"][key]["per_group"] = True
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    doc["variants"][key]["per_group"] = "yes"
+    with pytest.raises(SeerError, match=re.escape(f'variants["{key}"].per_group')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
 def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
     doc, tree, _ = _tree_doc()
     tree.update(products=True, feature=[22, *tree["feature"][1:]])  # the last product, the multiply-adds
