@@ -573,10 +573,15 @@ class ConfigBatch:
         )
 
 
+def groups(df: pd.DataFrame) -> np.ndarray:
+    """Each convolution row's groups (1 where the column is missing or empty)."""
+    return np.nan_to_num(col(df, "groups"), nan=1.0)
+
+
 def one_group(df: pd.DataFrame) -> pd.DataFrame:
     """Convolution rows as the convolution of one of their groups (c_in / G, c_out / G, groups
     1): what each launch computes where the library loops a groups = 1 kernel over the groups."""
-    g = np.nan_to_num(col(df, "groups"), nan=1.0)
+    g = groups(df)
     return df.assign(c_in=col(df, "c_in") / g, c_out=col(df, "c_out") / g, groups=1.0)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data import paths, records, variants
-from seer.data.configs import col
+from seer.data.configs import groups
 from seer.data.keys import family_column, key_column
 from seer.data.records import VARIANT_OPS
 from seer.errors import SeerError
@@ -103,10 +103,15 @@ def call_rows(rec: pd.DataFrame) -> pd.Series:
     engine = variants.is_engine(kinds)
     if not engine.any():
         return main
-    call = [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
+    call = _call_keys(rec)
     has = engine.groupby(call).transform("any")
     first = engine & (engine.astype(int).groupby(call).cumsum() == 1)
     return (main & ~has) | first
+
+
+def _call_keys(rec: pd.DataFrame) -> list[pd.Series]:
+    """The columns that name a call (its file and call id), as text to group by."""
+    return [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
 
 
 def group_loop(rec: pd.DataFrame, launched: np.ndarray) -> np.ndarray:
@@ -114,7 +119,7 @@ def group_loop(rec: pd.DataFrame, launched: np.ndarray) -> np.ndarray:
     the kernel (`launched` times, main_launches) at least G times. cuDNN 9 runs its FFT,
     Winograd, implicit and explicit GEMM kernels so on the H200, one group's convolution a
     launch, and its grouped direct kernels once a call; each variant one way or the other."""
-    g = np.nan_to_num(col(rec, "groups"), nan=1.0)
+    g = groups(rec)
     return rec["op"].isin(records.CONV_OPS).to_numpy() & (g > 1) & (np.nan_to_num(launched) >= g)
 
 
@@ -124,8 +129,7 @@ def main_launches(rec: pd.DataFrame, keying: pd.Series) -> np.ndarray:
     if "call_id" not in rec or "kernel" not in rec or rec.empty:
         return np.full(len(rec), np.nan)
     n = pd.to_numeric(rec["launches"], errors="coerce").fillna(1.0) if "launches" in rec else 1.0
-    ids = [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
-    per_kernel = pd.Series(n, index=rec.index).groupby([*ids, rec["kernel"].astype(str)]).transform("sum")
+    per_kernel = pd.Series(n, index=rec.index).groupby([*_call_keys(rec), rec["kernel"].astype(str)]).transform("sum")
     return np.where(keying, per_kernel, np.nan)
 
 

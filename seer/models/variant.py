@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import ConfigBatch, col, one_group
+from seer.data.configs import ConfigBatch, groups, one_group
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
@@ -160,8 +160,7 @@ class VariantModel:
         deterministic k-fold cross-validation inside the training rows (held-out error)."""
         op, opts = self.key.op, self.options
         if self.key.per_group:  # each call as G calls of one group's convolution
-            g = np.nan_to_num(col(train, "groups"), nan=1.0)
-            train = one_group(train).assign(time_ms=train["time_ms"].to_numpy(dtype=float) / g)
+            train = one_group(train).assign(time_ms=train["time_ms"].to_numpy(dtype=float) / groups(train))
         y = train["time_ms"].to_numpy(dtype=float)
         floor = float(opts.floor_fraction * y.min())
         batch = ConfigBatch.of(train, op)
