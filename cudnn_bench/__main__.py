@@ -339,6 +339,12 @@ def build_parser() -> Parser:
     )
     k2.add_argument("--backend", choices=BACKENDS, default="auto", help="GPU runtime, as for collect (default: auto)")
     k2.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
+    k2.add_argument(
+        "--from-reports",
+        action="store_true",
+        help="profile nothing: merge the exports already under DATA/ncu/ into the records (no GPU or "
+        "ncu needed; for a pass whose merge failed, or exports copied from the GPU machine)",
+    )
 
     e = sub.add_parser(
         "export-excel",
@@ -501,15 +507,19 @@ def cmd_info() -> int:
 def cmd_counters(a) -> int:
     """The counter pass alone: it needs records, a GPU and ncu; without any of them it stops
     with one sentence and exit code 2 (exit 0 would read as counters collected)."""
+    from seer.data.records.load import record_files
+
     from . import libs, ncu_pass, runtime
-    from .store import store_files
 
     data = Path(_data(a))
-    if not data.is_dir() or not list(store_files(data)):
+    if not data.is_dir() or not record_files(data):
         raise BenchError(
             f"counters: {data} is not a folder of collected records "
             "(data/<gpu-slug> with <suite>.csv files from collect)"
         )
+    if a.from_reports:
+        print(f"counters: {ncu_pass.merge_reports(data)} calls merged from {data / 'ncu'}")
+        return 0
     runtime._init_driver(a.device)  # NoGPUError on a machine without a GPU
     ncu = libs.ncu_path()
     if not ncu:

@@ -127,7 +127,9 @@ class NcuKernel:
     block: tuple[int, int, int]
     metrics: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
-    range: str = ""  # the NVTX range it ran in (seer:<call_id>), "" if unknown
+    # the NVTX range it ran in (seer:<call_id>; ncu 2025's renamed export appends
+    # "/<kernel name>"), "" if unknown
+    range: str = ""
 
     def get(self, metric: str) -> float:
         return self.metrics.get(metric, math.nan)
@@ -140,7 +142,7 @@ class NcuKernel:
     def call_id(self) -> int | None:
         if self.range.startswith(RANGE_PREFIX):
             try:
-                return int(self.range[len(RANGE_PREFIX) :])
+                return int(self.range[len(RANGE_PREFIX) :].split("/", 1)[0])
             except ValueError:
                 return None
         return None

@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cudnn_bench.coverage: {exc}\n")
         return 2
     data = a.data
-    if data is None and Path("data/h100-sxm/seer_grid.csv").is_file():
+    if data is None and any(Path("data/h100-sxm").glob("seer_grid.csv*")):
         data = Path("data/h100-sxm")
     print(table(a.gpu, b.seconds, calls, data))
     return 0

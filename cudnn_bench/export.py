@@ -17,20 +17,20 @@ import numpy as np
 import pandas as pd
 
 from seer.data import records
+from seer.data.records.load import record_files
 from seer.data.variants import classify
 
 from .errors import BenchError
 from .redo import unsplit
-from .store import store_files
 
 
 def load_records(data: str | Path) -> pd.DataFrame:
     """Every harness CSV of a folder (or one file), validated by seer.data.records.read_csv; an
     empty path, a missing one or a FIFO is refused in one sentence (seer.data.records.data_path)."""
     data = records.data_path(data, "an existing record CSV or data folder")
-    files = list(store_files(data)) if data.is_dir() else [data]
+    files = record_files(data) if data.is_dir() else [data]
     if not files:
-        raise BenchError(f"no record files (*.csv) in {data}")
+        raise BenchError(f"no record files (*.csv, *.csv.gz) in {data}")
     return pd.concat([records.read_csv(f) for f in files], ignore_index=True)
 
 

@@ -38,7 +38,7 @@ from .options import Options
 from .plan import Budget, stable_hash
 from .runners import Call, ConvRunner, GemmRunner, Runner
 from .runtime import Driver
-from .store import read_frame, rewrite, store_files
+from .store import read_frame, rewrite, store_files, unzip_stored, zip_stored
 
 CHUNK = 40
 
@@ -240,6 +240,38 @@ def counters_pass(
         merged_total += n
         log(f"counters: chunk {ci // CHUNK + 1} of {math.ceil(len(chosen) / CHUNK)}: {n} calls merged")
     return merged_total
+
+
+def merge_reports(folder: Path, log: Callable[[str], None] | None = None) -> int:
+    """Merge the counters of the ncu exports already kept under `folder`/ncu/ (each chunk's
+    .raw.csv, .nvtx.csv and .calls.json) into the records, without a GPU: for a pass whose merge
+    failed on the GPU machine, or exports brought back from another one. Suite files committed
+    gzipped are merged into and gzipped again. Returns the calls merged."""
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    folder = Path(folder)
+    raws = sorted((folder / "ncu").glob("*.raw.csv"))
+    if not raws:
+        raise BenchError(f"counters: {folder / 'ncu'} holds no ncu exports (<chunk>.raw.csv)")
+    zipped = [p.with_suffix("") for p in folder.glob("*.csv.gz") if unzip_stored(p.with_suffix(""))]
+    try:
+        frames = {p.stem: read_frame(p) for p in store_files(folder)}
+        cc, sms = _device(folder)
+        total = 0
+        for raw in raws:
+            base = str(raw)[: -len(".raw.csv")]
+            try:
+                chunk = [CallRef(**c) for c in json.loads(Path(f"{base}.calls.json").read_text())]
+                renamed = Path(f"{base}.nvtx.csv").read_text()
+            except (OSError, ValueError, TypeError) as exc:
+                log(f"counters: {raw.name}: its chunk's files are incomplete ({exc}); skipped")
+                continue
+            n = merge_exports(raw.read_text(), renamed, chunk, frames, folder, cc, sms, log)
+            log(f"counters: {raw.name}: {n} calls merged")
+            total += n
+    finally:
+        for p in zipped:
+            zip_stored(p)
+    return total
 
 
 def merge_exports(

@@ -153,7 +153,9 @@ def lock(path: str | Path) -> IO:
 
 def _append_durably(side: Path, lines: list[bytes], note: str) -> None:
     """Append a '# <time> <note>' line and `lines` to a side file, fsynced: set-aside bytes are
-    safe there before the store that held them is replaced."""
+    safe there before the store that held them is replaced. A side file committed gzipped is
+    unzipped first, so the set-aside rows stay in one file."""
+    unzip_stored(side)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     with open(side, "ab") as fh:
         fh.write(f"# {now} {note}\n".encode())
@@ -200,6 +202,15 @@ def unzip_stored(path: Path) -> bool:
     atomic_write(path, lambda p: p.write_bytes(gzip.decompress(gz.read_bytes())))
     gz.unlink()
     return True
+
+
+def zip_stored(path: Path) -> Path:
+    """`unzip_stored`'s reverse: `<suite>.csv` gzipped (reproducibly: no time stamp in the
+    header) to `<suite>.csv.gz`, atomically, and the plain file removed."""
+    gz = path.with_name(path.name + ".gz")
+    atomic_write(gz, lambda p: p.write_bytes(gzip.compress(path.read_bytes(), compresslevel=9, mtime=0)))
+    path.unlink()
+    return gz
 
 
 class Store:
@@ -363,4 +374,5 @@ def write_json(path: str | Path, obj: dict) -> Path:
 
 
 def store_files(folder: str | Path) -> Iterable[Path]:
+    """The plain suite files a collection appends to and the counter pass rewrites."""
     return sorted(p for p in Path(folder).glob("*.csv") if not p.name.startswith("."))

@@ -73,6 +73,39 @@ def test_nvtx_ranges_attribute_kernels_to_calls():
     assert sorted(calls) == [111, 222] and [k.id for k in calls[111]] == [1, 2]  # the stray kernel 0 is dropped
 
 
+def test_real_h100_exports_attribute_kernels_to_calls():
+    """ncu of CUDA 13.1 renames a kernel in a range 'seer:<call_id>/<kernel name>' (real export)."""
+    ks = C.parse_raw_csv((FIX / "ncu_raw_h100.csv").read_text())
+    C.attach_ranges(ks, C.parse_raw_csv((FIX / "ncu_nvtx_h100.csv").read_text()))
+    calls = json.loads((FIX / "ncu_calls_h100.json").read_text())
+    assert [k.call_id for k in ks] == [c["call_id"] for c in calls] == [
+        961836885130403743, 714916163229894905, 843817952919446722, 847492440991661901]
+    assert ks[0].name.startswith("nvjet_sm90_tst_48x64") and "/" in ks[0].range
+
+
+def test_merge_reports_fills_records_from_kept_exports(tmp_path):
+    """The exports a GPU call brought back are merged on a machine without a GPU; a suite file
+    committed gzipped is merged into and gzipped again."""
+    import gzip
+    import shutil
+
+    folder = tmp_path / "h100-sxm"
+    (folder / "ncu").mkdir(parents=True)
+    (folder / "device.json").write_text(json.dumps({"device": {"cc": "9.0", "sms": 132}}))
+    (folder / "gemm_layers.csv.gz").write_bytes(gzip.compress((FIX / "ncu_records_h100.csv").read_bytes()))
+    base = folder / "ncu" / "20261126-090725-001"
+    shutil.copy(FIX / "ncu_raw_h100.csv", f"{base}.raw.csv")
+    shutil.copy(FIX / "ncu_nvtx_h100.csv", f"{base}.nvtx.csv")
+    shutil.copy(FIX / "ncu_calls_h100.json", f"{base}.calls.json")
+    msgs: list[str] = []
+    assert N.merge_reports(folder, log=msgs.append) == 4
+    assert not (folder / "gemm_layers.csv").exists() and (folder / "gemm_layers.csv.gz").is_file()
+    df = records.read_csv(folder / "gemm_layers.csv.gz")
+    assert len(df) == 32 and df["dram_read_bytes"].notna().sum() == df["fp32_util_pct"].notna().sum() == 4
+    with pytest.raises(BenchError, match="holds no ncu exports"):
+        N.merge_reports(tmp_path)
+
+
 def test_sequence_fallback():
     ks = C.parse_raw_csv((FIX / "ncu_raw_synthetic.csv").read_text())
     C.attach_by_sequence(ks, [(5, 1), (6, 2), (7, 1)])
@@ -165,7 +198,8 @@ def _ncu_csv(kernels: list[tuple[int, str, str]], rename: bool) -> str:
     w.writerow(list(C.FIXED_COLUMNS) + metrics)
     w.writerow([""] * len(C.FIXED_COLUMNS) + ["sector", "sector", "nsecond", "inst"])
     for i, name, rng in kernels:
-        w.writerow([str(i), "1", "python3", "h", rng if rename and rng else name, "1", "7", "(256, 1, 1)",
+        # as ncu 2025 renames a kernel in a range: "<range>/<kernel name>"
+        w.writerow([str(i), "1", "python3", "h", f"{rng}/{name}" if rename and rng else name, "1", "7", "(256, 1, 1)",
                     "(8, 4, 1)", "0", "9.0", "1,000", "500", "20,000", "4,096"])
     return "==PROF== Connected to process 1\n" + out.getvalue()
 

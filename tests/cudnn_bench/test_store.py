@@ -172,3 +172,14 @@ def test_a_suite_file_committed_gzipped_is_resumed_and_appended(tmp_path):
     assert not (tmp_path / "s.csv.gz").exists()
     assert set(records.read_csv(p)["config_key"]) == {"a", "b"}
     assert ST.unzip_stored(p) is False  # nothing left to unzip
+
+
+def test_rows_set_aside_join_a_side_file_committed_gzipped(tmp_path):
+    import gzip
+
+    side = tmp_path / "s.csv.superseded"
+    side.with_name(side.name + ".gz").write_bytes(gzip.compress(b"# earlier\nold rows\n"))
+    ST._append_durably(side, [b"new rows"], "later")
+    text = side.read_text().splitlines()
+    assert text[:2] == ["# earlier", "old rows"] and text[-1] == "new rows"
+    assert not side.with_name(side.name + ".gz").exists()
