@@ -48,9 +48,24 @@ def default_data() -> Path:
 HELD_OUT_SUITES = ("test_set_ii", "conv_bwd")
 
 
+# The harness's tensor-core measurements (collect --math tf32,bf16,fp16) wait for models of
+# their own: a variant chooser places a configuration by its sizes, not its math mode, so
+# learnt beside the FP32 rows they would hand an FP32 GEMM a BF16 kernel, and a TF32 row is
+# float32 data that no prediction can tell from FMA. Traces keep theirs (PyTorch's default
+# TF32 convolutions are what the launched-kernel tables describe).
+TENSOR_MATH = ("tf32", "bf16", "fp16")
+TRACE_SUITE = "trace"
+
+
 def training_records(rec: pd.DataFrame) -> pd.DataFrame:
-    """The records models may learn from: everything but the held-out suites (HELD_OUT_SUITES)."""
-    return rec[~rec["suite"].isin(HELD_OUT_SUITES)] if "suite" in rec else rec
+    """The records models may learn from: everything but the held-out suites (HELD_OUT_SUITES)
+    and the harness's tensor-core math modes (TENSOR_MATH)."""
+    if "suite" not in rec:
+        return rec
+    keep = ~rec["suite"].isin(HELD_OUT_SUITES)
+    if "math" in rec:
+        keep &= ~(rec["math"].isin(TENSOR_MATH) & rec["suite"].ne(TRACE_SUITE))
+    return rec[keep]
 
 
 def prepare(rec: pd.DataFrame) -> pd.DataFrame:

@@ -263,6 +263,21 @@ def _fft_dse(m, name):
     )
 
 
+@_rule(r"vector_fft<\s*(\d+),\s*\d+,\s*(\d+),\s*(\d+),\s*(\d+)")
+def _fft_dse_vector(m, name):
+    """The same engine's complex-to-complex transform along the second axis, forward (first
+    template argument 0, as in regular_fft_pad) or inverse (1); first seen on the H100 in 1x1
+    and 128- or 256-point calls."""
+    return _kv(
+        name,
+        "fft_vector",
+        "conv_fwd",
+        "FFT",
+        role="pre" if m.group(1) == "0" else "post",
+        tag="x".join(m.group(i) for i in (2, 3, 4)),
+    )
+
+
 @_rule(r"region_transform_abc")
 def _region(m, name):
     return _kv(name, "fft_region_transform", "conv_fwd", "FFT", role="pre")

@@ -32,6 +32,13 @@ from seer.predict.protocol import AlgorithmTimes, Predictor
 from seer.predict.variants import VariantPredictor
 
 UNTRUSTED = 1e12  # ms added to an algorithm outside its fitted range where ranking may not extrapolate
+# Ranking weighs each predicted time by one cross-validated RMSPE of the variant that answers
+# it: t x (1 + RISK x cv). A variant predicted 40% off on its own held-out rows (the FFT
+# family's complex GEMMs and transforms) must be predicted that much faster than a well-modelled
+# one (the implicit GEMMs, ~10%) to be picked. Without it the FFT algorithms, fastest on 6 of
+# Test-set-II's 200 layers and then by 0.3% on average, were picked where their models
+# extrapolated 4-20x too fast (docs/model.md#ranking).
+RISK = 1.0
 
 
 def by_op(predictors: Iterable[Predictor]) -> dict[str, Predictor]:
@@ -327,12 +334,21 @@ class Fits:
         at = _floored(p.algorithm_times(df, op, algorithm_list(algorithms)), df, op, self.gpu)
         if extrapolate is None:
             extrapolate = p.extrapolates
-        score = at.times if extrapolate else np.where(at.inside, at.times, at.times + UNTRUSTED)
+        score = at.times * (1.0 + RISK * self.cv_rmspe(at.variants))
+        score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(1, len(at.algos) + 1)[None, :].repeat(len(df), 0), axis=1)
         return at, rank, single
+
+    def cv_rmspe(self, keys: np.ndarray) -> np.ndarray:
+        """The cross-validated RMSPE (a fraction) of each variant key's model; 0 where a key
+        names none (no variant known, or fits without per-variant models)."""
+        keys = np.asarray(keys, dtype=object)
+        uniq, inv = np.unique(keys.astype(str), return_inverse=True)
+        cv = np.array([self.variants[k].cv_rmspe if k in self.variants else 0.0 for k in uniq])
+        return np.nan_to_num(cv, nan=0.0)[inv].reshape(keys.shape)
 
     def rank_algorithms(
         self,
@@ -348,12 +364,14 @@ class Fits:
 
         Returns one row per (config, algorithm), sorted by config then rank: config (the
         input frame's index label; 0 for one config given as keywords), rank (1 = the pick),
-        algo, variant (the kernel it would launch), time_ms, fitted_range (whether the config
-        lies within the fits' trust_distance of a configuration the algorithm was fitted on).
+        algo, variant (the kernel it would launch), time_ms, cv_rmspe (that variant's
+        cross-validated error: the rank orders time_ms x (1 + RISK x cv_rmspe)), fitted_range
+        (whether the config lies within the fits' trust_distance of a configuration the
+        algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the
         others unless `extrapolate`."""
         at, rank, _ = self._ranked(configs, config, algorithms, extrapolate)
-        return ranking_frame(at, rank, _index(configs, len(rank)))
+        return ranking_frame(at, rank, _index(configs, len(rank)), self.cv_rmspe(at.variants))
 
     def best_algorithm(
         self,
@@ -383,9 +401,12 @@ def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> Alg
     return dataclasses.replace(at, times=np.maximum(at.times, floors_by_algorithm(df, op, gpu, at.algos)))
 
 
-def ranking_frame(at: AlgorithmTimes, rank: np.ndarray, index: pd.Index | None = None) -> pd.DataFrame:
+def ranking_frame(
+    at: AlgorithmTimes, rank: np.ndarray, index: pd.Index | None = None, cv: np.ndarray | None = None
+) -> pd.DataFrame:
     """rank_algorithms' table: one row per (config, algorithm), each config's rows by rank;
-    `config` is the config's label in `index` (default: its position)."""
+    `config` is the config's label in `index` (default: its position), cv_rmspe each variant's
+    cross-validated error (`cv`, configs x algorithms; 0 where not given)."""
     n, k = at.times.shape
     order = np.argsort(rank, axis=1, kind="stable")
     take = lambda a: np.take_along_axis(a, order, axis=1).ravel()
@@ -397,6 +418,7 @@ def ranking_frame(at: AlgorithmTimes, rank: np.ndarray, index: pd.Index | None =
             "algo": take(np.broadcast_to(np.asarray(at.algos, dtype=object), (n, k))),
             "variant": take(at.variants),
             "time_ms": take(at.times),
+            "cv_rmspe": take(np.zeros(at.times.shape) if cv is None else cv),
             "fitted_range": take(at.inside),
         }
     )

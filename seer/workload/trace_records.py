@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from seer.data.prepare import TRACE_SUITE
 from seer.data.records import MEMORY_OPS, conform, data_path, read_json, validate, warn
 from seer.data.variants import ENGINE_KINDS, UNKNOWN, classify, conv_algorithm
 from seer.errors import DataError
@@ -43,7 +44,7 @@ from seer.hardware.device import occupancy_cc, resolve
 from seer.workload.kineto import kernel_ops, read_trace
 from seer.workload.trace_ops import map_calls
 
-SUITE = "trace"
+SUITE = TRACE_SUITE
 INDEX = "traces.json"  # a traces folder's index: one entry per trace (file, execution_trace, versions, flags)
 TRACE_SUFFIXES = (".json", ".json.gz")
 _GEMM_KINDS = ("linear", "bmm")

@@ -112,6 +112,13 @@ from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_alg
             "post",
             (None, None),
         ),
+        (  # and its complex-to-complex transform, the main kernel of some H100 calls
+            "void DSE::vector_fft<0, 1, 128, 8, 8, 1, float, float, float2>(float2*, float2*, int, int3, int3)",
+            "fft_vector",
+            "FFT",
+            "pre",
+            (None, None),
+        ),
         # cuDNN 9.19's gradient kernels on the H200 (conv_bwd_data, conv_bwd_filter)
         ("void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)", "dgrad_engine", None,
          "main", (None, None)),

@@ -94,9 +94,11 @@ def test_a_grouped_convolution_is_far_from_the_ungrouped_ones():
 def test_algorithms_whose_calls_mostly_lack_kernel_names_get_no_models(own):
     shares = prepare.unnamed_shares(own[own["suite"] != "test_set_ii"])
     biased = {k for k, v in shares.items() if v > models.DEFAULT.max_unnamed_share}
-    assert biased and all(k.startswith("conv_fwd:FFT") for k in biased)
+    # the H100's FFT calls lacked kernel names until the round-2 redo measured them again
+    # (--redo unsplit); now every algorithm's calls are named and every one is modelled
+    assert not biased and max(shares.values()) < 0.05
     doc = fitsfile.read(FITS / "h100-sxm.json")
-    assert set(doc["unmodelled"]) == biased
+    assert set(doc.get("unmodelled", [])) == biased
     assert not biased & set(doc["choosers"]) and not any(
         family_key(v["op"], v["algo"]) in biased for v in doc["variants"].values()
     )

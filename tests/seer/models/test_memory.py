@@ -154,7 +154,7 @@ def test_a_fit_on_neusight_is_the_bundled_section(neusight):
     fits file's memory_bound section, exactly."""
     from seer.fit.gpu import fit_memory
 
-    for slug in BUNDLED:
+    for slug in [b for b in BUNDLED if b != "h100-sxm"]:  # the H100's own memory_ops, not NeuSight's
         spec = gpus.lookup(slug)
         names = [n for n in pd.unique(neusight["gpu"]) if gpus.lookup(n).slug == slug]
         (name,) = names

@@ -89,15 +89,22 @@ def test_an_op_claimed_twice_is_refused():
 
 
 def test_a_grouped_convolution_gets_no_ungrouped_kernel():
-    """The H100 fits learnt from ungrouped convolutions only: a depthwise layer has no model of
-    any algorithm there (ranking leaves them out, predict says why), an ungrouped one keeps its."""
-    f = seer.load("h100-sxm")
+    """The T4's fits learnt from ungrouped convolutions only: a depthwise layer has no model of
+    any algorithm there (ranking leaves them out, predict says why), an ungrouped one keeps its.
+    The H100's (conv_grid has groups) time it with variants learnt from grouped calls only."""
+    f = seer.load("t4")
     depthwise = dict(CONV, c_in=64, c_out=64, groups=64)
     r = f.rank_algorithms(depthwise)
     assert r["time_ms"].isna().all() and not r["fitted_range"].any() and (r["variant"] == "").all()
     with pytest.raises(seer.SeerError, match="no model of a grouped one"):
-        f.predict(**depthwise, algo="IMPLICIT_GEMM")
+        f.predict(**depthwise, algo="IMPLICIT_PRECOMP_GEMM")
     assert np.isfinite(f.rank_algorithms(CONV)["time_ms"]).all()
+    h = seer.load("h100-sxm")
+    r = h.rank_algorithms(depthwise).dropna(subset=["time_ms"])
+    assert len(r) >= 3
+    for algo, variant in zip(r["algo"], r["variant"]):
+        grouped = h.choosers[f"conv_fwd:{algo}"].of_kind(True)
+        assert variant in {grouped.labels[i] for i in np.unique(grouped.label_idx)}
 
 
 def test_dilation_is_an_axis_of_the_trust_distance():
@@ -201,3 +208,20 @@ def test_answers_are_aligned_on_the_frames_index_and_ranked_from_one():
     k = len(f.algorithms)
     assert list(r["config"]) == [c for c in "abc" for _ in range(k)] and list(r["rank"]) == list(range(1, k + 1)) * 3
     assert list(r.loc[r["rank"] == 1, "algo"]) == list(best)
+
+
+def test_ranking_weighs_each_time_by_its_models_cross_validated_error(monkeypatch):
+    """rank = order of time_ms x (1 + RISK x cv_rmspe); cv_rmspe is the answering variant's own."""
+    import seer.predict.fits as F
+
+    f = seer.load("h100-sxm")
+    shapes = [dict(batch=b, kh=k, kw=k, pad_h=k // 2, pad_w=k // 2) for b in (1, 32, 128) for k in (1, 3, 5)]
+    df = pd.DataFrame([dict(CONV, **s) for s in shapes])
+    r = f.rank_algorithms(df).dropna(subset=["time_ms"])
+    assert (r["cv_rmspe"] == [f.variants[v].cv_rmspe for v in r["variant"]]).all()
+    assert (r["cv_rmspe"] > 0).all()
+    for _, g in r.groupby("config"):
+        assert (np.diff((g["time_ms"] * (1 + F.RISK * g["cv_rmspe"])).to_numpy()) >= 0).all()
+    monkeypatch.setattr(F, "RISK", 0.0)  # by time alone the order is the times'
+    for _, g in f.rank_algorithms(df).dropna(subset=["time_ms"]).groupby("config"):
+        assert g["time_ms"].is_monotonic_increasing

@@ -27,7 +27,12 @@ group keyed apart (VariantKey.per_group): only p100-pcie's WINOGRAD_NONFUSED con
 entries and the L4's WINOGRAD_NONFUSED entries moved (the p100's Winograd chooser now a tree). Then a chooser's rows of variants too few
 rows modelled take the nearest modelled row's variant instead of leaving the chooser
 (seer.fit.gpu.nearest_modelled): only conv and rank entries of a100-80gb-pcie, p100-pcie,
-v100-pcie and the L4 moved."""
+v100-pcie and the L4 moved. Then (issue 26, round 2 on the H100) h100-sxm refitted on its new data
+(conv_grid, the seer_grid and Test-set-II calls measured again, the memory-bound suite; FFT and
+FFT_TILING modelled for the first time: their rank entries added) with the harness's tensor-core
+rows left out of training, and ranking by time x (1 + the variant's cross-validated RMSPE)
+(seer.predict.fits.RISK): conv, memory, rank and best entries of h100-sxm and the L4 moved, and
+rank and best entries of a100-80gb-pcie, p100-pcie, p4, t4 and v100-pcie (the ranking only)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def test_variants_are_named_as_the_harness_names_them():
     rec = read_traces(TRACES)
     main = rec[(rec["role"] == "main") & rec["op"].isin(["gemm", "conv_fwd"])]
     harness = pd.concat(
-        [pd.read_csv(TRACES.parent / f, usecols=["kernel"]) for f in ("gemm_layers.csv", "seer_grid.csv")]
+        [pd.read_csv(TRACES.parent / f, usecols=["kernel"]) for f in ("gemm_layers.csv", "seer_grid.csv.gz")]
     )
     known = {variants.classify(k).label for k in harness["kernel"].dropna().unique()}
     labels = {variants.classify(k).label for k in main["kernel"].unique()}
