@@ -218,8 +218,26 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             T4=lambda s: s["N"] * np.ceil(s["P"] / 4) * np.ceil(s["Q"] / 4),
             T2=lambda s: s["N"] * np.ceil(s["P"] / 2) * np.ceil(s["Q"] / 2),
             NKPQ=lambda s: s["NPQ"] * s["K"],  # output elements: a direct kernel's threads
+            F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
+            FB=lambda s: s["F"] * (s["F"] / 2 + 1),  # an F x F real FFT's frequency bins
         )
     return _Lazy(rules)
+
+
+# cuDNN's FFT algorithm transforms whole padded images on a square of a power of two, 16 at
+# least: on the H100's records the complex GEMM's grid_z is F x (F/2 + 1) on 303 of 320 calls
+# (the rest lay their bins on another axis). Without it the bins were no size of the
+# configuration, and the FFT models guessed their grids.
+FFT_SIDES = (16.0, 32.0, 64.0, 128.0, 256.0, 512.0)
+
+
+def fft_side(h: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The side of the square FFT that holds images of h x w (padded): the least power of two
+    of FFT_SIDES at least as large as both, else the largest."""
+    need = np.maximum(h, w)
+    sides = np.asarray(FFT_SIDES)
+    i = np.minimum(np.searchsorted(sides, need, side="left"), len(sides) - 1)
+    return sides[i]
 
 
 class _Lazy(Mapping):
@@ -288,7 +306,9 @@ def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.n
         return {"gm": s["T4"], "gn": s["K"], "gk": s["C"], "gbatch": np.full(len(s["one"]), 36.0)}
     if algo == "WINOGRAD":
         return {"gm": s["T2"], "gn": s["K"], "gk": s["C"] * 4.0, "gbatch": one}
-    if algo in ("FFT", "FFT_TILING"):
+    if algo == "FFT":  # one complex GEMM per frequency bin
+        return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": s["FB"]}
+    if algo == "FFT_TILING":
         return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": one}
     return {"gm": s["NPQ"], "gn": s["K"], "gk": s["CRS"], "gbatch": one}
 

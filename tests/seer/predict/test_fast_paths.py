@@ -261,12 +261,16 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             CRS=C * R * S / G,
             T4=N * np.ceil(P / 4) * np.ceil(Q / 4),
             T2=N * np.ceil(P / 2) * np.ceil(Q / 2),
+            F=configs.fft_side(c["h_in"] + 2 * c["pad_h"], c["w_in"] + 2 * c["pad_w"]),
             NKPQ=N * P * Q * K,
         )
         view = {"WINOGRAD_NONFUSED": (s["T4"], K, C), "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
-        view.update(FFT=(N, K, C), FFT_TILING=(N, K, C))  # one complex GEMM per frequency bin
+        view.update(FFT=(N, K, C), FFT_TILING=(N, K, C))
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
-        s.update(gm=gm, gn=gn, gk=gk, gbatch=np.full(len(df), 36.0 if algo == "WINOGRAD_NONFUSED" else 1.0))
+        s["FB"] = s["F"] * (s["F"] / 2 + 1)
+        # Winograd non-fused: 36 GEMMs; FFT: one complex GEMM per frequency bin
+        gbatch = {"WINOGRAD_NONFUSED": np.full(len(df), 36.0), "FFT": s["FB"]}.get(algo, np.ones(len(df)))
+        s.update(gm=gm, gn=gn, gk=gk, gbatch=gbatch)
         cols = [
             N,
             C,

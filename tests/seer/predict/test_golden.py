@@ -32,7 +32,10 @@ v100-pcie and the L4 moved. Then (issue 26, round 2 on the H100) h100-sxm refitt
 FFT_TILING modelled for the first time: their rank entries added) with the harness's tensor-core
 rows left out of training, and ranking by time x (1 + the variant's cross-validated RMSPE)
 (seer.predict.fits.RISK): conv, memory, rank and best entries of h100-sxm and the L4 moved, and
-rank and best entries of a100-80gb-pcie, p100-pcie, p4, t4 and v100-pcie (the ranking only)."""
+rank and best entries of a100-80gb-pcie, p100-pcie, p4, t4 and v100-pcie (the ranking only).
+Then the FFT algorithm's complex GEMMs one per frequency bin of a square power-of-two FFT
+(seer.data.configs.fft_side, the size FB): only FFT conv, rank and best entries of h100-sxm,
+a100-80gb-pcie and the L4 moved (rank entries of other algorithms with them: their order)."""
 
 from __future__ import annotations
 

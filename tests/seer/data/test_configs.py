@@ -1,0 +1,36 @@
+"""Sizes of a configuration that the geometry rules and features read (seer.data.configs)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seer.data import configs, records
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_fft_side_is_the_least_power_of_two_from_16_that_holds_the_padded_image():
+    h = np.array([5.0, 16.0, 17.0, 14.0, 60.0, 80.0, 600.0])
+    w = np.array([5.0, 16.0, 9.0, 24.0, 88.0, 160.0, 10.0])
+    assert configs.fft_side(h, w).tolist() == [16, 16, 32, 32, 128, 256, 512]
+    layer = dict(batch=8, c_in=64, h_in=7, w_in=7, c_out=128, kh=1, kw=1, stride_h=1, stride_w=1, pad_h=0, pad_w=0)
+    conv = pd.DataFrame([dict(op="conv_fwd", dil_h=1, dil_w=1, groups=1, **layer)])
+    view = configs.gemm_view(conv.assign(algo="FFT"))
+    assert view["gbatch"][0] == 16 * 9 and view["gm"][0] == 8 and view["gn"][0] == 128 and view["gk"][0] == 64
+
+
+@pytest.mark.skipif(not (REPO / "data" / "h100-sxm").is_dir(), reason="the H100's records are not here")
+def test_the_fft_bins_are_the_complex_gemms_grid_on_the_h100():
+    """The complex GEMM of cuDNN's FFT runs one block column per frequency bin (grid_z) on most
+    of the H100's calls; the rest lay the bins on another axis."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = records.load(REPO / "data" / "h100-sxm")
+    gemm = rec[(rec["algo"] == "FFT") & (rec["status"] == "ok") & rec["kernel"].fillna("").str.contains("gemm_cf32")]
+    bins = configs.shapes(gemm)["FB"]
+    assert len(gemm) > 100 and np.mean(bins == gemm["grid_z"].to_numpy(dtype=float)) > 0.9
