@@ -127,7 +127,7 @@ class NcuKernel:
     block: tuple[int, int, int]
     metrics: dict[str, float] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
-    # the NVTX range it ran in (seer:<call_id>; ncu 2025's renamed export appends
+    # the NVTX range it ran in (seer:<call_id>; the renamed export of CUDA 13.1's ncu appends
     # "/<kernel name>"), "" if unknown
     range: str = ""
 

@@ -35,9 +35,9 @@ UNTRUSTED = 1e12  # ms added to an algorithm outside its fitted range where rank
 # Ranking weighs each predicted time by one cross-validated RMSPE of the variant that answers
 # it: t x (1 + RISK x cv). A variant predicted 40% off on its own held-out rows (the FFT
 # family's complex GEMMs and transforms) must be predicted that much faster than a well-modelled
-# one (the implicit GEMMs, ~10%) to be picked. Without it the FFT algorithms, fastest on 6 of
-# Test-set-II's 200 layers and then by 0.3% on average, were picked where their models
-# extrapolated 4-20x too fast (docs/model.md#ranking).
+# one (the implicit GEMMs, ~10%) to be picked. Without it the FFT algorithms (fastest on 6 of
+# the H100's 200 Test-set-II layers; never picking them costs 0.26% mean slowdown) were picked
+# where their models extrapolated 4-20x too fast (docs/model.md#ranking).
 RISK = 1.0
 
 
