@@ -35,6 +35,7 @@ from .cost import CostModel
 from .errors import BenchError
 from .families import FAMILIES
 from .plan import Budget, make_plan, prefix
+from .store import suite_file
 from .suites import SUITES, conv_grid_design, test_set_ii
 
 NETWORKS = ("alexnet", "vgg16", "resnet50", "mobilenet_v2")
@@ -74,9 +75,10 @@ def plan_prefix(suite: str, seconds: float, cost: CostModel) -> list[ConvConfig]
 
 
 def measured(data: Path, suite: str) -> list[ConvConfig]:
-    """The configurations a store folder holds for a suite (none if it has no such file)."""
-    path = data / f"{suite}.csv"
-    if not path.is_file():
+    """The configurations a store folder holds for a suite, plain or gzipped (none if it has no
+    such file)."""
+    path = suite_file(data, suite)
+    if path is None:
         return []
     keys = pd.read_csv(path, usecols=["config_key"])["config_key"].dropna().unique()
     out = []
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"cudnn_bench.coverage: {exc}\n")
         return 2
     data = a.data
-    if data is None and any(Path("data/h100-sxm").glob("seer_grid.csv*")):
+    if data is None and suite_file(Path("data/h100-sxm"), "seer_grid"):
         data = Path("data/h100-sxm")
     print(table(a.gpu, b.seconds, calls, data))
     return 0

@@ -53,6 +53,7 @@ from .errors import BenchError
 from .plan import Budget, Plan, PlanItem, make_plan, only_calls, prefix
 from .redo import redo_of
 from .runtime import BACKENDS
+from .store import suite_file
 from .suites import SUITES
 
 LIMIT_S = 570.0  # the device tool's 10-minute command limit, less half a minute of margin
@@ -415,11 +416,7 @@ def resume(plan: Plan, folder: Path | None, cost: CostModel, reasons: tuple[str,
     done: set[tuple[str, ...]] = set()
     redo: dict[tuple[str, ...], frozenset[str] | None] = {}
     for suite in dict.fromkeys(i.suite for i in plan.items):
-        path = (
-            next((p for p in (folder / f"{suite}.csv", folder / f"{suite}.csv.gz") if p.is_file()), None)
-            if folder
-            else None
-        )
+        path = suite_file(folder, suite) if folder else None
         if path is not None:
             raw = read_raw(path)[0]
             done |= set(raw[list(BLOCK_KEY)].itertuples(index=False, name=None))

@@ -204,6 +204,12 @@ def unzip_stored(path: Path) -> bool:
     return True
 
 
+def suite_file(folder: Path, suite: str) -> Path | None:
+    """A folder's store file of a suite, plain or committed gzipped (`unzip_stored`); None
+    where it has neither."""
+    return next((p for p in (folder / f"{suite}.csv", folder / f"{suite}.csv.gz") if p.is_file()), None)
+
+
 def zip_stored(path: Path) -> Path:
     """`unzip_stored`'s reverse: `<suite>.csv` gzipped (reproducibly: no time stamp in the
     header) to `<suite>.csv.gz`, atomically, and the plain file removed."""

@@ -312,8 +312,9 @@ class Fits:
 
     def _ranked(
         self, configs: Configs, config: Mapping, algorithms, extrapolate: bool | None
-    ) -> tuple[AlgorithmTimes, np.ndarray, bool]:
-        """(times, rank, single): rank 1 is each config's pick. Algorithms outside their fitted
+    ) -> tuple[AlgorithmTimes, np.ndarray, bool, np.ndarray]:
+        """(times, rank, single, cv): rank 1 is each config's pick, cv each time's model error
+        (`cv_rmspe`), which weighs it in the ranking. Algorithms outside their fitted
         range rank after the others where the predictor may not extrapolate (fits of autotuner
         picks only) unless `extrapolate`; an algorithm no model answers ranks last."""
         df, single = frame(configs, {"op": "conv_fwd", **config})
@@ -334,13 +335,14 @@ class Fits:
         at = _floored(p.algorithm_times(df, op, algorithm_list(algorithms)), df, op, self.gpu)
         if extrapolate is None:
             extrapolate = p.extrapolates
-        score = at.times * (1.0 + RISK * self.cv_rmspe(at.variants))
+        cv = self.cv_rmspe(at.variants)
+        score = at.times * (1.0 + RISK * cv)
         score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")
         rank = np.empty_like(order)
         np.put_along_axis(rank, order, np.arange(1, len(at.algos) + 1)[None, :].repeat(len(df), 0), axis=1)
-        return at, rank, single
+        return at, rank, single, cv
 
     def cv_rmspe(self, keys: np.ndarray) -> np.ndarray:
         """The cross-validated RMSPE (a fraction) of each variant key's model; 0 where a key
@@ -370,8 +372,8 @@ class Fits:
         algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the
         others unless `extrapolate`."""
-        at, rank, _ = self._ranked(configs, config, algorithms, extrapolate)
-        return ranking_frame(at, rank, _index(configs, len(rank)), self.cv_rmspe(at.variants))
+        at, rank, _, cv = self._ranked(configs, config, algorithms, extrapolate)
+        return ranking_frame(at, rank, _index(configs, len(rank)), cv)
 
     def best_algorithm(
         self,
@@ -383,7 +385,7 @@ class Fits:
     ) -> str | pd.Series:
         """The algorithm predicted fastest: a name for one config, a Series `algo` on the
         index of a DataFrame."""
-        at, rank, single = self._ranked(configs, config, algorithms, extrapolate)
+        at, rank, single, _ = self._ranked(configs, config, algorithms, extrapolate)
         best = np.asarray(at.algos, dtype=object)[np.argmin(rank, axis=1)]  # rank 1 of each config
         return str(best[0]) if single else pd.Series(best, index=_index(configs, len(best)), name="algo")
 

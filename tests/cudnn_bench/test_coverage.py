@@ -36,3 +36,12 @@ def test_the_command_prints_the_table_and_refuses_a_bad_budget(capsys, tmp_path)
     assert "seer_grid, whole" in text and "conv_grid, whole" in text and "n=128" in text
     assert "measured" in text and "0/67" in text  # an empty data folder: nothing measured
     assert C.main(["--budget", "500"]) == 2
+
+
+def test_a_suite_committed_gzipped_counts_as_measured(tmp_path):
+    import gzip
+
+    cfg = ConvConfig(128, 64, 56, 56, 64, 3, 3, 1, 1, 0, 0)
+    (tmp_path / "seer_grid.csv.gz").write_bytes(gzip.compress(f"config_key\n{cfg.key()}\n".encode()))
+    assert C.measured(tmp_path, "seer_grid") == [cfg]
+    assert C.measured(tmp_path, "conv_grid") == []
