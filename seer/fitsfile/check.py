@@ -32,7 +32,7 @@ from seer.models.chooser import KINDS
 from seer.models.drift import KNOTS
 from seer.models.geometry import AXES, RULE_KINDS
 from seer.models.memory import SCHEMA as MEMORY_SCHEMA
-from seer.models.tree import LEAF
+from seer.models.tree import LEAF, MAX_MEMBERS
 
 GPU_FIGURES = ("fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
 CONV_TIMINGS = ("every_algorithm", "pick_only")
@@ -408,7 +408,8 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
 def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
     """A tree's nodes: equal-length lists; inner nodes split on a log-configuration axis (or,
     with "products", one of a convolution's products) at a finite threshold and point to later
-    nodes (so a walk ends), leaves answer a label index."""
+    nodes (so a walk ends), leaves answer a label index (and, with "members", a bit mask of the
+    label indices their training rows ran)."""
     c.obj(t, w)
     if "products" in t and not isinstance(t["products"], bool):
         c.fail(_at(w, "products"), "true or false", t["products"])
@@ -419,6 +420,8 @@ def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
         c.fail(_at(w, "feature"), "a non-empty list of axis indices", t["feature"])
     c.nums(c.get(t, "threshold", w, f"a list of {n} numbers"), _at(w, "threshold"), n)
     c.nums(c.get(t, "label", w, f"a list of {n} label indices"), _at(w, "label"), n, 0, labels - 1, whole=True)
+    if "members" in t:  # per leaf, a bit mask of the label indices its training rows ran
+        c.nums(t["members"], _at(w, "members"), n, 0, 2 ** min(labels, MAX_MEMBERS + 1) - 1, whole=True)
     for side in ("left", "right"):
         child = c.nums(c.get(t, side, w, f"a list of {n} node indices"), _at(w, side), n, 0, n - 1, whole=True)
         bad = (feature != LEAF) & (child <= np.arange(n))

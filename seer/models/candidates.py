@@ -11,7 +11,12 @@ Two rules (seer.models.chooser):
   models' predictions, scored by RMSPE (the smallest k within TOLERANCE of the best, so a tie
   keeps the simpler rule). RMSPE is the judge here because the guard is against large misses.
 - a classification tree (SEER's rule, seer.models.tree), grown with leaves of at least m rows,
-  used within the trust distance of the training data only (beyond it, the nearest rule). It
+  used within the trust distance of the training data only (beyond it, the nearest rule). The
+  variants a leaf's training rows ran compete as the nearest's do: where the library's choice
+  turns on something the sizes do not show (cuDNN runs the GEMM algorithm's explicit GEMM for
+  some 1x1 layers of c_out = 64 and its direct kernel for their neighbours), the leaf holds
+  both, and the faster model's answer misses by less (the direct kernel's model is 20x slow on
+  a layer run as explicit GEMM, the explicit model at most 100% fast on the reverse). It
   replaces the nearest rule there where it wins a 5-fold cross-validation on the training rows
   (each held-out row's variant proposed from the other folds' rows of its kind, grouped or not;
   its time that variant model's prediction) scored by the mean |log(predicted/measured)|, the
@@ -158,12 +163,13 @@ def cv_scores(
 def _propose(
     rule: Rule, points: np.ndarray, code: np.ndarray, pred: np.ndarray, train: np.ndarray, test: np.ndarray
 ) -> np.ndarray:
-    """The label code each test row gets from the training rows under `rule`: the tree's, or
-    the fastest predicted of the k nearest's."""
+    """The label code each test row gets from the training rows under `rule`: the fastest
+    predicted of its tree leaf's members, or of the k nearest's variants."""
     if rule.tree:
-        return fit_tree(points[train], code[train], rule.size, rule.products).predict(points[test])
-    k = min(rule.size, len(train))
-    _, idx = cKDTree(points[train]).query(points[test], k=k)
-    cand = code[train][np.asarray(idx).reshape(len(test), k)]
+        cand = fit_tree(points[train], code[train], rule.size, rule.products).candidates(points[test])
+    else:
+        k = min(rule.size, len(train))
+        _, idx = cKDTree(points[train]).query(points[test], k=k)
+        cand = code[train][np.asarray(idx).reshape(len(test), k)]
     t = np.take_along_axis(pred[test], cand, axis=1)
     return np.take_along_axis(cand, t.argmin(axis=1)[:, None], axis=1)[:, 0]

@@ -194,8 +194,8 @@ class Chooser:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(label indices of each row's candidate variants, whether its nearest training config
         lies within `radius`; all False where not `inside_too` and the chooser has no tree).
-        A chooser with trees answers its tree's variant within the radius, where it learnt the
-        library's choice, and the k nearest's variants beyond it: there the tree's thresholds
+        A chooser with trees answers its tree leaf's variants within the radius, where it
+        learnt the library's choice, and the k nearest's variants beyond it: there the tree's thresholds
         say nothing (a grid of batch 128 has none on the batch), and the fastest of the nearest's
         variants follows the library's heuristic to small kernels for small problems."""
         if not self.trees:
@@ -204,20 +204,32 @@ class Chooser:
             return self.nearest_within(logcfg, radius, self.k, order)
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         if inside.any():
-            cand[inside] = self.tree_labels(logcfg[inside])[:, None]
+            members = self.tree_candidates(logcfg[inside])
+            if members.shape[1] > cand.shape[1]:  # widen, each row padded with its first
+                cand = np.column_stack([cand, np.repeat(cand[:, :1], members.shape[1] - cand.shape[1], axis=1)])
+            cand[inside] = np.column_stack(
+                [members, np.repeat(members[:, :1], cand.shape[1] - members.shape[1], axis=1)]
+            )
         return cand, inside
 
-    def tree_labels(self, logcfg: np.ndarray) -> np.ndarray:
-        """The label index the tree of each row's kind answers (the nearest config's label
-        where the chooser has no tree of that kind)."""
+    def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
+        """The label indices of each row's tree leaf members (Tree.candidates: the leaf's
+        label first), by its kind's tree (the nearest config's label where the chooser has no
+        tree of that kind)."""
         grouped = kind_of(logcfg, self.op)
-        out = np.empty(len(logcfg), dtype=self.label_idx.dtype)
+        parts = {}
         for kind in (False, True):
             rows = np.flatnonzero(grouped == kind)
-            if not len(rows):
-                continue
-            tree = self.trees.get(kind)
-            out[rows] = tree.predict(logcfg[rows]) if tree is not None else self.nearest(logcfg[rows])[1][:, 0]
+            if len(rows):
+                tree = self.trees.get(kind)
+                parts[kind] = (
+                    rows,
+                    tree.candidates(logcfg[rows]) if tree is not None else self.nearest(logcfg[rows])[1],
+                )
+        width = max(c.shape[1] for _, c in parts.values())
+        out = np.empty((len(logcfg), width), dtype=self.label_idx.dtype)
+        for rows, c in parts.values():
+            out[rows] = np.column_stack([c, np.repeat(c[:, :1], width - c.shape[1], axis=1)])
         return out
 
     @property
@@ -282,7 +294,7 @@ class Chooser:
         if isinstance(batch, pd.DataFrame):
             batch = configs.ConfigBatch.of(batch, self.op)
         if self.trees:
-            return np.asarray(self.labels, dtype=object)[self.tree_labels(batch.logcfg)]
+            return np.asarray(self.labels, dtype=object)[self.tree_candidates(batch.logcfg)[:, 0]]
         return np.asarray(self.labels, dtype=object)[self.nearest(batch.logcfg)[1][:, 0]]
 
     def to_dict(self) -> dict:

@@ -9,6 +9,10 @@ thresholds (on the H100's Test-set-I the variant chosen is the one cuDNN ran for
 the GEMM algorithm's rows instead of 87.6%, for 93.8% of IMPLICIT_PRECOMP_GEMM's instead of
 65.5%; `seer.models.candidates` says where the tree is used).
 
+A leaf keeps every variant its training rows ran (`members`), not only its most common one:
+where the library's choice turns on something the sizes do not show, a leaf holds rows of two
+variants, and `seer.models.candidates` lets them compete as the nearest configurations' do.
+
 The tree is grown by scikit-learn (CART, Gini) at fit time only; a fits file stores its nodes
 and prediction walks them with numpy, so loading fits needs no scikit-learn.
 """
@@ -23,6 +27,7 @@ import numpy as np
 from seer.data.configs import conv_products
 
 LEAF = -1  # the feature index of a leaf
+MAX_MEMBERS = 62  # label indices a node's member mask holds (bits of an int64 that JSON keeps exact)
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,9 @@ class Tree:
     label: np.ndarray
     min_leaf: int  # the smallest number of training rows in a leaf (how it was grown)
     products: bool = False  # it splits convolutions' products too (configs.conv_products), not sizes only
+    # per leaf, a bit mask of the label indices its training rows ran (bit i: label i; 0 at inner
+    # nodes); None: a tree stored before leaves kept them (its leaves answer their label alone)
+    members: np.ndarray | None = None
 
     @cached_property
     def depth(self) -> int:
@@ -47,7 +55,29 @@ class Tree:
         return int(depth.max())
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        """The label index of each row of x (log-configurations). The rows are compared as
+        """The label index of each row of x (log-configurations)."""
+        return self.label[self.leaf(x)]
+
+    def candidates(self, x: np.ndarray) -> np.ndarray:
+        """The label indices of each row's leaf members, a row per config: the leaf's label
+        (its most common member) first, then the others, padded with the label to the widest
+        leaf's count."""
+        return self._member_table[self.leaf(x)]
+
+    @cached_property
+    def _member_table(self) -> np.ndarray:
+        """Each node's candidates' row, computed once."""
+        if self.members is None:
+            return self.label[:, None]
+        rows = [
+            [lab, *(i for i in range(int(m).bit_length()) if (int(m) >> i) & 1 and i != lab)]
+            for m, lab in zip(self.members, self.label)
+        ]
+        width = max(len(r) for r in rows)
+        return np.array([r + [r[0]] * (width - len(r)) for r in rows], dtype=self.label.dtype)
+
+    def leaf(self, x: np.ndarray) -> np.ndarray:
+        """The leaf node of each row of x (log-configurations). The rows are compared as
         float32, as scikit-learn compared its training points when it placed the thresholds."""
         x = np.asarray(features(x, self.products), dtype=np.float32)
         node = np.zeros(len(x), dtype=np.int64)
@@ -59,7 +89,7 @@ class Tree:
                 break
             go_left = x[rows, np.where(inner, f, 0)] <= self.threshold[node]
             node = np.where(inner, np.where(go_left, self.left[node], self.right[node]), node)
-        return self.label[node]
+        return node
 
     def to_dict(self) -> dict:
         return {
@@ -70,6 +100,7 @@ class Tree:
             "left": self.left.tolist(),
             "right": self.right.tolist(),
             "label": self.label.tolist(),
+            **({"members": self.members.tolist()} if self.members is not None else {}),
         }
 
     @classmethod
@@ -82,6 +113,7 @@ class Tree:
             np.asarray(d["label"], dtype=np.int64),
             int(d["min_leaf"]),
             bool(d.get("products", False)),
+            np.asarray(d["members"], dtype=np.int64) if "members" in d else None,
         )
 
 
@@ -101,7 +133,12 @@ def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int, products:
     clf = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=0).fit(x, label_idx)
     t = clf.tree_
     inner = t.children_left >= 0
-    label = np.asarray(clf.classes_, dtype=np.int64)[t.value[:, 0, :].argmax(axis=1)]
+    classes = np.asarray(clf.classes_, dtype=np.int64)
+    label = classes[t.value[:, 0, :].argmax(axis=1)]
+    members = None
+    if classes.max() < MAX_MEMBERS:  # one bit per label index
+        ran = t.value[:, 0, :] > 0  # the classes each node's training rows ran
+        members = np.where(inner, 0, (ran * (np.int64(1) << classes)).sum(axis=1)).astype(np.int64)
     return Tree(
         np.where(inner, t.feature, LEAF).astype(np.int64),
         np.where(inner, t.threshold, 0.0),
@@ -110,4 +147,5 @@ def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int, products:
         label,
         min_leaf,
         products,
+        members,
     )

@@ -7,9 +7,15 @@ raised to, with a warning, so an answer is never physically impossible. The boun
 loose enough that no measured call is below it (tests check it on every bundled data set):
 
 - FLOPs: 2 per multiply-add of the direct method, at the FP32 datasheet peak, for GEMMs and the
-  GEMM-based convolution algorithms only. Winograd and FFT do fewer multiplications (measured
-  up to 12x fewer than the direct method), and half precision and TF32 math run on tensor cores
-  whose peak the GPU table does not carry: no FLOP bound there.
+  GEMM-based convolution algorithms. Winograd and FFT do fewer multiplications (measured up to
+  12x fewer than the direct method), and half precision and TF32 math run on tensor cores whose
+  peak the GPU table does not carry: no direct-method bound there. cuDNN's FFT algorithm
+  multiplies every frequency bin of every image by every filter's (a complex multiply-add, 8
+  FLOPs, per bin, image, input and output channel of a group: configs' FB x N x C/G x K); the
+  1,516 FP32 FFT calls of the H100 and H200 records took at least 1.46x that at the FP32 peak.
+  Without it the FFT models, trained on small calls, answered a 1x1 layer of batch 128 at 0.21
+  ms, 11x faster than its complex products allow (4.15 ms measured), and were picked for it.
+  FFT_TILING's tiles are not a size of the configuration yet: no bound there.
 - Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
   that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
   bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
@@ -27,6 +33,9 @@ from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
+FFT = "FFT"  # the forward algorithm bounded by its complex products (FFT_FLOPS per bin, image and channel pair)
+FFT_FLOPS = 8.0  # a complex multiply-add: four real multiplies, four adds
+
 # convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
 DIRECT_ALGOS = {
     "conv_fwd": ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM"),
@@ -39,27 +48,31 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     """The least time in ms each row of a checked frame of `op` can take on `gpu` (0 where
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
     algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
-    flop, moved = bounds(df, op, gpu)
+    flop, fft, moved = bounds(df, op, gpu)
     if op in CONV_OPS:
-        flop = np.where(np.isin(algos, DIRECT_ALGOS[op]), flop, 0.0)
+        flop = np.where(np.isin(algos, DIRECT_ALGOS[op]), flop, np.where(algos == FFT, fft, 0.0))
     return np.maximum(flop, moved)
 
 
 def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
     """floor_ms of every row with each of `algos` (configs x algorithms), the sizes computed once."""
-    flop, moved = bounds(df, op, gpu)
+    flop, fft, moved = bounds(df, op, gpu)
     out = np.empty((len(df), len(algos)))
     for j, a in enumerate(algos):
-        out[:, j] = np.maximum(flop, moved) if op not in CONV_OPS or a in DIRECT_ALGOS[op] else moved
+        if op not in CONV_OPS or a in DIRECT_ALGOS[op]:
+            out[:, j] = np.maximum(flop, moved)
+        else:
+            out[:, j] = np.maximum(fft, moved) if a == FFT else moved
     return out
 
 
-def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndarray]:
-    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, ms at the DRAM
+def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the FFT
+    algorithm's complex products (forward convolutions; zeros for other ops), ms at the DRAM
     bandwidth for the traffic beyond the L2) of each row; zeros for ops other than GEMMs and
     convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
-        return np.zeros(len(df)), np.zeros(len(df))
+        return np.zeros(len(df)), np.zeros(len(df)), np.zeros(len(df))
     s = shapes(df.assign(op=op))
     t = traffic(df.assign(op=op), s)
     dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(len(df), "", dtype=object)
@@ -67,9 +80,12 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndar
     if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
         fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
+    fft = np.zeros(len(df))
+    if op == "conv_fwd":
+        fft = np.where(fp32, 1e3 * FFT_FLOPS * s["FB"] * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0)
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))
         whole = s["N"] * s["C"] * s["H"] * s["W"]
         moved = moved - el * (whole - np.minimum(whole, s["NPQ"] * s["C"] * s["R"] * s["S"]))
-    return flop, 1e3 * np.maximum(moved - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s
+    return flop, fft, 1e3 * np.maximum(moved - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s

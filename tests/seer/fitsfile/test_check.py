@@ -379,6 +379,8 @@ def _tree_doc():
         (lambda t: t.__setitem__("min_leaf", 0), "min_leaf"),
         (lambda t: t.__setitem__("products", 1), "products"),
         (lambda t: t.update(products=True, feature=[23, *t["feature"][1:]]), "feature[0]"),  # 14 sizes + 9 products
+        (lambda t: t.__setitem__("members", [1 << 40] * len(t["label"])), "members[0]"),  # a label beyond the chooser's
+        (lambda t: t.__setitem__("members", [1]), "members"),
     ],
 )
 def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
@@ -396,6 +398,12 @@ def test_a_variant_run_once_per_group_says_so_with_a_switch(tmp_path):
     doc["variants"][key]["per_group"] = "yes"
     with pytest.raises(SeerError, match=re.escape(f'variants["{key}"].per_group')):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_a_tree_may_name_its_leaves_members(tmp_path):
+    doc, tree, _ = _tree_doc()
+    tree["members"] = [3] * len(tree["label"])  # labels 0 and 1 ran in every leaf
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
 def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):

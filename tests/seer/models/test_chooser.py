@@ -139,3 +139,21 @@ def test_condensing_keeps_every_filter_shape_the_algorithm_ran():
     pts = chooser.points_of(tr, "conv_fwd")
     assert set(shape_keys(ch.points)) == set(shape_keys(pts))
     assert len(ch.points) < len(tr)  # still condensed
+
+
+def test_a_leaf_of_two_variants_lets_both_compete_within_the_data():
+    from seer.data import configs
+
+    tr = _convs(600)
+    keys = _explicit_from_128(tr)
+    odd = (tr["c_out"] == 64) & (tr["kh"] == 1)  # the library's choice turns on something the sizes do not show
+    keys[odd.to_numpy() & (np.arange(len(tr)) % 2 == 0)] = "explicit"
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, tree_leaf=8)
+    q = _convs(300, seed=1)
+    q = q[(q["c_out"] == 64) & (q["kh"] == 1)]
+    cand, inside = ch.propose(configs.log_config(q, "conv_fwd"), radius=1.5)
+    assert inside.any()
+    assert all({ch.labels[i] for i in row} == {"direct", "explicit"} for row in cand[inside])
+    clean = q.assign(c_out=1024)  # a leaf of explicit rows only
+    cand, inside = ch.propose(configs.log_config(clean, "conv_fwd"), radius=1.5)
+    assert inside.any() and {ch.labels[i] for i in cand[inside].ravel()} == {"explicit"}

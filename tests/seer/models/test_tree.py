@@ -109,3 +109,28 @@ def test_a_tree_on_the_products_finds_a_threshold_no_single_size_has():
     assert (sizes.predict(test) == label(test)).mean() < 0.95  # the sizes alone stair-step around it
     back = Tree.from_dict(json.loads(json.dumps(products.to_dict())))
     assert back.products and (back.predict(test) == products.predict(test)).all()
+
+
+def test_a_leaf_keeps_every_variant_its_rows_ran_and_answers_its_label_first():
+    x = _grid(seed=10)
+    y = np.where(x[:, 2] >= 7, 5, 1)
+    y[x[:, 0] == x[:, 0].min()] = 3  # a variant the sizes barely show: a minority in leaves of 50 rows
+    tree = fit_tree(x, y, min_leaf=50)
+    cand = tree.candidates(x)
+    assert (cand[:, 0] == tree.predict(x)).all()  # the label first
+    assert set(cand.ravel()) == {1, 3, 5}
+    mixed = (cand != cand[:, :1]).any(axis=1)
+    assert mixed.any() and (np.isin(cand[mixed], [1, 3, 5])).all()
+    for row, label in zip(cand, y):  # each row's own variant is among its leaf's members
+        assert label in row
+    back = Tree.from_dict(json.loads(json.dumps(tree.to_dict())))
+    assert (back.candidates(x) == cand).all()
+    old = tree.to_dict()
+    del old["members"]  # a file from before leaves kept their members: the label alone
+    assert (Tree.from_dict(old).candidates(x) == tree.predict(x)[:, None]).all()
+
+
+def test_a_pure_leaf_has_one_candidate():
+    x = _grid(seed=11)
+    tree = fit_tree(x, np.where(x[:, 2] >= 7, 1, 0), min_leaf=1)
+    assert tree.candidates(x).shape == (len(x), 1)

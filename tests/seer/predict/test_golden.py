@@ -35,7 +35,10 @@ rows left out of training, and ranking by time x (1 + the variant's cross-valida
 rank and best entries of a100-80gb-pcie, p100-pcie, p4, t4 and v100-pcie (the ranking only).
 Then the FFT algorithm's complex GEMMs one per frequency bin of a square power-of-two FFT
 (seer.data.configs.fft_side, the size FB): only FFT conv, rank and best entries of h100-sxm,
-a100-80gb-pcie and the L4 moved (rank entries of other algorithms with them: their order)."""
+a100-80gb-pcie and the L4 moved (rank entries of other algorithms with them: their order). Then
+a tree leaf's variants competing (seer.models.tree.Tree.members) and the FFT algorithm bounded by
+its complex products (seer.predict.physics.FFT_FLOPS): only FFT conv and rank entries of h100-sxm
+and a100-80gb-pcie, and the L4's FFT, FFT_TILING, rank and best entries moved."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 import seer
-from seer.data.records import load
 from seer.data.paths import OWN_DATA, shared_dataset
+from seer.data.records import load
 from seer.errors import SeerWarning
 from seer.hardware import gpus
 from seer.predict.inputs import frame
@@ -115,3 +115,17 @@ def test_ranking_never_prefers_an_impossible_answer():
             t = g["time_ms"].to_numpy()
             ok = ~np.isnan(t)
             assert (t[ok] >= least[ok] * (1 - 1e-12)).all(), (gpu, algo)
+
+
+def test_the_fft_algorithm_is_bounded_by_its_complex_products():
+    h = seer.load("h100-sxm")
+    # ResNet-50's layer4.0.conv3 at batch 128: 7x7 images on a 16 x 16 FFT, 16 x 9 bins
+    layer = dict(op="conv_fwd", batch=128, c_in=512, h_in=7, w_in=7, c_out=2048, kh=1, kw=1)
+    convs = frame(pd.DataFrame([dict(layer, algo=a) for a in ("FFT", "FFT_TILING", "GEMM")]), {})[0]
+    least = floor_ms(convs, "conv_fwd", h.gpu)
+    products = 8 * 16 * 9 * 128 * 512 * 2048
+    assert least[0] == pytest.approx(1e3 * products / h.gpu.fp32_flops)  # 2.3 ms; measured 4.15 ms
+    assert least[1] < least[0] / 10  # FFT_TILING: the bytes alone
+    assert least[2] == pytest.approx(1e3 * 2 * 128 * 7 * 7 * 512 * 2048 / h.gpu.fp32_flops)
+    bf16 = frame(pd.DataFrame([dict(layer, algo="FFT", dtype="bfloat16")]), {})[0]
+    assert floor_ms(bf16, "conv_fwd", h.gpu)[0] < least[0] / 10  # tensor-core math: no FLOP bound
