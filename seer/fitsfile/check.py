@@ -222,8 +222,9 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     algo = c.text(c.get(v, "algo", w, "a string"), _at(w, "algo"), nonempty=False)
     for k in ("variant", "kernel", "b_max_source"):
         c.text(c.get(v, k, w, "a string"), _at(w, k), nonempty=False)
-    if "per_group" in v and not isinstance(v["per_group"], bool):  # runs once per group (VariantKey.per_group)
-        c.fail(_at(w, "per_group"), "true or false", v["per_group"])
+    for switch in ("per_group", "tiles"):  # runs once per group (VariantKey.per_group), per tile (VariantFit.tiled)
+        if switch in v and not isinstance(v[switch], bool):
+            c.fail(_at(w, switch), "true or false", v[switch])
     fs = c.text(c.get(v, "feature_set", w, "a feature set"), _at(w, "feature_set"))
     try:
         models.FeatureSet.parse(fs)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import ConfigBatch, groups, one_group
+from seer.data.configs import ConfigBatch, fft_tiles, groups, one_group, one_tile
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
@@ -44,6 +44,7 @@ class VariantFit:
     compute_share: float  # training rows on the compute bound
     sms: int
     notes: list[str] = field(default_factory=list)
+    tiled: bool = False  # each call timed as fft_tiles launches of one tile's convolution (VariantModel.tiled)
 
     @property
     def op(self) -> str:
@@ -68,11 +69,18 @@ class VariantFit:
 
     def predict(self, configs: pd.DataFrame | ConfigBatch) -> np.ndarray:
         """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch); a
-        variant that runs once per group (key.per_group) times G times one group's convolution."""
+        variant that runs once per group (key.per_group) times G times one group's convolution,
+        a tiled one (`tiled`) its tiles times one tile's."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
-        if not self.key.per_group:
+        if not self.key.per_group and not self.tiled:
             return self._time(batch)
-        return batch.shapes["G"] * self._time(batch.one_group())
+        reps = np.ones(len(batch))
+        if self.key.per_group:
+            reps, batch = batch.shapes["G"], batch.one_group()
+        if self.tiled:
+            tiles, batch = batch.one_tile()
+            reps = reps * tiles
+        return reps * self._time(batch)
 
     def _time(self, batch: ConfigBatch) -> np.ndarray:
         x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None)
@@ -108,6 +116,7 @@ class VariantFit:
             "sms": self.sms,
             "notes": self.notes,
             **({"per_group": True} if self.key.per_group else {}),
+            **({"tiles": True} if self.tiled else {}),
         }
 
     @classmethod
@@ -139,6 +148,7 @@ class VariantFit:
             compute_share=float(d["type"]["compute_bound_share"]),
             sms=int(d["sms"]),
             notes=list(d.get("notes", [])),
+            tiled=bool(d.get("tiles", False)),
         )
 
 
@@ -153,15 +163,27 @@ class VariantModel:
     options: FitOptions = DEFAULT
     known_bps: int | None = None
 
+    @property
+    def tiled(self) -> bool:
+        """Whether each call is fitted as fft_tiles launches of one tile's convolution: cuDNN's
+        FFT_TILING (seer.data.configs.FFT_TILE). Fitted on whole calls, its complex GEMM's
+        model learnt one launch's grid, the same at every batch and image size, and answered
+        ResNet-50's conv1 (224x224, 7x7, stride 2) at 0.10 ms at batch 1 and batch 128 alike."""
+        return self.key.op == "conv_fwd" and self.key.algo == "FFT_TILING"
+
     def fit(self, train: pd.DataFrame) -> VariantFit:
         """Fit on the variant's training rows (time_ms = the measured kernel time).
 
         B_max comes from the wave staircase (training error), the feature set from a
         deterministic k-fold cross-validation inside the training rows (held-out error)."""
         op, opts = self.key.op, self.options
+        reps = np.ones(len(train))
         if self.key.per_group:  # each call as G calls of one group's convolution
-            train = one_group(train).assign(time_ms=train["time_ms"].to_numpy(dtype=float) / groups(train))
-        y = train["time_ms"].to_numpy(dtype=float)
+            reps, train = groups(train), one_group(train)
+        if self.tiled:  # and of one tile's
+            reps, train = reps * fft_tiles(train), one_tile(train)
+        y = train["time_ms"].to_numpy(dtype=float) / reps
+        train = train.assign(time_ms=y)
         floor = float(opts.floor_fraction * y.min())
         batch = ConfigBatch.of(train, op)
         geom = fit_geometry(train, op, batch)
@@ -206,4 +228,5 @@ class VariantModel:
             compute_share=share,
             sms=self.sms,
             notes=notes,
+            tiled=self.tiled,
         )

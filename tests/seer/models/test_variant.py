@@ -190,3 +190,60 @@ def test_a_variant_run_once_per_group_times_g_of_one_groups_convolution():
         assert np.median(np.abs(m.predict(t) / t["time_ms"] - 1)) < 0.02
     whole = _fit(pre)  # the same calls as one kernel over the whole convolution: no such law
     assert np.median(np.abs(whole.predict(_grouped(test, 32)) / _grouped(test, 32)["time_ms"] - 1)) > 0.1
+
+
+def _fft_tiling(n, seed, sides):
+    """FFT_TILING calls: each launches its complex GEMM (grid 1 x ceil(K/32) x 544 bins, one
+    block's reduction the C channels) once per 32 x 32 tile of the image."""
+    from seer.data import configs
+
+    rng = np.random.default_rng(seed)
+    base = conv_records(2 * n, seed=seed)
+    base = base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+    hw = rng.choice(sides, len(base))
+    df = base.assign(algo="FFT_TILING", kernel="sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize32x32x8",
+                     batch=rng.choice([1, 8, 32, 128], len(base)), c_in=rng.choice([16, 64, 256], len(base)),
+                     c_out=rng.choice([16, 64, 256], len(base)), h_in=hw, w_in=hw, kh=3, kw=3,
+                     stride_h=1, stride_w=1, pad_h=1, pad_w=1, groups=1)
+    blocks = np.ceil(df["c_out"] / 32) * 544
+    df["grid_x"], df["grid_y"], df["grid_z"] = 1, np.ceil(df["c_out"] / 32), 544
+    waves = np.ceil(blocks / (2 * SMS))
+    df["time_ms"] = configs.fft_tiles(df) * (waves * (4e-5 * df["c_in"] + 1e-3) + 0.002)
+    return df
+
+
+def test_fft_tiling_is_timed_per_tile_at_any_image_size():
+    from seer.data import configs
+
+    m = _fit(_fft_tiling(300, 0, [8, 20, 30, 58, 90]))
+    back = models.VariantFit.from_dict(m.to_dict())
+    assert m.tiled and back.tiled and m.to_dict()["tiles"] is True
+    test = _fft_tiling(100, 1, [150, 224])  # 25 and 64 tiles: the training images had 9 at most
+    assert configs.fft_tiles(test).min() == 25
+    err = np.abs(back.predict(test) / test["time_ms"] - 1)
+    assert np.median(err) < 0.02, np.median(err)
+
+
+def test_fft_tiles_follow_the_launches_cudnn_made():
+    import pandas as pd
+
+    from seer.data import configs
+
+    rows = pd.DataFrame(  # calls of the H100's records: (batch, c_in, h, kernel, stride, pad) -> launches
+        [
+            dict(h_in=160, w_in=160, kh=3, kw=3, stride_h=2, pad_h=0, pad_w=0, launches=36),
+            dict(h_in=320, w_in=320, kh=7, kw=7, stride_h=2, pad_h=0, pad_w=0, launches=169),
+            dict(h_in=224, w_in=224, kh=3, kw=3, stride_h=2, pad_h=1, pad_w=1, launches=64),
+            dict(h_in=160, w_in=160, kh=5, kw=5, stride_h=1, pad_h=0, pad_w=0, launches=36),
+            dict(h_in=80, w_in=80, kh=7, kw=7, stride_h=2, pad_h=0, pad_w=0, launches=9),
+            dict(h_in=20, w_in=20, kh=7, kw=7, stride_h=2, pad_h=0, pad_w=0, launches=1),
+            dict(h_in=160, w_in=160, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=5),  # 1-D, pieces of 32
+            dict(h_in=320, w_in=320, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=2),  # of 256
+            dict(h_in=7, w_in=7, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=1),
+        ]
+    ).assign(dil_h=1, dil_w=1)
+    assert (configs.fft_tiles(rows) == rows["launches"]).all()
+    tile = configs.one_tile(rows)
+    two_d = rows["kh"] > 1
+    assert (tile.loc[two_d, ["h_in", "w_in"]] == 32).all().all() and (tile.loc[two_d, "pad_h"] == 0).all()
+    assert list(tile.loc[~two_d, "w_in"]) == [32, 256, 32] and list(tile.loc[~two_d, "h_in"]) == [160, 320, 7]

@@ -362,11 +362,14 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
             np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{key} {kind}")
             assert getattr(got, kind).flags["C_CONTIGUOUS"]
         np.testing.assert_array_equal(fit.law.time(got), fit.law.time(want), err_msg=key)
-        if fit.key.per_group:  # a call looping over its groups: G calls of one group's convolution
-            frame = df.iloc[rows].reset_index(drop=True)
-            g = configs.groups(frame)
-            one = _reference_design(configs.one_group(frame), fit)
-            np.testing.assert_allclose(fit.predict(part), g * fit.law.time(one), rtol=1e-12, err_msg=key)
+        if fit.key.per_group or fit.tiled:  # G calls of one group's convolution, of one tile's
+            frame, reps = df.iloc[rows].reset_index(drop=True), np.ones(len(rows))
+            if fit.key.per_group:
+                reps, frame = configs.groups(frame), configs.one_group(frame)
+            if fit.tiled:
+                reps, frame = reps * configs.fft_tiles(frame), configs.one_tile(frame)
+            one = _reference_design(frame, fit)
+            np.testing.assert_allclose(fit.predict(part), reps * fit.law.time(one), rtol=1e-12, err_msg=key)
         else:
             np.testing.assert_array_equal(fit.predict(part), fit.law.time(want), err_msg=key)
 

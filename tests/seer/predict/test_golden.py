@@ -38,7 +38,10 @@ Then the FFT algorithm's complex GEMMs one per frequency bin of a square power-o
 a100-80gb-pcie and the L4 moved (rank entries of other algorithms with them: their order). Then
 a tree leaf's variants competing (seer.models.tree.Tree.members) and the FFT algorithm bounded by
 its complex products (seer.predict.physics.FFT_FLOPS): only FFT conv and rank entries of h100-sxm
-and a100-80gb-pcie, and the L4's FFT, FFT_TILING, rank and best entries moved."""
+and a100-80gb-pcie, and the L4's FFT, FFT_TILING, rank and best entries moved. Then FFT_TILING
+timed per tile (seer.data.configs.fft_tiles, VariantFit.tiled): conv, rank and best entries of
+h100-sxm, a100-80gb-pcie, p100-pcie and the L4 moved (other algorithms' of a100-80gb-pcie and
+p100-pcie with the drift their conv files' fits remove, which all their variants' residuals set)."""
 
 from __future__ import annotations
 
