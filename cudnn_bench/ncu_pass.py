@@ -38,7 +38,7 @@ from .options import Options
 from .plan import Budget, stable_hash
 from .runners import Call, ConvRunner, GemmRunner, Runner
 from .runtime import Driver
-from .store import read_frame, rewrite, store_files, unzip_stored, zip_stored
+from .store import plain_suites, read_frame, rewrite, store_files
 
 CHUNK = 40
 
@@ -177,6 +177,12 @@ def counters_pass(
     if not ncu:
         log("ncu (Nsight Compute) was not found, so no counters were collected; set NCU or PATH")
         return 0
+    with plain_suites(folder):  # suites committed gzipped and not collected this time are sampled too
+        return _profile(folder, opts, log, ncu, runner)
+
+
+def _profile(folder: Path, opts: Options, log: Callable[[str], None], ncu: str, runner: RunProcess) -> int:
+    """counters_pass on the plain suite files: choose, profile chunk by chunk, merge."""
     frames = {p.stem: read_frame(p) for p in store_files(folder)}
     cc, sms = _device(folder)
     try:
@@ -252,8 +258,7 @@ def merge_reports(folder: Path, log: Callable[[str], None] | None = None) -> int
     raws = sorted((folder / "ncu").glob("*.raw.csv"))
     if not raws:
         raise BenchError(f"counters: {folder / 'ncu'} holds no ncu exports (<chunk>.raw.csv)")
-    zipped = [p.with_suffix("") for p in folder.glob("*.csv.gz") if unzip_stored(p.with_suffix(""))]
-    try:
+    with plain_suites(folder):
         frames = {p.stem: read_frame(p) for p in store_files(folder)}
         cc, sms = _device(folder)
         total = 0
@@ -268,9 +273,6 @@ def merge_reports(folder: Path, log: Callable[[str], None] | None = None) -> int
             n = merge_exports(raw.read_text(), renamed, chunk, frames, folder, cc, sms, log)
             log(f"counters: {raw.name}: {n} calls merged")
             total += n
-    finally:
-        for p in zipped:
-            zip_stored(p)
     return total
 
 

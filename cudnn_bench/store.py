@@ -210,6 +210,19 @@ def suite_file(folder: Path, suite: str) -> Path | None:
     return next((p for p in (folder / f"{suite}.csv", folder / f"{suite}.csv.gz") if p.is_file()), None)
 
 
+@contextmanager
+def plain_suites(folder: Path) -> Iterator[None]:
+    """Every suite of `folder` committed gzipped decompressed for the duration (`unzip_stored`:
+    the counter pass samples, merges into and rewrites plain files), and gzipped again after,
+    whatever happens inside."""
+    zipped = [p.with_suffix("") for p in sorted(Path(folder).glob("*.csv.gz")) if unzip_stored(p.with_suffix(""))]
+    try:
+        yield
+    finally:
+        for p in zipped:
+            zip_stored(p)
+
+
 def zip_stored(path: Path) -> Path:
     """`unzip_stored`'s reverse: `<suite>.csv` gzipped (reproducibly: no time stamp in the
     header) to `<suite>.csv.gz`, atomically, and the plain file removed."""

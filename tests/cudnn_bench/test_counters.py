@@ -204,8 +204,17 @@ def _ncu_csv(kernels: list[tuple[int, str, str]], rename: bool) -> str:
     return "==PROF== Connected to process 1\n" + out.getvalue()
 
 
-def test_counters_pass_orchestration(tmp_path):
+@pytest.mark.parametrize("zipped", [False, True])
+def test_counters_pass_orchestration(tmp_path, zipped):
+    """A pass samples, profiles and merges; a suite committed gzipped (not collected in this call)
+    is sampled and merged into too, and left gzipped."""
+    import gzip
+
     folder = _records(tmp_path)
+    stored = folder / "test_set_ii.csv"
+    if zipped:
+        ST.zip_stored(stored)
+        stored = folder / "test_set_ii.csv.gz"
     seen = []
 
     def runner(cmd, **kw):
@@ -227,13 +236,16 @@ def test_counters_pass_orchestration(tmp_path):
     msgs = []
     n = N.counters_pass(folder, opts, log=msgs.append, ncu="/opt/ncu", runner=runner)
     assert n == 3 and len(seen) == 3
-    df = records.read_csv(folder / "test_set_ii.csv")
+    assert stored.is_file() and (folder / "test_set_ii.csv.gz").is_file() == zipped
+    if zipped:
+        assert gzip.decompress(stored.read_bytes()).startswith(b"source,")
+    df = records.read_csv(stored)
     with_counters = df[df["dram_read_bytes"].notna()]
     assert with_counters["call_id"].nunique() == 3 and (with_counters["dram_read_bytes"] == 32000).all()
     assert list((folder / "ncu").glob("*.raw.csv")) and list((folder / "ncu").glob("*.nvtx.csv"))
     # a rerun profiles only calls that still lack counters
     N.counters_pass(folder, opts, log=msgs.append, ncu="/opt/ncu", runner=runner)
-    df = records.read_csv(folder / "test_set_ii.csv")
+    df = records.read_csv(stored)
     assert df[df["dram_read_bytes"].notna()]["call_id"].nunique() == 6
 
 
