@@ -205,11 +205,8 @@ class Chooser:
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         if inside.any():
             members = self.tree_candidates(logcfg[inside])
-            if members.shape[1] > cand.shape[1]:  # widen, each row padded with its first
-                cand = np.column_stack([cand, np.repeat(cand[:, :1], members.shape[1] - cand.shape[1], axis=1)])
-            cand[inside] = np.column_stack(
-                [members, np.repeat(members[:, :1], cand.shape[1] - members.shape[1], axis=1)]
-            )
+            cand = _widened(cand, members.shape[1])
+            cand[inside] = _widened(members, cand.shape[1])
         return cand, inside
 
     def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
@@ -229,7 +226,7 @@ class Chooser:
         width = max(c.shape[1] for _, c in parts.values())
         out = np.empty((len(logcfg), width), dtype=self.label_idx.dtype)
         for rows, c in parts.values():
-            out[rows] = np.column_stack([c, np.repeat(c[:, :1], width - c.shape[1], axis=1)])
+            out[rows] = _widened(c, width)
         return out
 
     @property
@@ -319,6 +316,14 @@ class Chooser:
         points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
         trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
         return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees)
+
+
+def _widened(cand: np.ndarray, width: int) -> np.ndarray:
+    """Candidate label rows at least `width` wide, each padded with its first (a repeated
+    candidate changes no pick: the fastest of a row's candidates is taken)."""
+    if cand.shape[1] >= width:
+        return cand
+    return np.column_stack([cand, np.repeat(cand[:, :1], width - cand.shape[1], axis=1)])
 
 
 def _unsort(a: np.ndarray, order: np.ndarray) -> np.ndarray:

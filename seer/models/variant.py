@@ -72,9 +72,7 @@ class VariantFit:
         variant that runs once per group (key.per_group) times G times one group's convolution,
         a tiled one (`tiled`) its tiles times one tile's."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
-        if not self.key.per_group and not self.tiled:
-            return self._time(batch)
-        reps = np.ones(len(batch))
+        reps: np.ndarray | float = 1.0
         if self.key.per_group:
             reps, batch = batch.shapes["G"], batch.one_group()
         if self.tiled:
@@ -177,7 +175,7 @@ class VariantModel:
         B_max comes from the wave staircase (training error), the feature set from a
         deterministic k-fold cross-validation inside the training rows (held-out error)."""
         op, opts = self.key.op, self.options
-        reps = np.ones(len(train))
+        reps: np.ndarray | float = 1.0
         if self.key.per_group:  # each call as G calls of one group's convolution
             reps, train = groups(train), one_group(train)
         if self.tiled:  # and of one tile's

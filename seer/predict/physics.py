@@ -15,7 +15,7 @@ loose enough that no measured call is below it (tests check it on every bundled 
   1,516 FP32 FFT calls of the H100 and H200 records took at least 1.46x that at the FP32 peak.
   Without it the FFT models, trained on small calls, answered a 1x1 layer of batch 128 at 0.21
   ms, 11x faster than its complex products allow (4.15 ms measured), and were picked for it.
-  FFT_TILING's tiles are not a size of the configuration yet: no bound there.
+  FFT_TILING has no such bound yet (its tiles' products were not checked against the records).
 - Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
   that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
   bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
@@ -49,9 +49,11 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
     algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
     flop, fft, moved = bounds(df, op, gpu)
-    if op in CONV_OPS:
-        flop = np.where(np.isin(algos, DIRECT_ALGOS[op]), flop, np.where(algos == FFT, fft, 0.0))
-    return np.maximum(flop, moved)
+    out = np.empty(len(df))
+    for a in pd.unique(algos):
+        rows = algos == a
+        out[rows] = np.maximum(_flop_bound(op, a, flop, fft), moved)[rows]
+    return out
 
 
 def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
@@ -59,11 +61,16 @@ def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str
     flop, fft, moved = bounds(df, op, gpu)
     out = np.empty((len(df), len(algos)))
     for j, a in enumerate(algos):
-        if op not in CONV_OPS or a in DIRECT_ALGOS[op]:
-            out[:, j] = np.maximum(flop, moved)
-        else:
-            out[:, j] = np.maximum(fft, moved) if a == FFT else moved
+        out[:, j] = np.maximum(_flop_bound(op, a, flop, fft), moved)
     return out
+
+
+def _flop_bound(op: str, algo: str, flop: np.ndarray, fft: np.ndarray) -> np.ndarray | float:
+    """The FLOP bound (`bounds`' first two) that holds for `algo`: the direct method's for GEMMs
+    and DIRECT_ALGOS, the complex products' for the forward FFT, none for the rest."""
+    if op not in CONV_OPS or algo in DIRECT_ALGOS[op]:
+        return flop
+    return fft if op == "conv_fwd" and algo == FFT else 0.0
 
 
 def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
