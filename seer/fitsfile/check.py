@@ -377,6 +377,8 @@ def _knn_labels(c: _Doc, ch: dict, w: str, dims: int) -> list:
         c.fail(_at(w, "labels"), "a non-empty list of labels", labels)
     n = _points(c, c.get(ch, "points", w, "encoded points"), _at(w, "points"), dims)
     c.nums(c.get(ch, "label_idx", w, f"a list of {n} numbers"), _at(w, "label_idx"), n, 0, len(labels) - 1, whole=True)
+    if "voters" in ch:  # how many leading points propose their variants (Chooser.voters)
+        c.num(ch["voters"], _at(w, "voters"), 1, n, whole=True)
     return labels
 
 

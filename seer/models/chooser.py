@@ -25,7 +25,6 @@ from scipy.spatial import cKDTree
 from seer.data import configs
 from seer.data.records import CONV_OPS
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
-from seer.models.support import shape_keys
 from seer.models.tree import Tree, fit_tree
 
 CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
@@ -124,7 +123,15 @@ class Chooser:
     label_idx: np.ndarray  # index into labels per point
     candidates: int | None = None  # nearest training configs whose variants compete (None: CANDIDATES)
     trees: dict[bool, Tree] = field(default_factory=dict)  # the tree rule: a tree per kind (grouped or not)
+    # how many of the points, the leading ones, propose their variants to the nearest rule
+    # (knn.condense: label boundaries and every INTERIOR_KEEP-th other point); None: all. Every
+    # point measures the trust distance: measured on the condensed points alone, a config amid
+    # one variant's training rows lay beyond trust and took the variants of a far boundary (the
+    # H100's FFT Test-set-I row 128 x 64 -> 1024 on 10 x 10, 9 x 9: 1.12 from a training config,
+    # 2.87 from a kept one, given a variant predicted 16x its time; FFT's RMSPE 145.7% -> 38.3%)
+    voters: int | None = None
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
+    _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
     # of_kind's choosers: not carried by dataclasses.replace, so a copy with other candidates builds its own
     _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -155,17 +162,34 @@ class Chooser:
         looked up in that order, each on its own, and answered in theirs."""
         tree = self._index()
         assert self._space is not None
-        k = min(k, len(self.points))
         q = self._space.project(logcfg if order is None else logcfg[order])
-        dist, idx = tree.query(q, k=k, workers=query_workers(len(q)))
+        workers = query_workers(len(q))
+        if self.voters is None:
+            k = min(k, len(self.points))
+            dist, idx = tree.query(q, k=k, workers=workers)
+            labels = self.label_idx
+        else:  # the distance to every point, the variants of the voters'
+            dist, _ = tree.query(q, k=1, workers=workers)
+            k = min(k, self.voters)
+            _, idx = self._voter_index().query(q, k=k, workers=workers)
+            labels = self.label_idx[: self.voters]
+            dist = dist[:, None] if k > 1 else dist
         if order is not None:
             dist, idx = _unsort(dist, order), _unsort(idx, order)
-        nearest = dist if k == 1 else dist[:, 0]
+        nearest = dist if dist.ndim == 1 else dist[:, 0]
         if self._space.offsets:  # the share of the sizes outside the tree
             nearest = self._with_offset(nearest, logcfg)
-        if k == 1:
-            return nearest, self.label_idx[idx][:, None]
-        return nearest, self.label_idx[idx]
+        return nearest, (labels[idx][:, None] if k == 1 else labels[idx])
+
+    def _voter_index(self) -> cKDTree:
+        """The k-d tree of the voters, in the coordinates of `_index` (a config's offset is the
+        same to every point, so the voters rank as in the full space)."""
+        if self._voter_tree is None:
+            assert self._space is not None and self.voters is not None
+            self._voter_tree = cKDTree(
+                self._space.project(self.points[: self.voters]), leafsize=32, balanced_tree=False, compact_nodes=False
+            )
+        return self._voter_tree
 
     def _with_offset(self, dist: np.ndarray, logcfg: np.ndarray) -> np.ndarray:
         """sqrt(dist**2 + the squared distance in the sizes left out of the tree (Space.offset)),
@@ -279,8 +303,11 @@ class Chooser:
         if key not in self._kinds:
             keep = kind_of(self.points, self.op) == grouped
             trees = {grouped: self.trees[grouped]} if grouped in self.trees else {}
+            voters = None if self.voters is None else int(keep[: self.voters].sum())  # still the leading ones
+            if voters == 0:  # no voter of this kind: its points vote
+                voters = None
             self._kinds[key] = Chooser(
-                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates, trees
+                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates, trees, voters
             )
         return self._kinds[key]
 
@@ -301,6 +328,7 @@ class Chooser:
             "labels": self.labels,
             "points": encode(self.points),
             "label_idx": self.label_idx.tolist(),
+            **({"voters": self.voters} if self.voters is not None else {}),
             **({"candidates": self.candidates} if self.candidates is not None else {}),
             **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
         }
@@ -315,7 +343,8 @@ class Chooser:
     def from_dict(cls, d: dict) -> Chooser:
         points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
         trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
-        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees)
+        voters = int(d["voters"]) if "voters" in d else None
+        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters)
 
 
 def _widened(cand: np.ndarray, width: int) -> np.ndarray:
@@ -350,14 +379,15 @@ def fit_chooser(
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
     pts = points_of(train, op)
-    keep = condense(pts, idx)
-    if op in CONV_OPS:  # every filter shape the algorithm ran stays (Support reads them off these points)
-        keep = np.union1d(keep, np.unique(shape_keys(pts), return_index=True)[1])
     trees = {}
     if tree_leaf is not None:
         kinds = kind_of(pts, op)
         trees = {bool(g): fit_tree(pts[kinds == g], idx[kinds == g], tree_leaf, products) for g in np.unique(kinds)}
-    return Chooser(op, algo, labels, pts[keep], idx[keep], candidates, trees)
+    voters = condense(pts, idx)
+    if len(voters) == len(pts):
+        return Chooser(op, algo, labels, pts, idx, candidates, trees)
+    order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
+    return Chooser(op, algo, labels, pts[order], idx[order], candidates, trees, len(voters))
 
 
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it

@@ -135,6 +135,14 @@ def _label_idx_out_of_range(doc, key, ch, w):
     return f"{w}.label_idx[0] must be a whole number in [0, {len(ch['labels']) - 1}]"
 
 
+def _voters(voters, expected):
+    def mutate_one(doc, key, ch, w):
+        ch["voters"] = voters
+        return f"{w}.voters{expected}"
+
+    return mutate_one
+
+
 def _points_garbage(doc, key, ch, w):
     ch["points"]["f4"] = "@@@@"
     return f"{w}.points.f4 must be base64 float32 data of shape"
@@ -242,6 +250,8 @@ BAD = {
     "chooser label": (_chooser(_label_not_a_variant), "no_such_kernel"),
     "chooser label_idx": (_chooser(_label_idx_out_of_range), "got"),
     "chooser points": (_chooser(_points_garbage), "does not decode"),
+    "chooser voters none": (_chooser(_voters(0, " must be a whole number in [1, ")), "got 0"),
+    "chooser voters beyond": (_chooser(_voters(10**9, " must be a whole number in [1, ")), "got 1000000000"),
     "chooser key": (_chooser(_rekeyed), "(its op:algo)"),
     "geometry expr": (_geometry("expr", "Z", "one of"), 'got "Z"'),
     "geometry div": (_geometry("div", 0, "a whole number >= 1"), "got 0"),

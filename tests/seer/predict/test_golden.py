@@ -41,7 +41,11 @@ its complex products (seer.predict.physics.FFT_FLOPS): only FFT conv and rank en
 and a100-80gb-pcie, and the L4's FFT, FFT_TILING, rank and best entries moved. Then FFT_TILING
 timed per tile (seer.data.configs.fft_tiles, VariantFit.tiled): conv, rank and best entries of
 h100-sxm, a100-80gb-pcie, p100-pcie and the L4 moved (other algorithms' of a100-80gb-pcie and
-p100-pcie with the drift their conv files' fits remove, which all their variants' residuals set)."""
+p100-pcie with the drift their conv files' fits remove, which all their variants' residuals set).
+Then every training configuration measuring a chooser's trust distance, the condensed points
+only proposing variants (seer.models.chooser.Chooser.voters): only rank entries (inside and
+order) and best entries of a100-80gb-pcie, h100-sxm, p100-pcie, p4, t4, v100-pcie and the L4
+moved; no time."""
 
 from __future__ import annotations
 
