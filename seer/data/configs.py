@@ -620,13 +620,16 @@ def one_group(df: pd.DataFrame) -> pd.DataFrame:
 
 # cuDNN's FFT_TILING cuts an image into tiles of 32 x 32 (its kernels: fft2d_r2c_32x32, a complex
 # GEMM over 32 x 17 = 544 bins, fft2d_c2r_32x32) and launches its input transform, GEMM and
-# inverse once per tile: on the records' ungrouped calls with filters beyond 1x1 the most launched
-# kernel ran fft_tiles times on 99.4% of the H100's 842 and 98.3% of the H200's 481. A 1x1 filter
-# runs 1-D transforms along the width instead, in pieces of 32 (fft1d_r2c_32), of 256 beyond
-# that width (fft1d_r2c_256): launches as fft_tiles on 97.2% of the H100's 215 such calls and
-# 98.4% of the H200's 319.
+# inverse once per tile: on the records' ungrouped calls with filters of two dimensions the most
+# launched kernel ran fft_tiles times on all of the H100's 825 and the H200's 451. A filter of one
+# row or column (1x1, 1x7, 7x1) runs 1-D transforms instead, along its long axis (the width for
+# 1x1), in pieces of 32 (fft1d_r2c_32, a GEMM over 17 bins), of 256 where more than five of 32
+# would be needed (fft1d_r2c_256): launches as fft_tiles on 99.0% of the H100's 208 1x1 calls and
+# of the H200's 312, on 18 of its 18 and 38 of its 40 1xk and kx1 calls (before, 2-D tiles for
+# those gave 66.7% and 70.0%, and pieces of 256 only beyond a width of 256 97.1% and 98.4% of 1x1).
 FFT_TILE = 32.0
 FFT_TILE_1D = (32.0, 256.0)
+FFT_PIECES_SHORT = 5  # the most short pieces a 1-D transform is cut into; beyond, long ones
 
 
 def _axis_tiles(size: np.ndarray, pad: np.ndarray, k: np.ndarray, dil: np.ndarray) -> np.ndarray:
@@ -637,40 +640,76 @@ def _axis_tiles(size: np.ndarray, pad: np.ndarray, k: np.ndarray, dil: np.ndarra
     return np.maximum(np.ceil((size + 2 * pad - extent + 1) / per), 1)
 
 
-def _pointwise(df: pd.DataFrame) -> np.ndarray:
-    """Whether each convolution row has a 1x1 filter (FFT_TILING's 1-D transforms)."""
-    return (col(df, "kh") == 1) & (col(df, "kw") == 1)
+def _one_d(df: pd.DataFrame) -> np.ndarray:
+    """Whether each convolution row has a filter of one row or one column (1x1, 1xk, kx1):
+    FFT_TILING transforms it in 1-D pieces (`_transform_axis`)."""
+    return (col(df, "kh") == 1) | (col(df, "kw") == 1)
 
 
-def _piece(width: np.ndarray) -> np.ndarray:
-    """The 1-D transform's length for padded rows of this width (FFT_TILE_1D)."""
+def _along_h(df: pd.DataFrame) -> np.ndarray:
+    """Whether a 1-D transform runs down the height (a k x 1 filter, k > 1), not along the width."""
+    return (col(df, "kw") == 1) & (col(df, "kh") > 1)
+
+
+def _transform_axis(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(padded length, dilated filter extent) along each row's 1-D transform axis."""
+    h = _along_h(df)
+    pad = np.where(h, np.nan_to_num(col(df, "pad_h")), np.nan_to_num(col(df, "pad_w")))
+    size = np.where(h, col(df, "h_in"), col(df, "w_in")) + 2 * pad
+    k = np.where(h, col(df, "kh"), col(df, "kw"))
+    dil = np.nan_to_num(np.where(h, col(df, "dil_h"), col(df, "dil_w")), nan=1.0)
+    return size, dil * (k - 1) + 1
+
+
+def _piece(size: np.ndarray, extent: np.ndarray) -> np.ndarray:
+    """The 1-D transform's length (FFT_TILE_1D): the long one where more than
+    FFT_PIECES_SHORT short pieces would be needed."""
     short, long = FFT_TILE_1D
-    return np.where(width > long, long, short)
+    many = _pieces(size, extent, short) > FFT_PIECES_SHORT
+    return np.where(many, long, short)
+
+
+def _pieces(size: np.ndarray, extent: np.ndarray, piece: np.ndarray | float) -> np.ndarray:
+    """Pieces of `piece` inputs (piece - extent + 1 outputs each) that cover a padded length."""
+    return np.maximum(np.ceil((size - extent + 1) / np.maximum(piece - extent + 1, 1)), 1)
 
 
 def fft_tiles(df: pd.DataFrame) -> np.ndarray:
     """The FFT_TILING tiles of each convolution row: how many times a call launches its
-    per-tile kernels (FFT_TILE; pieces of a row for 1x1 filters, FFT_TILE_1D)."""
+    per-tile kernels (FFT_TILE; pieces along one axis for 1-D filters, FFT_TILE_1D)."""
     pad_h, pad_w = np.nan_to_num(col(df, "pad_h")), np.nan_to_num(col(df, "pad_w"))
     dil_h, dil_w = np.nan_to_num(col(df, "dil_h"), nan=1.0), np.nan_to_num(col(df, "dil_w"), nan=1.0)
     th = _axis_tiles(col(df, "h_in"), pad_h, col(df, "kh"), dil_h)
     tw = _axis_tiles(col(df, "w_in"), pad_w, col(df, "kw"), dil_w)
-    width = col(df, "w_in") + 2 * pad_w
-    return np.where(_pointwise(df), np.ceil(width / _piece(width)), th * tw)
+    size, extent = _transform_axis(df)
+    return np.where(_one_d(df), _pieces(size, extent, _piece(size, extent)), th * tw)
+
+
+def fft_tiling_bins(df: pd.DataFrame) -> np.ndarray:
+    """The frequency bins FFT_TILING multiplies per image and channel pair of each convolution
+    row: 32 x 17 a tile, and for 1-D filters (piece / 2 + 1) a piece of each line along the
+    transform axis, counted with whichever piece length gives fewer (a bound must hold where
+    `_piece` guesses cuDNN's choice wrong)."""
+    size, extent = _transform_axis(df)
+    short, long = FFT_TILE_1D
+    per_line = np.minimum(_pieces(size, extent, short) * (short / 2 + 1), _pieces(size, extent, long) * (long / 2 + 1))
+    lines = np.where(_along_h(df), col(df, "w_in"), col(df, "h_in"))
+    two_d = fft_tiles(df) * FFT_TILE * (FFT_TILE / 2 + 1)
+    return np.where(_one_d(df), per_line * lines, two_d)
 
 
 def one_tile(df: pd.DataFrame) -> pd.DataFrame:
     """Convolution rows as the convolution of one FFT_TILING tile: a FFT_TILE x FFT_TILE input
-    without padding (a small image is transformed on a whole tile too); for 1x1 filters, every
-    row of the image on one piece's width."""
-    pointwise = _pointwise(df)
-    pad_w = np.nan_to_num(col(df, "pad_w"))
-    piece = _piece(col(df, "w_in") + 2 * pad_w)
+    without padding (a small image is transformed on a whole tile too); for 1-D filters, every
+    line of the image on one piece along the transform axis, unpadded there."""
+    pieces, down = _one_d(df), _along_h(df)
+    piece = _piece(*_transform_axis(df))
+    across = pieces & ~down
     return df.assign(
-        h_in=np.where(pointwise, col(df, "h_in"), FFT_TILE),
-        w_in=np.where(pointwise, piece, FFT_TILE),
-        pad_h=np.where(pointwise, np.nan_to_num(col(df, "pad_h")), 0.0),
-        pad_w=0.0,
+        h_in=np.where(down, piece, np.where(pieces, col(df, "h_in"), FFT_TILE)),
+        w_in=np.where(across, piece, np.where(pieces, col(df, "w_in"), FFT_TILE)),
+        pad_h=np.where(across, np.nan_to_num(col(df, "pad_h")), 0.0),
+        pad_w=np.where(down, np.nan_to_num(col(df, "pad_w")), 0.0),
     )
 
 

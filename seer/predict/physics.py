@@ -15,7 +15,11 @@ loose enough that no measured call is below it (tests check it on every bundled 
   1,516 FP32 FFT calls of the H100 and H200 records took at least 1.46x that at the FP32 peak.
   Without it the FFT models, trained on small calls, answered a 1x1 layer of batch 128 at 0.21
   ms, 11x faster than its complex products allow (4.15 ms measured), and were picked for it.
-  FFT_TILING has no such bound yet (its tiles' products were not checked against the records).
+  FFT_TILING multiplies the bins of its tiles the same way (configs.fft_tiling_bins: 32 x 17 a
+  tile; for filters of one row or column, the 1-D pieces of every line); its 2,805 FP32 calls
+  on the two GPUs took at least 1.32x that (1-D filters at batch 128 and 256). Without it the H100's
+  FFT_TILING models answered ResNet-50's layer3.0.conv1 at batch 128 (512 -> 256 channels 1x1
+  on 28x28) at 0.45 ms, below the 0.96 ms its products take (1.56 ms measured).
 - Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
   that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
   bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
@@ -28,12 +32,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import shapes, traffic
+from seer.data.configs import fft_tiling_bins, shapes, traffic
 from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
-FFT = "FFT"  # the forward algorithm bounded by its complex products (FFT_FLOPS per bin, image and channel pair)
+FFT = "FFT"  # the forward algorithms bounded by their complex products (FFT_FLOPS per bin, image and channel pair)
+FFT_TILING = "FFT_TILING"
 FFT_FLOPS = 8.0  # a complex multiply-add: four real multiplies, four adds
 
 # convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
@@ -48,38 +53,38 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     """The least time in ms each row of a checked frame of `op` can take on `gpu` (0 where
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
     algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
-    flop, fft, moved = bounds(df, op, gpu)
+    flop, products, moved = bounds(df, op, gpu)
     out = np.empty(len(df))
     for a in pd.unique(algos):
         rows = algos == a
-        out[rows] = np.maximum(_flop_bound(op, a, flop, fft), moved)[rows]
+        out[rows] = np.maximum(_flop_bound(op, a, flop, products), moved)[rows]
     return out
 
 
 def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
     """floor_ms of every row with each of `algos` (configs x algorithms), the sizes computed once."""
-    flop, fft, moved = bounds(df, op, gpu)
+    flop, products, moved = bounds(df, op, gpu)
     out = np.empty((len(df), len(algos)))
     for j, a in enumerate(algos):
-        out[:, j] = np.maximum(_flop_bound(op, a, flop, fft), moved)
+        out[:, j] = np.maximum(_flop_bound(op, a, flop, products), moved)
     return out
 
 
-def _flop_bound(op: str, algo: str, flop: np.ndarray, fft: np.ndarray) -> np.ndarray | float:
+def _flop_bound(op: str, algo: str, flop: np.ndarray, products: dict[str, np.ndarray]) -> np.ndarray | float:
     """The FLOP bound (`bounds`' first two) that holds for `algo`: the direct method's for GEMMs
-    and DIRECT_ALGOS, the complex products' for the forward FFT, none for the rest."""
+    and DIRECT_ALGOS, the complex products' for the forward FFTs, none for the rest."""
     if op not in CONV_OPS or algo in DIRECT_ALGOS[op]:
         return flop
-    return fft if op == "conv_fwd" and algo == FFT else 0.0
+    return products.get(algo, 0.0) if op == "conv_fwd" else 0.0
 
 
-def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the FFT
-    algorithm's complex products (forward convolutions; zeros for other ops), ms at the DRAM
-    bandwidth for the traffic beyond the L2) of each row; zeros for ops other than GEMMs and
-    convolutions."""
+def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for each FFT
+    algorithm's complex products by algorithm (forward convolutions; none for other ops), ms at
+    the DRAM bandwidth for the traffic beyond the L2) of each row; zeros for ops other than
+    GEMMs and convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
-        return np.zeros(len(df)), np.zeros(len(df)), np.zeros(len(df))
+        return np.zeros(len(df)), {}, np.zeros(len(df))
     s = shapes(df.assign(op=op))
     t = traffic(df.assign(op=op), s)
     dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(len(df), "", dtype=object)
@@ -87,12 +92,15 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, np.ndar
     if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
         fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
-    fft = np.zeros(len(df))
-    if op == "conv_fwd":
-        fft = np.where(fp32, 1e3 * FFT_FLOPS * s["FB"] * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0)
+    products = {}
+    if op == "conv_fwd":  # per bin, image and channel pair of a group
+        for algo, bins in ((FFT, s["FB"]), (FFT_TILING, fft_tiling_bins(df))):
+            products[algo] = np.where(
+                fp32, 1e3 * FFT_FLOPS * bins * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0
+            )
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))
         whole = s["N"] * s["C"] * s["H"] * s["W"]
         moved = moved - el * (whole - np.minimum(whole, s["NPQ"] * s["C"] * s["R"] * s["S"]))
-    return flop, fft, 1e3 * np.maximum(moved - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s
+    return flop, products, 1e3 * np.maximum(moved - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s

@@ -240,10 +240,22 @@ def test_fft_tiles_follow_the_launches_cudnn_made():
             dict(h_in=160, w_in=160, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=5),  # 1-D, pieces of 32
             dict(h_in=320, w_in=320, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=2),  # of 256
             dict(h_in=7, w_in=7, kh=1, kw=1, stride_h=1, pad_h=0, pad_w=0, launches=1),
+            # 1-D too where one side of the filter is 1, down the height for 7x1: pieces of 32 (26
+            # outputs each), of 256 where more than five of 32 would be needed
+            dict(h_in=40, w_in=40, kh=7, kw=1, stride_h=1, pad_h=3, pad_w=0, launches=2),
+            dict(h_in=192, w_in=192, kh=7, kw=1, stride_h=1, pad_h=3, pad_w=0, launches=1),
+            dict(h_in=320, w_in=400, kh=7, kw=1, stride_h=1, pad_h=3, pad_w=0, launches=2),
+            dict(h_in=17, w_in=17, kh=1, kw=7, stride_h=1, pad_h=0, pad_w=3, launches=1),
         ]
     ).assign(dil_h=1, dil_w=1)
     assert (configs.fft_tiles(rows) == rows["launches"]).all()
     tile = configs.one_tile(rows)
-    two_d = rows["kh"] > 1
+    two_d = (rows["kh"] > 1) & (rows["kw"] > 1)
+    pointwise = (rows["kh"] == 1) & (rows["kw"] == 1)
     assert (tile.loc[two_d, ["h_in", "w_in"]] == 32).all().all() and (tile.loc[two_d, "pad_h"] == 0).all()
-    assert list(tile.loc[~two_d, "w_in"]) == [32, 256, 32] and list(tile.loc[~two_d, "h_in"]) == [160, 320, 7]
+    assert list(tile.loc[pointwise, "w_in"]) == [32, 256, 32] and list(tile.loc[pointwise, "h_in"]) == [160, 320, 7]
+    down = (rows["kw"] == 1) & (rows["kh"] > 1)  # a piece of the height, every column
+    assert list(tile.loc[down, "h_in"]) == [32, 256, 256] and list(tile.loc[down, "w_in"]) == [40, 192, 400]
+    assert (tile.loc[down, "pad_h"] == 0).all()
+    across = tile.iloc[-1]
+    assert (across["h_in"], across["w_in"], across["pad_h"], across["pad_w"]) == (17, 32, 0, 0)

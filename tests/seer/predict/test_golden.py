@@ -45,7 +45,10 @@ p100-pcie with the drift their conv files' fits remove, which all their variants
 Then every training configuration measuring a chooser's trust distance, the condensed points
 only proposing variants (seer.models.chooser.Chooser.voters): only rank entries (inside and
 order) and best entries of a100-80gb-pcie, h100-sxm, p100-pcie, p4, t4, v100-pcie and the L4
-moved; no time."""
+moved; no time. Then FFT_TILING's 1-D pieces for every filter of one row or column and its
+complex products bounding it (seer.data.configs.fft_tiling_bins, seer.predict.physics): only
+FFT_TILING conv, rank and best entries of a100-80gb-pcie, h100-sxm, p100-pcie and the L4 moved
+(rank entries of other algorithms with them: their order)."""
 
 from __future__ import annotations
 
