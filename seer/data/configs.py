@@ -308,8 +308,11 @@ def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.n
         return {"gm": s["T2"], "gn": s["K"], "gk": s["C"] * 4.0, "gbatch": one}
     if algo == "FFT":  # one complex GEMM per frequency bin
         return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": s["FB"]}
-    if algo == "FFT_TILING":
-        return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": one}
+    if algo == "FFT_TILING":  # one tile's GEMM per bin: over images, or over the lines of a 1-D piece
+        pieces, down = (s["R"] == 1) | (s["S"] == 1), (s["S"] == 1) & (s["R"] > 1)
+        lines, length = np.where(down, s["W"], s["H"]), np.where(down, s["H"], s["W"])
+        bins = np.where(pieces, np.floor(length / 2) + 1, FFT_TILE * (FFT_TILE / 2 + 1))
+        return {"gm": np.where(pieces, s["N"] * lines, s["N"]), "gn": s["K"], "gk": s["C"], "gbatch": bins}
     return {"gm": s["NPQ"], "gn": s["K"], "gk": s["CRS"], "gbatch": one}
 
 
@@ -640,7 +643,7 @@ def _axis_tiles(size: np.ndarray, pad: np.ndarray, k: np.ndarray, dil: np.ndarra
     return np.maximum(np.ceil((size + 2 * pad - extent + 1) / per), 1)
 
 
-def _one_d(df: pd.DataFrame) -> np.ndarray:
+def one_d_filters(df: pd.DataFrame) -> np.ndarray:
     """Whether each convolution row has a filter of one row or one column (1x1, 1xk, kx1):
     FFT_TILING transforms it in 1-D pieces (`_transform_axis`)."""
     return (col(df, "kh") == 1) | (col(df, "kw") == 1)
@@ -682,7 +685,7 @@ def fft_tiles(df: pd.DataFrame) -> np.ndarray:
     th = _axis_tiles(col(df, "h_in"), pad_h, col(df, "kh"), dil_h)
     tw = _axis_tiles(col(df, "w_in"), pad_w, col(df, "kw"), dil_w)
     size, extent = _transform_axis(df)
-    return np.where(_one_d(df), _pieces(size, extent, _piece(size, extent)), th * tw)
+    return np.where(one_d_filters(df), _pieces(size, extent, _piece(size, extent)), th * tw)
 
 
 def fft_tiling_bins(df: pd.DataFrame) -> np.ndarray:
@@ -695,14 +698,14 @@ def fft_tiling_bins(df: pd.DataFrame) -> np.ndarray:
     per_line = np.minimum(_pieces(size, extent, short) * (short / 2 + 1), _pieces(size, extent, long) * (long / 2 + 1))
     lines = np.where(_along_h(df), col(df, "w_in"), col(df, "h_in"))
     two_d = fft_tiles(df) * FFT_TILE * (FFT_TILE / 2 + 1)
-    return np.where(_one_d(df), per_line * lines, two_d)
+    return np.where(one_d_filters(df), per_line * lines, two_d)
 
 
 def one_tile(df: pd.DataFrame) -> pd.DataFrame:
     """Convolution rows as the convolution of one FFT_TILING tile: a FFT_TILE x FFT_TILE input
     without padding (a small image is transformed on a whole tile too); for 1-D filters, every
     line of the image on one piece along the transform axis, unpadded there."""
-    pieces, down = _one_d(df), _along_h(df)
+    pieces, down = one_d_filters(df), _along_h(df)
     piece = _piece(*_transform_axis(df))
     across = pieces & ~down
     return df.assign(

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.data import paths, records, variants
+from seer.data import configs, paths, records, variants
 from seer.data.configs import groups
 from seer.data.keys import family_column, key_column
 from seer.data.records import VARIANT_OPS
@@ -98,9 +98,27 @@ def prepare(rec: pd.DataFrame) -> pd.DataFrame:
     ]
     rec = rec.sort_values(order, kind="mergesort").reset_index(drop=True)
     rec = variants.annotate(rec)
+    rec["variant"] = one_d_variants(rec)
     rec["key"] = key_column(rec)
     rec["split"] = split(rec)
     return rec
+
+
+ONE_D = "_1d"  # the ending of an FFT_TILING variant's label where its calls transform in 1-D pieces
+
+
+def one_d_variants(rec: pd.DataFrame) -> pd.Series:
+    """Each row's variant label, FFT_TILING's calls of 1-D filters (1x1, 1xk, kx1) marked ONE_D.
+    They run their complex GEMM per bin over the lines of 1-D pieces (grid ceil(K / tile) x
+    ceil(N x lines / tile) x 17 or 129 bins) where 2-D calls run it over images (ceil(N / tile)
+    x ceil(K / tile) x 544), under the same kernel names: as one variant, its grid followed no
+    rule (the nearest configuration's matched 43-92% of the H200's rows on an axis)."""
+    label = rec["variant"]
+    if rec.empty or not {"algo", "kh", "kw"} <= set(rec.columns):
+        return label
+    one_d = rec["op"].eq("conv_fwd") & rec["algo"].eq("FFT_TILING") & configs.one_d_filters(rec)
+    one_d &= ~label.astype(str).str.startswith("fft1d")  # already named for its 1-D transform
+    return label.where(~one_d, label.astype(str) + ONE_D)
 
 
 def call_rows(rec: pd.DataFrame) -> pd.Series:

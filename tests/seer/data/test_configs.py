@@ -34,3 +34,31 @@ def test_the_fft_bins_are_the_complex_gemms_grid_on_the_h100():
     gemm = rec[(rec["algo"] == "FFT") & (rec["status"] == "ok") & rec["kernel"].fillna("").str.contains("gemm_cf32")]
     bins = configs.shapes(gemm)["FB"]
     assert len(gemm) > 100 and np.mean(bins == gemm["grid_z"].to_numpy(dtype=float)) > 0.9
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_fft_tilings_gemm_runs_over_images_or_the_lines_of_1d_pieces(gpu):
+    """One tile's complex GEMM per bin (configs.gemm_view of one_tile): over the images of a 2-D
+    tile (N x K, 544 bins), over every line of a 1-D piece for filters of one row or column (N x
+    lines x K, 17 or 129 bins), its tiles swapped between the grid's axes."""
+    if not (REPO / "data" / gpu).is_dir():
+        pytest.skip(f"the {gpu}'s records are not here")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = records.load(REPO / "data" / gpu)
+    gemm = rec[
+        (rec["op"] == "conv_fwd")
+        & (rec["algo"] == "FFT_TILING")
+        & (rec["status"] == "ok")
+        & rec["kernel"].fillna("").str.contains("gemm_cf32")
+        & (pd.to_numeric(rec["groups"]) == 1)
+    ]
+    unit = configs.one_tile(gemm)
+    view = configs.gemm_view(unit)
+    tiles = gemm["kernel"].str.extract(r"tilesize(\d+)x(\d+)").astype(float).to_numpy()
+    one_d = ((unit["kh"] == 1) | (unit["kw"] == 1)).to_numpy()
+    first, second = np.where(one_d, view["gn"], view["gm"]), np.where(one_d, view["gm"], view["gn"])
+    blocks = np.ceil(first / tiles[:, 0]) * np.ceil(second / tiles[:, 1]) * view["gbatch"]
+    grid = gemm[["grid_x", "grid_y", "grid_z"]].to_numpy(dtype=float).prod(axis=1)
+    assert len(gemm) > 300 and one_d.sum() > 100
+    assert np.mean(blocks[one_d] == grid[one_d]) > 0.98 and np.mean(blocks[~one_d] == grid[~one_d]) > 0.98

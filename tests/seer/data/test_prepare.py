@@ -96,3 +96,29 @@ def test_a_grouped_call_that_launches_its_kernel_once_per_group_is_keyed_per_gro
     kept = rec[keying].assign(group_loop=flag[keying], variant="v")
     keys = [VariantKey.parse(k) for k in key_column(kept)]
     assert [k.per_group for k in keys] == [True, False, True, False] and {k.variant for k in keys} == {"v"}
+
+
+def test_fft_tilings_calls_of_one_dimensional_filters_are_variants_of_their_own():
+    import numpy as np
+    import pandas as pd
+
+    gemm = "sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize64x64x8_stage3_warpsize2x2x1_ffma"
+    rows = pd.DataFrame(
+        {
+            "op": ["conv_fwd"] * 5 + ["gemm"],
+            "algo": ["FFT_TILING"] * 4 + ["IMPLICIT_GEMM", "lt:1"],
+            "kh": [3, 1, 7, 1, 1, np.nan],
+            "kw": [3, 1, 1, 1, 1, np.nan],
+            "variant": ["xmma_gemm_64x64x8_s3_nt"] * 3 + ["fft1d_r2c_32", "implicit", "sgemm"],
+            "kernel": [gemm] * 3 + ["fft1d_r2c_32", "implicit", "sgemm"],
+        }
+    )
+    got = list(prepare.one_d_variants(rows))
+    assert got == [
+        "xmma_gemm_64x64x8_s3_nt",  # 2-D tiles
+        "xmma_gemm_64x64x8_s3_nt_1d",  # 1x1: pieces of the width
+        "xmma_gemm_64x64x8_s3_nt_1d",  # 7x1: pieces of the height
+        "fft1d_r2c_32",  # already named for its 1-D transform
+        "implicit",
+        "sgemm",
+    ]

@@ -265,11 +265,17 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             NKPQ=N * P * Q * K,
         )
         view = {"WINOGRAD_NONFUSED": (s["T4"], K, C), "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
-        view.update(FFT=(N, K, C), FFT_TILING=(N, K, C))
+        # FFT_TILING's tile: its images, or every line of a 1-D piece (down the height for k x 1)
+        pieces, down = (R == 1) | (S == 1), (S == 1) & (R > 1)
+        lines, length = np.where(down, c["w_in"], c["h_in"]), np.where(down, c["h_in"], c["w_in"])
+        view.update(FFT=(N, K, C), FFT_TILING=(np.where(pieces, N * lines, N), K, C))
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
         s["FB"] = s["F"] * (s["F"] / 2 + 1)
-        # Winograd non-fused: 36 GEMMs; FFT: one complex GEMM per frequency bin
-        gbatch = {"WINOGRAD_NONFUSED": np.full(len(df), 36.0), "FFT": s["FB"]}.get(algo, np.ones(len(df)))
+        # Winograd non-fused: 36 GEMMs; FFT: one complex GEMM per frequency bin, FFT_TILING per tile's bin
+        tile_bins = np.where(pieces, np.floor(length / 2) + 1, 32 * 17)
+        gbatch = {"WINOGRAD_NONFUSED": np.full(len(df), 36.0), "FFT": s["FB"], "FFT_TILING": tile_bins}.get(
+            algo, np.ones(len(df))
+        )
         s.update(gm=gm, gn=gn, gk=gk, gbatch=gbatch)
         cols = [
             N,

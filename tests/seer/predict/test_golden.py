@@ -48,7 +48,10 @@ order) and best entries of a100-80gb-pcie, h100-sxm, p100-pcie, p4, t4, v100-pci
 moved; no time. Then FFT_TILING's 1-D pieces for every filter of one row or column and its
 complex products bounding it (seer.data.configs.fft_tiling_bins, seer.predict.physics): only
 FFT_TILING conv, rank and best entries of a100-80gb-pcie, h100-sxm, p100-pcie and the L4 moved
-(rank entries of other algorithms with them: their order)."""
+(rank entries of other algorithms with them: their order). Then FFT_TILING's calls of 1-D
+filters keyed apart (seer.data.prepare.one_d_variants) with their GEMM over the lines of a
+piece (configs' gemm view): only FFT_TILING conv, rank and best entries of h100-sxm and the L4
+moved (rank entries of other algorithms with them)."""
 
 from __future__ import annotations
 
