@@ -29,6 +29,8 @@ loose enough that no measured call is below it (tests check it on every bundled 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 
@@ -53,9 +55,10 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     """The least time in ms each row of a checked frame of `op` can take on `gpu` (0 where
     nothing bounds it: memory-bound and embedding ops have their own roofline)."""
     algos = df["algo"].to_numpy(dtype=object) if "algo" in df else np.full(len(df), "", dtype=object)
-    flop, products, moved = bounds(df, op, gpu)
+    present = pd.unique(algos)
+    flop, products, moved = bounds(df, op, gpu, present)
     out = np.empty(len(df))
-    for a in pd.unique(algos):
+    for a in present:
         rows = algos == a
         out[rows] = np.maximum(_flop_bound(op, a, flop, products), moved)[rows]
     return out
@@ -63,7 +66,7 @@ def floor_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
 
 def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
     """floor_ms of every row with each of `algos` (configs x algorithms), the sizes computed once."""
-    flop, products, moved = bounds(df, op, gpu)
+    flop, products, moved = bounds(df, op, gpu, algos)
     out = np.empty((len(df), len(algos)))
     for j, a in enumerate(algos):
         out[:, j] = np.maximum(_flop_bound(op, a, flop, products), moved)
@@ -78,11 +81,13 @@ def _flop_bound(op: str, algo: str, flop: np.ndarray, products: dict[str, np.nda
     return products.get(algo, 0.0) if op == "conv_fwd" else 0.0
 
 
-def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
-    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for each FFT
-    algorithm's complex products by algorithm (forward convolutions; none for other ops), ms at
-    the DRAM bandwidth for the traffic beyond the L2) of each row; zeros for ops other than
-    GEMMs and convolutions."""
+def bounds(
+    df: pd.DataFrame, op: str, gpu: GPUSpec, algos: Iterable[str] = (FFT, FFT_TILING)
+) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the
+    complex products of each FFT algorithm among `algos` (forward convolutions; none for other
+    ops: a prediction of other algorithms counts no FFT's bins), ms at the DRAM bandwidth for
+    the traffic beyond the L2) of each row; zeros for ops other than GEMMs and convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
         return np.zeros(len(df)), {}, np.zeros(len(df))
     s = shapes(df.assign(op=op))
@@ -92,12 +97,16 @@ def bounds(df: pd.DataFrame, op: str, gpu: GPUSpec) -> tuple[np.ndarray, dict[st
     if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
         fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
-    products = {}
-    if op == "conv_fwd":  # per bin, image and channel pair of a group
-        for algo, bins in ((FFT, s["FB"]), (FFT_TILING, fft_tiling_bins(df))):
-            products[algo] = np.where(
-                fp32, 1e3 * FFT_FLOPS * bins * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0
-            )
+    wanted = set(algos) if op == "conv_fwd" else set()
+    bins = {}  # per image and channel pair of a group
+    if FFT in wanted:
+        bins[FFT] = s["FB"]
+    if FFT_TILING in wanted:
+        bins[FFT_TILING] = fft_tiling_bins(df)
+    products = {
+        a: np.where(fp32, 1e3 * FFT_FLOPS * b * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0)
+        for a, b in bins.items()
+    }
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))
