@@ -219,7 +219,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             T2=lambda s: s["N"] * np.ceil(s["P"] / 2) * np.ceil(s["Q"] / 2),
             NKPQ=lambda s: s["NPQ"] * s["K"],  # output elements: a direct kernel's threads
             F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
-            FB=lambda s: s["F"] * (s["F"] / 2 + 1),  # an F x F real FFT's frequency bins
+            FB=lambda s: s["F"] * _half_spectrum(s["F"]),  # an F x F real FFT's frequency bins
         )
     return _Lazy(rules)
 
@@ -309,9 +309,9 @@ def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.n
     if algo == "FFT":  # one complex GEMM per frequency bin
         return {"gm": s["N"], "gn": s["K"], "gk": s["C"], "gbatch": s["FB"]}
     if algo == "FFT_TILING":  # one tile's GEMM per bin: over images, or over the lines of a 1-D piece
-        pieces, down = (s["R"] == 1) | (s["S"] == 1), (s["S"] == 1) & (s["R"] > 1)
+        pieces, down = _one_d(s["R"], s["S"]), _down(s["R"], s["S"])
         lines, length = np.where(down, s["W"], s["H"]), np.where(down, s["H"], s["W"])
-        bins = np.where(pieces, np.floor(length / 2) + 1, FFT_TILE * (FFT_TILE / 2 + 1))
+        bins = np.where(pieces, _half_spectrum(length), FFT_TILE * _half_spectrum(FFT_TILE))
         return {"gm": np.where(pieces, s["N"] * lines, s["N"]), "gn": s["K"], "gk": s["C"], "gbatch": bins}
     return {"gm": s["NPQ"], "gn": s["K"], "gk": s["CRS"], "gbatch": one}
 
@@ -643,15 +643,30 @@ def _axis_tiles(size: np.ndarray, pad: np.ndarray, k: np.ndarray, dil: np.ndarra
     return np.maximum(np.ceil((size + 2 * pad - extent + 1) / per), 1)
 
 
+def _one_d(kh: np.ndarray, kw: np.ndarray) -> np.ndarray:
+    """Whether each filter has one row or one column (1x1, 1xk, kx1): FFT_TILING transforms
+    it in 1-D pieces (`_transform_axis`)."""
+    return (kh == 1) | (kw == 1)
+
+
+def _down(kh: np.ndarray, kw: np.ndarray) -> np.ndarray:
+    """Whether a 1-D transform runs down the height (a k x 1 filter, k > 1), not along the width."""
+    return (kw == 1) & (kh > 1)
+
+
+def _half_spectrum(n: np.ndarray | float) -> np.ndarray | float:
+    """The frequency bins of a real FFT of n points: n / 2 + 1."""
+    return np.floor(np.divide(n, 2)) + 1
+
+
 def one_d_filters(df: pd.DataFrame) -> np.ndarray:
-    """Whether each convolution row has a filter of one row or one column (1x1, 1xk, kx1):
-    FFT_TILING transforms it in 1-D pieces (`_transform_axis`)."""
-    return (col(df, "kh") == 1) | (col(df, "kw") == 1)
+    """`_one_d` of each convolution row's filter."""
+    return _one_d(col(df, "kh"), col(df, "kw"))
 
 
 def _along_h(df: pd.DataFrame) -> np.ndarray:
-    """Whether a 1-D transform runs down the height (a k x 1 filter, k > 1), not along the width."""
-    return (col(df, "kw") == 1) & (col(df, "kh") > 1)
+    """`_down` of each convolution row's filter."""
+    return _down(col(df, "kh"), col(df, "kw"))
 
 
 def _transform_axis(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -695,9 +710,11 @@ def fft_tiling_bins(df: pd.DataFrame) -> np.ndarray:
     `_piece` guesses cuDNN's choice wrong)."""
     size, extent = _transform_axis(df)
     short, long = FFT_TILE_1D
-    per_line = np.minimum(_pieces(size, extent, short) * (short / 2 + 1), _pieces(size, extent, long) * (long / 2 + 1))
+    per_line = np.minimum(
+        _pieces(size, extent, short) * _half_spectrum(short), _pieces(size, extent, long) * _half_spectrum(long)
+    )
     lines = np.where(_along_h(df), col(df, "w_in"), col(df, "h_in"))
-    two_d = fft_tiles(df) * FFT_TILE * (FFT_TILE / 2 + 1)
+    two_d = fft_tiles(df) * FFT_TILE * _half_spectrum(FFT_TILE)
     return np.where(one_d_filters(df), per_line * lines, two_d)
 
 
