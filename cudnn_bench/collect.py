@@ -9,6 +9,7 @@ so Ctrl-C or a crash loses at most the one in flight. Then the ncu counter pass 
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -198,15 +199,44 @@ def open_stores(folder: Path, suites: Iterable[str]) -> dict[str, Store]:
     return stores
 
 
+VERSION_LIBRARY = {"cudnn_version": "cudnn", "cublas_version": "cublaslt"}  # versions' key -> library
+
+
+def known_versions(old: dict, libraries: dict[str, dict[str, str]], versions: dict) -> tuple[dict, dict]:
+    """`libraries` and `versions` with each version this run left blank (a library it never
+    loaded: a convolution-only run opens no cuBLASLt) taken from the folder's earlier
+    device.json where that named the same library file; a version this run read always wins."""
+    was = old.get("libraries", {})
+
+    def same_file(kind: str) -> bool:
+        return kind in libraries and was.get(kind, {}).get("path") == libraries[kind]["path"]
+
+    libraries = {
+        kind: {**row, "version": row["version"] or (was[kind].get("version", "") if same_file(kind) else "")}
+        for kind, row in libraries.items()
+    }
+    versions = {
+        k: v or (old.get("versions", {}).get(k, "") if same_file(VERSION_LIBRARY.get(k, "")) else "")
+        for k, v in versions.items()
+    }
+    return libraries, versions
+
+
 def write_device(folder: Path, env: Env, plan: Plan, opts: Options) -> None:
     """device.json of the store: the GPU, libraries and plan its rows were measured with."""
+    path = folder / "device.json"
+    try:
+        old = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        old = {}  # a torn or foreign file: this run's own record replaces it
+    libraries, versions = known_versions(old if isinstance(old, dict) else {}, library_table(env), env.versions)
     write_json(
-        folder / "device.json",
+        path,
         {
             "device": env.device.to_dict(),
-            "versions": env.versions,
+            "versions": versions,
             "backend": env.backend.name,
-            "libraries": library_table(env),
+            "libraries": libraries,
             "sm_clock_mhz_at_start": env.sm_clock_mhz(),
             "plan": plan.summary().splitlines(),
             "options": {k: str(v) for k, v in vars(opts).items()},

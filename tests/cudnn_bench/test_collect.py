@@ -199,3 +199,22 @@ def test_smoke_collection_on_a_real_gpu(tmp_path):
     for f in res.folder.glob("*.csv"):
         df = records.read_csv(f)
         assert (df["status"] == "ok").any()
+
+
+def test_device_json_keeps_a_version_only_an_earlier_run_read():
+    """A convolution-only run opens no cuBLASLt and reads no version of it: device.json keeps the
+    one an earlier run recorded for the same file, but never for another file, and never over a
+    version this run read."""
+    lt, lt2 = "/w/libcublasLt.so.13", "/other/libcublasLt.so.13"
+    old = {"libraries": {"cublaslt": {"path": lt, "version": "13.1.0"}, "cudnn": {"path": "/w/cudnn", "version": "9.1"}},
+           "versions": {"cublas_version": "13.1.0", "cudnn_version": "9.1", "driver_version": "580"}}
+    libs_now = {"cublaslt": {"path": lt, "version": ""}, "cudnn": {"path": "/w/cudnn", "version": "9.19.0"}}
+    libraries, versions = K.known_versions(old, libs_now, {"cublas_version": "", "cudnn_version": "9.19.0",
+                                                             "driver_version": ""})
+    assert libraries["cublaslt"]["version"] == "13.1.0" and versions["cublas_version"] == "13.1.0"
+    assert libraries["cudnn"]["version"] == versions["cudnn_version"] == "9.19.0"  # this run's wins
+    assert versions["driver_version"] == ""  # no library file vouches for it
+    moved = {**libs_now, "cublaslt": {"path": lt2, "version": ""}}
+    libraries, versions = K.known_versions(old, moved, {"cublas_version": ""})
+    assert libraries["cublaslt"]["version"] == versions["cublas_version"] == ""
+    assert K.known_versions({}, libs_now, {"cublas_version": ""}) == (libs_now, {"cublas_version": ""})
