@@ -312,7 +312,7 @@ def _grad_grouped_direct(m, name):
     return _kv(name, f"{m.group(1)}grad_grouped_direct", _GRAD_OP[m.group(1)], None, tag=_template_tag(m.group(2)))
 
 
-@_rule(r"\b(dgrad_engine|dgrad2d_alg1_1|wgrad_alg0_engine|wgrad_alg1_engine)<([^>]*)>")
+@_rule(r"\b(dgrad_engine|dgrad_alg1_engine|dgrad2d_alg1_1|wgrad_alg0_engine|wgrad_alg1_engine)<([^>]*)>")
 def _grad_engine(m, name):
     return _kv(name, m.group(1), _GRAD_OP[m.group(1)[0]], None, tag=_template_tag(m.group(2)))
 
@@ -345,9 +345,60 @@ def _xmma_depthwise_grad(m, name):
     )
 
 
+@_rule(r"sm(\d+)_xmma_depthwise_convolution_fprop_tiling_\w*?tilesize([\dx_]+?)_stage")
+def _xmma_depthwise_fprop(m, name):
+    # tensor-core depthwise forward (the H100's BF16/FP16 MobileNet layers): tiles as the gradients'
+    return _kv(name, "xmma_depthwise_fprop", "conv_fwd", None, arch=f"sm{m.group(1)}", tag=m.group(2), math=_math(name))
+
+
+@_rule(r"sm(\d+)_xmma_fprop_image_first_layer_\w*?_(k\d+c\d+r\d+s\d+)_stride(\d+x\d+)")
+def _xmma_first_layer(m, name):
+    """cuDNN's kernel for a network's first layer of few input channels (ResNet-50's conv1 in FP16)."""
+    tag = f"{m.group(2)}_s{m.group(3)}"
+    return _kv(name, "xmma_fprop_first_layer", "conv_fwd", None, arch=f"sm{m.group(1)}", tag=tag, math=_math(name))
+
+
+@_rule(r"cutlass_tensorop_(?:\w+?_)?s(\d+)fprop_(optimized|analytic)_\w*?(\d+)x(\d+)_(\d+)x(\d+)_(nhwc|nchw)")
+def _cutlass_fprop(m, name):
+    """cuDNN's CUTLASS tensor-core implicit GEMMs (cutlass_tensorop_bf16_s16816fprop_optimized_bf16_
+    64x64_64x5_nhwc_align8): threadblock tile m x n, then k x stages."""
+    return _kv(
+        name,
+        "cutlass_fprop",
+        "conv_fwd",
+        "IMPLICIT_PRECOMP_GEMM",
+        tile_m=int(m.group(3)),
+        tile_n=int(m.group(4)),
+        tile_k=int(m.group(5)),
+        math=_math(name),
+        layout=m.group(7),
+        tag=f"s{m.group(6)}",
+    )
+
+
+@_rule(r"init_device_workspace_kernel<")
+def _init_workspace(m, name):
+    """The workspace set-up before a Hopper warp-specialized implicit GEMM (cuDNN's cask plugin)."""
+    return _kv(name, "init_workspace", "conv_fwd", "LAYOUT", role="pre")
+
+
 @_rule(r"tensortransformgeneric")
 def _tensor_transform(m, name):
     return _kv(name, "tensor_transform", "conv_fwd", "LAYOUT", role="pre")
+
+
+@_rule(r"engines_precompiled::(converttensor|transposedirect|scalepackedtensor|scaletensor)_kernel")
+def _engine_layout(m, name):
+    """cuDNN's layout and scaling passes around a gradient's main kernel (beta scaling of dx or dw,
+    conversions before FFT_TILING)."""
+    kind = {"converttensor": "convert_tensor", "transposedirect": "transpose_direct"}.get(m.group(1), m.group(1))
+    kind = kind.replace("scalepackedtensor", "scale_packed").replace("scaletensor", "scale_tensor")
+    return _kv(name, kind, "conv_fwd", "LAYOUT", role="pre")
+
+
+@_rule(r"(nchwaddpadding|nchwtofoldednchw)kernel<")
+def _fold(m, name):
+    return _kv(name, "nchw_add_padding" if "padding" in m.group(1) else "nchw_fold", "conv_fwd", "LAYOUT", role="pre")
 
 
 @_rule(r"pointwise_mult_and_sum_complex<([^>]*)>")
@@ -513,6 +564,17 @@ def _nvjet(m, name):
 @_rule(r"(gemmsn_(?:nn|tn|nt)_kernel|gemv2[tn]_kernel|gemmk1_kernel|gemm_kernel)")
 def _small_gemm(m, name):
     return _kv(name, m.group(1), "gemm", "BLAS")
+
+
+@_rule(r"gemvnsp_kernel<([^>]*)>")
+def _gemv_nsp(m, name):
+    t = m.group(1)
+    return _kv(name, "gemv_nsp", "gemm", "BLAS", tag=_template_tag(t) + ("_c" if "float2" in t else ""))
+
+
+@_rule(r"\bscal_kernel<([^>]*)>")
+def _scal(m, name):
+    return _kv(name, "scal", "gemm", "BLAS", role="pre", tag=_template_tag(m.group(1)))
 
 
 @_rule(r"gemvx::kernel<([^>]*)>")

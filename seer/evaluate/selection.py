@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data import paths, records
-from seer.data.prepare import prepare
+from seer.data.prepare import TENSOR_MATH, prepare
 from seer.data.records import CONV_OPS
 from seer.data.records.harness import UNVERIFIED
 from seer.data.records.load import record_files
@@ -102,9 +102,9 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None, op: 
         conv["config_key"] = conv[cfg].astype(str).agg(":".join, axis=1)
     unverified = conv["time_basis"].eq(UNVERIFIED) if "time_basis" in conv else pd.Series(False, index=conv.index)
     # a layer with a time that is no call's is not scored on that GPU
-    layer = conv["gpu"].astype(str) + "/" + conv["config_key"].astype(str)
+    layer = conv["gpu"].astype(str) + "/" + conv["math"].astype(str) + "/" + conv["config_key"].astype(str)
     dropped = set(layer[unverified])
-    conv = conv[~layer.isin(list(dropped))]
+    conv_all, conv = conv, conv[~layer.isin(list(dropped))]
     ok = conv["status"] == "ok"
     if workspace_limit is not None:
         ok &= conv["workspace_bytes"].astype("Float64").fillna(0) <= workspace_limit
@@ -119,6 +119,8 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None, op: 
     out = pd.concat([first[meta_cols], wide.add_prefix("t:"), rank], axis=1).reset_index()
     out = out[out[[f"t:{a}" for a in algos]].notna().any(axis=1)].reset_index(drop=True)
     out.attrs["unverified_layers"] = len(dropped)
+    by_math = conv_all.loc[unverified, ["gpu", "math", "config_key"]].drop_duplicates()["math"]
+    out.attrs["unverified_by_math"] = by_math.value_counts().to_dict()
     out.attrs["op"] = op
     return out
 
@@ -188,9 +190,19 @@ def method_lines(table: pd.DataFrame, pk: pd.DataFrame, op: str = "conv_fwd", in
     return lines
 
 
+def tensor_math(table: pd.DataFrame) -> np.ndarray:
+    """The rows measured in a tensor-core math mode, which no model learns
+    (seer.data.prepare.TENSOR_MATH)."""
+    if "math" not in table:
+        return np.zeros(len(table), dtype=bool)
+    return table["math"].isin(TENSOR_MATH).to_numpy()
+
+
 def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndarray]:
     """Column index of each method's pick, and the model's predicted time per algorithm. Where
-    the fits have no models of the table's direction, the model falls back to the heuristic."""
+    the fits have no models of the table's direction or math, the model falls back to the
+    heuristic: an FMA model ranking TF32/BF16/FP16 calls picked within 10% of the fastest on
+    67-80% of the H100's tensor-core Test-set-II layers, the heuristic on 92-97%."""
     op, algos = table.attrs.get("op", "conv_fwd"), _algos(table)
     meas = table[[f"t:{a}" for a in algos]].to_numpy(dtype=float)
     avail = ~np.isnan(meas)
@@ -210,6 +222,7 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndar
     cand = np.where(avail, order, np.inf)
     model = np.argmin(cand, axis=1)
     none = ~np.isfinite(cand.min(axis=1))  # nothing the model covers is available: fall back
+    none |= tensor_math(table)  # the models learnt FMA times only, which no tensor-core call takes
     rank = table[[f"rank:{a}" for a in algos]].to_numpy(dtype=float)
     rank = np.where(avail & ~np.isnan(rank), rank, np.inf)
     heur = np.argmin(rank, axis=1)
@@ -304,9 +317,11 @@ def _show(t: pd.DataFrame) -> str:
     return shown.to_string()
 
 
-def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
+def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path, math: str = "fma") -> Path:
     plt = pyplot()
     op = table.attrs.get("op", "conv_fwd")
+    where = [] if op == "conv_fwd" else [f"{CONV_DIRECTION[op]} gradient"]
+    where += [f"{math.upper()} math"] if math in TENSOR_MATH else []
     meas = table[[f"t:{a}" for a in _algos(table)]].to_numpy(dtype=float)
     best = np.nanmin(meas, axis=1)
     n = np.arange(len(table))
@@ -318,12 +333,12 @@ def plot_slowdowns(table: pd.DataFrame, pk: pd.DataFrame, folder: Path) -> Path:
         yscale="symlog",
         xlabel="configurations, sorted",
         ylabel="slowdown vs the fastest, %",
-        title="Test-set-II: per-configuration slowdown of the pick"
-        + ("" if op == "conv_fwd" else f" ({CONV_DIRECTION[op]} gradient)"),
+        title="Test-set-II: per-configuration slowdown of the pick" + (f" ({', '.join(where)})" if where else ""),
     )
     ax.legend()
     folder.mkdir(parents=True, exist_ok=True)
-    out = folder / ("set2_slowdown.png" if op == "conv_fwd" else f"set2_slowdown_{op}.png")
+    name = ("" if op == "conv_fwd" else f"_{op}") + (f"_{math}" if math in TENSOR_MATH else "")
+    out = folder / f"set2_slowdown{name}.png"
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -431,26 +446,34 @@ def _run_measured(rec: pd.DataFrame, args) -> int:
     payload: dict[str, Any] = {"set": "II"}
     written: dict[str, pd.DataFrame] = {}
     for op in ops:
-        table = measured_table(rec, args.workspace_limit, op)
-        pk, pred = picks(table, {g: fits_by_gpu[g] for g in pd.unique(table["gpu"])})
-        tables = selection_tables(table, pk, pred)
-        part = _report(op, table, pk, tables, args)
-        if op == "conv_fwd":  # the forward's keys at the top level, as before the gradients
-            payload.update(part)
-        else:
-            payload.setdefault("gradients", {})[op] = part
-        written.update({(k if op == "conv_fwd" else f"{op}_{k}"): t for k, t in tables.items()})
-        if args.plots:
-            print(f"wrote {plot_slowdowns(table, pk, Path(args.plots))}")
+        whole = measured_table(rec, args.workspace_limit, op)
+        # each math mode its own report: FMA first, the models' own; then the tensor-core modes
+        for math, idx in sorted(whole.groupby("math").indices.items(), key=lambda kv: kv[0] in TENSOR_MATH):
+            table = whole.iloc[idx].reset_index(drop=True)
+            table.attrs = {**whole.attrs, "unverified_layers": whole.attrs["unverified_by_math"].get(math, 0)}
+            pk, pred = picks(table, {g: fits_by_gpu[g] for g in pd.unique(table["gpu"])})
+            tables = selection_tables(table, pk, pred)
+            part = _report(op, str(math), table, pk, tables, args)
+            name = op if math not in TENSOR_MATH else f"{op}_{math}"
+            if name == "conv_fwd":  # the forward's FMA keys at the top level, as before the gradients
+                payload.update(part)
+            else:
+                payload.setdefault("gradients" if op != "conv_fwd" else "tensor_math", {})[name] = part
+            written.update({(k if name == "conv_fwd" else f"{name}_{k}"): t for k, t in tables.items()})
+            if args.plots:
+                print(f"wrote {plot_slowdowns(table, pk, Path(args.plots), str(math))}")
     if args.out:
         write_out(Path(args.out), payload, written)
         print(f"\nwrote {args.out}")
     return 0
 
 
-def _report(op: str, table: pd.DataFrame, pk: pd.DataFrame, tables: dict[str, pd.DataFrame], args) -> dict:
-    """Print one direction's Test-set-II report; its JSON part."""
+def _report(op: str, math: str, table: pd.DataFrame, pk: pd.DataFrame, tables: dict[str, pd.DataFrame], args) -> dict:
+    """Print one direction's Test-set-II report in one math mode; its JSON part."""
     what = "Test-set-II" if op == "conv_fwd" else f"Test-set-II's {CONV_DIRECTION[op]} gradients (conv_bwd)"
+    tensor = math in TENSOR_MATH
+    if tensor:
+        what += f" in {math.upper()} math (tensor cores)"
     print(
         f"{what}: {len(table)} configurations, every algorithm measured; picks scored against "
         "the fastest measured algorithm (oracle)."
@@ -460,10 +483,16 @@ def _report(op: str, table: pd.DataFrame, pk: pd.DataFrame, tables: dict[str, pd
             f"{table.attrs['unverified_layers']} more layers not scored: a call's event time exceeds its kernels' "
             "span and their launch geometry cannot say whether cuDNN chunked the batch (time_basis unverified)."
         )
-    floor = selection_floor(Path(args.data) if args.data is not None else paths.OWN_DATA, op)
+    data = Path(args.data) if args.data is not None else paths.OWN_DATA
+    floor = pd.DataFrame() if tensor else selection_floor(data, op)
     if not floor.empty:
         print(floor_line(floor))
-    if pk["model_fallback"].all():
+    if tensor:
+        print(
+            "seer's models learn FMA (FP32) times only (seer.data.prepare.TENSOR_MATH; no tensor-core "
+            "grid is measured yet): the model column is cuDNN's heuristic."
+        )
+    elif pk["model_fallback"].all():
         print(
             f"The fits have no models of {op} (its training grid, conv_bwd_grid, is not measured yet): "
             "the model column is cuDNN's heuristic."

@@ -12,11 +12,17 @@ loose enough that no measured call is below it (tests check it on every bundled 
   peak the GPU table does not carry: no direct-method bound there. cuDNN's FFT algorithm
   multiplies every frequency bin of every image by every filter's (a complex multiply-add, 8
   FLOPs, per bin, image, input and output channel of a group: configs' FB x N x C/G x K); the
-  1,516 FP32 FFT calls of the H100 and H200 records took at least 1.46x that at the FP32 peak.
+  1,879 FP32 FFT calls of the H100 and H200 records took at least 1.46x that at the FP32 peak.
   Without it the FFT models, trained on small calls, answered a 1x1 layer of batch 128 at 0.21
   ms, 11x faster than its complex products allow (4.15 ms measured), and were picked for it.
+  FFT also stores the spectra of its inputs, filters and outputs (FB x (N x C + K x C/G + N x
+  K) complex floats) and reads them back: that traffic beyond the L2, at the DRAM bandwidth,
+  bounds it too, and all 1,879 FP32 FFT calls of the two GPUs took at least 1.48x it. At batch 1
+  the filters' spectra dominate and the products become GEMVs: the H100's fits, trained at
+  batch 2 and up, answered VGG-16's 128 -> 256 channel 3x3 layer on 56x56 at batch 1 in 0.05
+  ms, below the 0.32 ms its 1.1 GB of spectra take (15.7 ms measured), and picked it.
   FFT_TILING multiplies the bins of its tiles the same way (configs.fft_tiling_bins: 32 x 17 a
-  tile; for filters of one row or column, the 1-D pieces of every line); its 2,805 FP32 calls
+  tile; for filters of one row or column, the 1-D pieces of every line); its 3,433 FP32 calls
   on the two GPUs took at least 1.32x that (1-D filters at batch 128 and 256). Without it the H100's
   FFT_TILING models answered ResNet-50's layer3.0.conv1 at batch 128 (512 -> 256 channels 1x1
   on 28x28) at 0.45 ms, below the 0.96 ms its products take (1.56 ms measured).
@@ -42,6 +48,7 @@ from seer.hardware.gpus import GPUSpec
 FFT = "FFT"  # the forward algorithms bounded by their complex products (FFT_FLOPS per bin, image and channel pair)
 FFT_TILING = "FFT_TILING"
 FFT_FLOPS = 8.0  # a complex multiply-add: four real multiplies, four adds
+COMPLEX_BYTES = 8.0  # a float32 complex number of a spectrum
 
 # convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
 DIRECT_ALGOS = {
@@ -85,8 +92,9 @@ def bounds(
     df: pd.DataFrame, op: str, gpu: GPUSpec, algos: Iterable[str] = (FFT, FFT_TILING)
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the
-    complex products of each FFT algorithm among `algos` (forward convolutions; none for other
-    ops: a prediction of other algorithms counts no FFT's bins), ms at the DRAM bandwidth for
+    complex products of each FFT algorithm among `algos` (FFT's raised to its spectra's
+    traffic; forward convolutions; none for other ops: a prediction of other algorithms counts
+    no FFT's bins), ms at the DRAM bandwidth for
     the traffic beyond the L2) of each row; zeros for ops other than GEMMs and convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
         return np.zeros(len(df)), {}, np.zeros(len(df))
@@ -107,6 +115,10 @@ def bounds(
         a: np.where(fp32, 1e3 * FFT_FLOPS * b * s["N"] * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0)
         for a, b in bins.items()
     }
+    if FFT in products:  # and by its spectra, each written to memory and read back
+        spectra = 2 * COMPLEX_BYTES * s["FB"] * (s["N"] * s["C"] + s["K"] * s["C"] / s["G"] + s["N"] * s["K"])
+        spectra_ms = np.where(fp32, 1e3 * np.maximum(spectra - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s, 0.0)
+        products[FFT] = np.maximum(products[FFT], spectra_ms)
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))

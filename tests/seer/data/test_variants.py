@@ -147,6 +147,24 @@ from seer.data.variants import CONV_ALGOS, UNKNOWN, annotate, classify, conv_alg
          "cutlass_tensorop", "BLAS", "main", (128, 128)),
         ("void cutlass::Kernel2<cutlass_75_wmma_tensorop_f16_s161616gemm_f16_32x32_64x1_tn_align1>(x::Params)",
          "cutlass_wmma_tensorop", "BLAS", "main", (32, 32)),
+        # cuDNN 9.19 on the H100: tensor-core Test-set-II kernels, the backward grid's
+        ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_bf16_s16816fprop_optimized_bf16_256x64_32x4_nhwc_align8>(x)",
+         "cutlass_fprop", "IMPLICIT_PRECOMP_GEMM", "main", (256, 64)),
+        ("void cutlass__5x_cudnn::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_128x128_16x4_nhwc_align4>(x)",
+         "cutlass_fprop", "IMPLICIT_PRECOMP_GEMM", "main", (128, 128)),
+        ("sm90_xmma_depthwise_convolution_fprop_tiling_f16f16_f32f32_f32_nhwckrsc_nhwc_tilesize1x8x8_1x3x3_1x1x1_1x1x1"
+         "_stage4_warpsize4x1x1_g64_betaFalse_execute_kernel__5x_cudnn", "xmma_depthwise_fprop", None, "main",
+         (None, None)),
+        ("sm90_xmma_fprop_image_first_layer_f16f16_f32_f16_nhwckrsc_nhwc_hmma_k64c4r7s7_stride2x2_tile16x64x64_tensor1688"
+         "_execute_kernel_kernel__5x_cudnn", "xmma_fprop_first_layer", None, "main", (None, None)),
+        ("void cudnn::detail::dgrad_alg1_engine<float, 128, 6, 8, 3, 3, 5, false, true>(int, int)", "dgrad_alg1_engine",
+         None, "main", (None, None)),
+        ("void cudnn::engines_precompiled::scalePackedTensor_kernel<float, float>(long, float*, float)", "scale_packed",
+         "LAYOUT", "pre", (None, None)),
+        ("void nchwToFoldedNchwKernel<float, float, float, true, (cudnnKernelDataType_t)0>(int)", "nchw_fold", "LAYOUT",
+         "pre", (None, None)),
+        ("void gemvNSP_kernel<float2, float2, float2, float2, 1, 32, 4, 1024, false, x>(x)", "gemv_nsp", "BLAS", "main",
+         (None, None)),
     ],
 )
 def test_classify_reference_names(name, kind, family, role, tile):

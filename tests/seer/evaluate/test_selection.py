@@ -96,3 +96,28 @@ def test_a_layer_unverified_on_one_gpu_is_still_scored_on_another():
     assert table.attrs["unverified_layers"] == 1
     kept = table.groupby("gpu")["config_key"].apply(set)
     assert first not in kept["Tesla T4"] and first in kept["Tesla V100-PCIE-32GB"]
+
+
+def test_tensor_core_layers_are_reported_apart_with_the_heuristic_as_the_model(synthetic_fits, tmp_path, capsys):
+    """The models learn FMA times only (prepare.TENSOR_MATH): a TF32 layer gets its own report,
+    its model column cuDNN's heuristic, and the FMA report stays as it was."""
+    d = synthetic_fits
+    fma = records.load(d / "test_set_ii.csv")
+    tf32 = fma.assign(math="tf32")  # the same layers in TF32, twice as fast
+    tf32["time_ms"] = tf32["time_ms"] / 2
+    records.write_csv(pd.concat([fma, tf32], ignore_index=True), tmp_path / "test_set_ii.csv")
+    out = tmp_path / "set2.json"
+    args = ["--set", "II", "--data", str(tmp_path / "test_set_ii.csv"), "--fits", str(d / "fits"), "--out", str(out)]
+    assert evaluate_cli.main(args) == 0
+    text = capsys.readouterr().out
+    assert "Test-set-II in TF32 math (tensor cores)" in text and "models learn FMA (FP32) times only" in text
+    r = json.loads(out.read_text())
+    alone = tmp_path / "fma.json"
+    assert evaluate_cli.main([*args[:3], str(d / "test_set_ii.csv"), *args[4:-1], str(alone)]) == 0
+    assert r["overall"]["model"] == json.loads(alone.read_text())["overall"]["model"]
+    assert "tensor_math" not in json.loads(alone.read_text())
+    part = r["tensor_math"]["conv_fwd_tf32"]
+    assert part["model_fallback"] == part["overall"]["model"]["n"] > 0
+    assert part["overall"]["model"] == part["overall"]["cudnn_heuristic"]
+    table = selection.measured_table(pd.concat([fma, tf32], ignore_index=True))
+    assert set(table["math"]) == {"fma", "tf32"} and len(table) == 2 * len(selection.measured_table(fma))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from seer import fitsfile
+from seer.data.records import CONV_OPS
 from seer.errors import SeerError
 from seer.fitsfile.check import check
 from seer.models import candidates
@@ -40,9 +41,10 @@ def test_a_tie_keeps_the_simpler_rule():
 
 def test_bundled_conv_choosers_carry_their_count_and_a_bad_one_is_refused(tmp_path):
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
-    conv = {k: v for k, v in doc["choosers"].items() if v["op"] == "conv_fwd" and len(v["labels"]) > 1}
-    assert conv and all(v.get("candidates") in candidates.CHOICES for v in conv.values())
-    assert all("candidates" not in v and "trees" not in v for v in doc["choosers"].values() if v["op"] != "conv_fwd")
+    conv = {k: v for k, v in doc["choosers"].items() if v["op"] in CONV_OPS and len(v["labels"]) > 1}
+    assert {v["op"] for v in conv.values()} == set(CONV_OPS)  # the gradients' grid measured too
+    assert all(v.get("candidates") in candidates.CHOICES for v in conv.values())
+    assert all("candidates" not in v and "trees" not in v for v in doc["choosers"].values() if v["op"] not in CONV_OPS)
     assert any("trees" in v for v in conv.values())  # the tree won somewhere on the H100's grid
     key = next(iter(conv))
     doc["choosers"][key]["candidates"] = 0

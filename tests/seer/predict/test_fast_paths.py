@@ -13,7 +13,7 @@ from scipy.spatial import cKDTree
 import seer
 from seer.data import configs
 from seer.data.configs import ConfigBatch
-from seer.data.records import conv_output_hw
+from seer.data.records import CONV_OPS, conv_output_hw
 from seer.errors import SeerError
 from seer.models import features
 from seer.models.chooser import Chooser, sq_distances
@@ -269,6 +269,10 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
         pieces, down = (R == 1) | (S == 1), (S == 1) & (R > 1)
         lines, length = np.where(down, c["w_in"], c["h_in"]), np.where(down, c["h_in"], c["w_in"])
         view.update(FFT=(N, K, C), FFT_TILING=(np.where(pieces, N * lines, N), K, C))
+        if op == "conv_bwd_data":  # the direct algorithms: dx (N H W x C) over K R S
+            view.update(dict.fromkeys(("ALGO_0", "ALGO_1"), (N * c["h_in"] * c["w_in"], C, K * R * S / G)))
+        if op == "conv_bwd_filter":  # dw (K x C R S / G) over N P Q
+            view.update(dict.fromkeys(("ALGO_0", "ALGO_1", "ALGO_3"), (K, s["CRS"], s["NPQ"])))
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
         s["FB"] = s["F"] * (s["F"] / 2 + 1)
         # Winograd non-fused: 36 GEMMs; FFT: one complex GEMM per frequency bin, FFT_TILING per tile's bin
@@ -343,7 +347,7 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
     fits = seer.load(gpu)
     rng = np.random.default_rng(8)
     convs = _checked(_convs(3000, seed=6))
-    frames = {"conv_fwd": (convs, ConfigBatch.of(convs, "conv_fwd"))}
+    frames = {op: (convs.assign(op=op), ConfigBatch.of(convs.assign(op=op), op)) for op in CONV_OPS}
     for op in ("bmm", "linear", "gemm"):
         df = _checked(
             pd.DataFrame(

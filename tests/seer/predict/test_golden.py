@@ -51,7 +51,13 @@ FFT_TILING conv, rank and best entries of a100-80gb-pcie, h100-sxm, p100-pcie an
 (rank entries of other algorithms with them: their order). Then FFT_TILING's calls of 1-D
 filters keyed apart (seer.data.prepare.one_d_variants) with their GEMM over the lines of a
 piece (configs' gemm view): only FFT_TILING conv, rank and best entries of h100-sxm and the L4
-moved (rank entries of other algorithms with them)."""
+moved (rank entries of other algorithms with them). Then (issue 26, round 2's third call) a clock
+law that fits its training rows worse than the plain bounds dropped (seer.models.bounds.fit_law),
+the FFT algorithm bounded by its spectra's traffic too (seer.predict.physics), and h100-sxm
+refitted on 781 more conv_grid configurations and its first conv_bwd_grid: conv, rank and best
+entries of every refitted GPU and the L4, the GEMM entries of h100-sxm and the L4, h100-sxm's
+bmm, and the linear entries of a100-40gb and v100-pcie (a clock law each that the guard dropped)
+moved."""
 
 from __future__ import annotations
 

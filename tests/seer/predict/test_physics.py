@@ -131,6 +131,21 @@ def test_the_fft_algorithm_is_bounded_by_its_complex_products():
     assert floor_ms(bf16, "conv_fwd", h.gpu)[0] < least[0] / 10  # tensor-core math: no FLOP bound
 
 
+def test_the_fft_algorithm_is_bounded_by_its_spectra_at_batch_one():
+    """VGG-16's 128 -> 256 channel 3x3 layer on 56x56 at batch 1: its complex products are GEMVs,
+    but the filters' spectra (64 x 33 bins x 256 x 128 complex floats, 0.55 GB) are written and
+    read back; the H100's fits had answered 0.05 ms and picked FFT (15.7 ms measured)."""
+    h = seer.load("h100-sxm")
+    layer = dict(op="conv_fwd", algo="FFT", batch=1, c_in=128, h_in=56, w_in=56, c_out=256, kh=3, kw=3, pad_h=1, pad_w=1)
+    least = floor_ms(frame(pd.DataFrame([layer]), {})[0], "conv_fwd", h.gpu)[0]
+    spectra = 2 * 8 * 64 * 33 * (1 * 128 + 256 * 128 + 1 * 256)
+    assert least == pytest.approx(1e3 * (spectra - h.gpu.l2_bytes) / h.gpu.dram_bytes_per_s)  # 0.32 ms
+    products = 1e3 * 8 * 64 * 33 * 1 * 128 * 256 / h.gpu.fp32_flops
+    assert least > 10 * products
+    ranked = h.rank_algorithms(pd.DataFrame([{k: v for k, v in layer.items() if k != "algo"}]))
+    assert ranked.loc[ranked["algo"] == "FFT", "time_ms"].iat[0] >= least and ranked["algo"].iat[0] != "FFT"
+
+
 def test_fft_tiling_is_bounded_by_its_tiles_products():
     from seer.data.configs import fft_tiling_bins
 
