@@ -89,33 +89,30 @@ def fit_law(
     if types is not None:
         law = fit_typed(D, y, types, floor, options)
         return Segmented(law, np.zeros(len(y), bool))
+    first = fit_bounds(D, y, floor, options=options) if plain is None else plain
     if not clock:
-        return fit_bounds(D, y, floor, options=options) if plain is None else plain
-    target, c, b = y, (0.0, 0.0), None
-    for _ in range(options.clock_iters if iters is None else iters):
-        if b is None and plain is not None:
-            b = plain
-        else:
-            b = fit_bounds(D, target, floor, start=None if b is None else b.memory_rows, options=options)
+        return first
+    target, c, b = y, (0.0, 0.0), first  # the clock's first step: the plain bounds
+    for i in range(options.clock_iters if iters is None else iters):
+        if i:
+            b = fit_bounds(D, target, floor, start=b.memory_rows, options=options)
         lt = np.log(b.law.time(D))
         if np.ptp(lt) <= 1e-12 * max(1.0, float(np.abs(lt).max())):  # a constant law: no clock slope to fit
-            return fit_bounds(D, y, floor, options=options) if plain is None else plain
+            return first
         import statsmodels.api as sm  # fitting only: predicting never loads statsmodels (1 s)
 
         # hasconst: the first column is the constant (statsmodels need not search for one)
         r = sm.OLS(np.log(y) - lt, np.column_stack([np.ones_like(lt), lt]), hasconst=True).fit()
         new = (float(r.params[0]), float(r.params[1]))
         if not -0.5 < new[1] < 1.0:  # not a plausible clock law: leave the bounds alone
-            return fit_bounds(D, y, floor, options=options) if plain is None else plain
+            return first
         done = abs(new[1] - c[1]) < 1e-3
         c = new
         target = np.exp((np.log(y) - c[0]) / (1.0 + c[1]))
         if done:
             break
-    assert b is not None
     final = fit_bounds(D, target, floor, start=b.memory_rows, options=options)
     final.law.clock = c
-    first = fit_bounds(D, y, floor, options=options) if plain is None else plain
     return final if _sq_rel_error(final.law.time(D), y) <= _sq_rel_error(first.law.time(D), y) else first
 
 
