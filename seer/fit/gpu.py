@@ -141,14 +141,20 @@ def pooled_keys(rec: pd.DataFrame, min_rows: int) -> pd.Series:
     """The variant keys the models are fitted by: the calls that ran a variant once per group
     (VariantKey.per_group) have their own model of one group's convolution where they have
     `min_rows` training rows, else they join the variant's other calls (a model of the whole
-    convolution, as before per-group keys)."""
+    convolution, as before per-group keys) where those have a model of their own. Two halves
+    too small to be modelled are not pooled into one model of both: the FFT's 5 ungrouped and 7
+    depthwise calls keyed by fft2d_r2c_16x16 (0.03 ms and 36-51 ms) made a model that answered
+    0.03 ms for every depthwise layer (291% cross-validated RMSPE), and being the fastest it
+    won the chooser's competition for them. Unpooled, each half is predicted by the nearest
+    variant of its kind that has a model (nearest_modelled)."""
     key = rec["key"]
     per_group = key.str.endswith(PER_GROUP)
     if not per_group.any():
         return key
     n = key[rec["split"] == "train"].value_counts()
-    few = per_group & (key.map(n).fillna(0) < min_rows)
-    return key.where(~few, key.str.removesuffix(PER_GROUP))
+    whole = key.str.removesuffix(PER_GROUP)
+    few = per_group & (key.map(n).fillna(0) < min_rows) & (whole.map(n).fillna(0) >= min_rows)
+    return key.where(~few, whole)
 
 
 def library_picks(rec: pd.DataFrame) -> pd.DataFrame:

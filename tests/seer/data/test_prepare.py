@@ -122,3 +122,26 @@ def test_fft_tilings_calls_of_one_dimensional_filters_are_variants_of_their_own(
         "implicit",
         "sgemm",
     ]
+
+
+def test_an_fft_call_that_runs_its_gemm_once_per_frequency_bin_is_a_variant_of_its_own():
+    import pandas as pd
+
+    gemm = "sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize32x32x8_stage3_warpsize2x2x1_ffma_execute_kernel"
+    fft = ["void flip_filter<float, float>(float*)", "void fft2d_r2c_64x64<float>(float2*)"]
+    c2r = "void fft2d_c2r_64x64<float, false>(float*)"
+    per_bin = _call(1, [*fft, gemm, c2r], main=2).assign(launches=[1, 1, 2112, 1])  # once a bin
+    batched = _call(2, [*fft, gemm, c2r], main=2)  # one launch over all bins
+    grouped = _call(3, [*fft, gemm], main=2).assign(launches=4, groups=4)  # 4 launches: one a group
+    other = _call(4, ["sgemm", "sgemm"], main=0)  # two launches of another algorithm's GEMM
+    rec = pd.concat([per_bin, batched, grouped], ignore_index=True).assign(algo="FFT")
+    rec = pd.concat([rec, other.assign(algo="GEMM")], ignore_index=True).assign(op="conv_fwd")
+    rec["groups"] = rec["groups"].fillna(1)
+    keying = prepare.call_rows(rec)
+    launched = prepare.main_launches(rec, keying)
+    looped = prepare.group_loop(rec, launched)
+    flag = prepare.bin_loop(rec, launched, looped)[keying.to_numpy()]
+    assert list(flag) == [True, False, False, False]
+    kept = rec[keying].assign(bin_loop=flag, variant="xmma_gemm_32x32x8_s3_tn")
+    got = list(prepare.per_bin_variants(kept["variant"], kept))
+    assert got == ["xmma_gemm_32x32x8_s3_tn_per_bin"] + ["xmma_gemm_32x32x8_s3_tn"] * 3

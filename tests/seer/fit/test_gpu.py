@@ -47,13 +47,17 @@ def test_calls_run_once_per_group_get_a_model_of_their_own_only_with_rows_enough
     many, few, plain = "conv_fwd:FFT:fft/per_group", "conv_fwd:FFT:gemm/per_group", "conv_fwd:FFT:gemm"
     rec = pd.DataFrame(
         {
-            "key": [many] * 12 + [few] * 11 + [plain] * 5 + [many],
-            "split": ["train"] * 28 + ["test"],
+            "key": [many] * 12 + [few] * 11 + [plain] * 12 + [many],
+            "split": ["train"] * 35 + ["test"],
         }
     )
     got = pooled_keys(rec, min_rows=12)
     assert (got[:12] == many).all() and got.iat[-1] == many  # a test row follows its training rows
-    assert (got[12:28] == plain).all()  # too few of their own: with the variant's other calls
+    assert (got[12:35] == plain).all()  # too few of their own: with the variant's other calls, which have a model
+    # both halves too few for a model: not pooled into one model of two regimes
+    small = rec[~((rec["key"] == plain) & (rec.index >= 28))].reset_index(drop=True)
+    got = pooled_keys(small, min_rows=12)
+    assert list(got[12:28]) == [few] * 11 + [plain] * 5
 
 
 def test_a_variant_too_few_rows_modelled_keeps_its_shapes_in_the_chooser_under_its_neighbours_variant():

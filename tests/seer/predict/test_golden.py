@@ -57,7 +57,11 @@ the FFT algorithm bounded by its spectra's traffic too (seer.predict.physics), a
 refitted on 781 more conv_grid configurations and its first conv_bwd_grid: conv, rank and best
 entries of every refitted GPU and the L4, the GEMM entries of h100-sxm and the L4, h100-sxm's
 bmm, and the linear entries of a100-40gb and v100-pcie (a clock law each that the guard dropped)
-moved."""
+moved. Then FFT calls that run their GEMM once per frequency bin keyed apart
+(seer.data.prepare.per_bin_variants) and per-group calls too few to model pooled only into a
+variant that has a model of its own (seer.fit.gpu.pooled_keys): only h100-sxm's FFT conv and
+rank entries, its best entries and rank order of other algorithms with them, and the L4's FFT
+entries moved."""
 
 from __future__ import annotations
 
