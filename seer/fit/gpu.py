@@ -143,8 +143,8 @@ def pooled_keys(rec: pd.DataFrame, min_rows: int) -> pd.Series:
     `min_rows` training rows, else they join the variant's other calls (a model of the whole
     convolution, as before per-group keys) where those have a model of their own. Two halves
     too small to be modelled are not pooled into one model of both: the FFT's 5 ungrouped and 7
-    depthwise calls keyed by fft2d_r2c_16x16 (0.03 ms and 36-51 ms) made a model that answered
-    0.03 ms for every depthwise layer (291% cross-validated RMSPE), and being the fastest it
+    depthwise calls keyed by fft2d_r2c_16x16 (0.03-0.05 ms and 0.85-61 ms) made a model that
+    answered 0.03 ms for every depthwise layer (291% cross-validated RMSPE), and being the fastest it
     won the chooser's competition for them. Unpooled, each half is predicted by the nearest
     variant of its kind that has a model (nearest_modelled)."""
     key = rec["key"]
