@@ -387,13 +387,19 @@ def _tensor_transform(m, name):
     return _kv(name, "tensor_transform", "conv_fwd", "LAYOUT", role="pre")
 
 
-@_rule(r"engines_precompiled::(converttensor|transposedirect|scalepackedtensor|scaletensor)_kernel")
+_ENGINE_LAYOUT = {
+    "converttensor": "convert_tensor",
+    "transposedirect": "transpose_direct",
+    "scalepackedtensor": "scale_packed",
+    "scaletensor": "scale_tensor",
+}
+
+
+@_rule(rf"engines_precompiled::({'|'.join(_ENGINE_LAYOUT)})_kernel")
 def _engine_layout(m, name):
     """cuDNN's layout and scaling passes around a gradient's main kernel (beta scaling of dx or dw,
     conversions before FFT_TILING)."""
-    kind = {"converttensor": "convert_tensor", "transposedirect": "transpose_direct"}.get(m.group(1), m.group(1))
-    kind = kind.replace("scalepackedtensor", "scale_packed").replace("scaletensor", "scale_tensor")
-    return _kv(name, kind, "conv_fwd", "LAYOUT", role="pre")
+    return _kv(name, _ENGINE_LAYOUT[m.group(1)], "conv_fwd", "LAYOUT", role="pre")
 
 
 @_rule(r"(nchwaddpadding|nchwtofoldednchw)kernel<")
