@@ -160,9 +160,16 @@ def call_rows(rec: pd.DataFrame) -> pd.Series:
     return (main & ~has) | first
 
 
+CALL_KEYS = ("gpu", "source", "call_id")
+
+
 def _call_keys(rec: pd.DataFrame) -> list[pd.Series]:
-    """The columns that name a call (its file and call id), as text to group by."""
-    return [rec[c].astype(str) for c in ("source", "call_id") if c in rec]
+    """The columns that name a call (its GPU, file and call id), as text to group by. The
+    harness's call id hashes the configuration, math and algorithm, and every GPU's folder has
+    a conv_grid.csv: without the GPU, one configuration measured on two GPUs is one call of
+    twice the launches (an H100 and an H200 FFT call, each launching its GEMM once, read as a
+    per-bin loop)."""
+    return [rec[c].astype(str) for c in CALL_KEYS if c in rec]
 
 
 def group_loop(rec: pd.DataFrame, launched: np.ndarray) -> np.ndarray:
@@ -218,7 +225,7 @@ def unnamed_shares(rec: pd.DataFrame) -> dict[str, float]:
     if calls.empty:
         return {}
     calls = calls.assign(_unnamed=unnamed_calls(calls))
-    calls = calls.drop_duplicates("call_id") if "call_id" in calls else calls
+    calls = calls.drop_duplicates([c for c in CALL_KEYS if c in calls]) if "call_id" in calls else calls
     share = calls.groupby(family_column(calls), sort=True)["_unnamed"].mean()
     return {str(k): float(v) for k, v in share.items() if v > 0}
 

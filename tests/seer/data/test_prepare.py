@@ -145,3 +145,22 @@ def test_an_fft_call_that_runs_its_gemm_once_per_frequency_bin_is_a_variant_of_i
     kept = rec[keying].assign(bin_loop=flag, variant="xmma_gemm_32x32x8_s3_tn")
     got = list(prepare.per_bin_variants(kept["variant"], kept))
     assert got == ["xmma_gemm_32x32x8_s3_tn_per_bin"] + ["xmma_gemm_32x32x8_s3_tn"] * 3
+
+
+def test_one_configuration_measured_on_two_gpus_is_two_calls():
+    """The harness's call id hashes the configuration, and each GPU's folder has the same file
+    names: an H100 and an H200 call of one configuration are two calls of one launch each."""
+    import pandas as pd
+
+    gemm = "sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize32x32x8_stage3_warpsize2x2x1_ffma_execute_kernel"
+    fft = ["void fft2d_r2c_32x32<float>(float2*)", gemm, "void fft2d_c2r_32x32<float, false>(float*)"]
+    direct = ["void cudnn::cnn::conv2d_grouped_direct_kernel<float>(float*)"]
+    calls = [_call(7, fft, main=1).assign(algo="FFT", groups=1), _call(8, direct, main=0).assign(algo="GEMM", groups=2)]
+    one = pd.concat(calls, ignore_index=True).assign(op="conv_fwd")
+    rec = pd.concat([one.assign(gpu="NVIDIA H100 80GB HBM3"), one.assign(gpu="NVIDIA H200")], ignore_index=True)
+    keying = prepare.call_rows(rec)
+    launched = prepare.main_launches(rec, keying)
+    assert list(launched[keying.to_numpy()]) == [1.0] * 4
+    looped = prepare.group_loop(rec, launched)
+    assert not looped.any()
+    assert not prepare.bin_loop(rec, launched, looped).any()

@@ -61,7 +61,10 @@ moved. Then FFT calls that run their GEMM once per frequency bin keyed apart
 (seer.data.prepare.per_bin_variants) and per-group calls too few to model pooled only into a
 variant that has a model of its own (seer.fit.gpu.pooled_keys): only h100-sxm's FFT conv and
 rank entries, its best entries and rank order of other algorithms with them, and the L4's FFT
-entries moved."""
+entries moved. Then (issue 26, round 2's fourth session) h100-sxm refitted on 1,926 more
+conv_grid configurations (3,327): the conv entries of every algorithm
+but WINOGRAD_NONFUSED, and the rank and best entries, of h100-sxm and the L4 moved (the L4's
+WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry."""
 
 from __future__ import annotations
 
