@@ -132,6 +132,14 @@ class Session:
                 fh.write(line + "\n")
 
 
+def _heed_sigint() -> None:
+    """In the step's process before it runs: SIGINT back to its default. A shell starts a
+    background job (`... &`, nohup) with SIGINT ignored, its children inherit that, and Python
+    then installs no KeyboardInterrupt handler: the step would ignore the stop and be killed
+    STOP_GRACE_S later without saving."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
     """Run one step, its output into the log; past `timeout` it gets SIGINT (the harness
     then saves and stops), and SIGKILL after STOP_GRACE_S. Returns its exit code."""
@@ -144,7 +152,13 @@ def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", env=env
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            env=env,
+            preexec_fn=_heed_sigint if os.name == "posix" else None,
         )
     except OSError as exc:
         sess.log(f"{name}: cannot start ({exc})")

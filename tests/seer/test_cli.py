@@ -112,6 +112,8 @@ def test_ctrl_c_during_fit_is_one_line(neusight_path, tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        # as from a terminal: pytest run as a background job (`... &`) passes SIGINT on ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     line = p.stdout.readline()  # "fitting <gpu>: ..." once the data is loaded
     assert line.startswith("fitting"), line
