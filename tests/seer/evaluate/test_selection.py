@@ -26,6 +26,41 @@ def test_selection_metrics_by_hand():
         selection.selection_metrics(meas, np.array([2, 0, 0, 0]))  # picks an unmeasured algo
 
 
+def test_the_heuristic_pick_stands_where_the_model_has_no_time_for_it():
+    """The filter gradient's Winograd calls too few to model: where cuDNN's heuristic ranks that
+    algorithm first, the model cannot weigh it, and its pick is the heuristic's."""
+    algos = selection.op_algos("conv_bwd_filter")
+    a0, a1, wn = (algos.index(a) for a in ("ALGO_0", "ALGO_1", "WINOGRAD_NONFUSED"))
+
+    class Fits:  # models of ALGO_0 and ALGO_1 only, ALGO_0 predicted the faster
+        def algorithms_of(self, op):
+            return ["ALGO_0", "ALGO_1"]
+
+        def rank_algorithms(self, df):
+            n = len(df)
+            return pd.DataFrame({"algo": ["ALGO_0", "ALGO_1"] * n, "time_ms": [1.0, 2.0] * n, "rank": [1, 2] * n})
+
+    meas = np.full((3, len(algos)), np.nan)
+    meas[:, [a0, a1, wn]] = [[1.0, 2.0, 0.5], [1.0, 2.0, 0.5], [1.0, 2.0, np.nan]]
+    rank = np.full((3, len(algos)), np.nan)
+    rank[:, [a0, a1, wn]] = [[2, 1, 0], [1, 2, 3], [1, 0, np.nan]]  # the heuristic: WN, ALGO_0, ALGO_1
+    table = pd.concat(
+        [
+            pd.DataFrame({"gpu": "g", "math": "fma"}, index=range(3)),
+            pd.DataFrame(meas, columns=[f"t:{a}" for a in algos]),
+            pd.DataFrame(rank, columns=[f"rank:{a}" for a in algos]),
+        ],
+        axis=1,
+    )
+    table.attrs["op"] = "conv_bwd_filter"
+    pk, pred = selection.picks(table, {"g": Fits()})
+    assert list(pk["cudnn_heuristic"]) == [wn, a0, a1]
+    assert list(pk["model"]) == [wn, a0, a0] and list(pk["model_fallback"]) == [True, False, False]
+    assert np.isnan(pred[:, wn]).all()
+    heur = pk["cudnn_heuristic"].to_numpy()
+    assert list(selection.unmodelled_first(pred, heur, np.array([False, False, True]))) == [True, False, False]
+
+
 def test_each_method_gets_a_line_of_its_picks_figures():
     algos = selection.op_algos("conv_bwd_filter")  # a gradient's columns, not the forward's
     meas = np.full((2, len(algos)), np.nan)
