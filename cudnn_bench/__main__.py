@@ -229,6 +229,13 @@ def build_parser() -> Parser:
         "the same command later resumes (for machines with a per-command time limit)",
     )
     c.add_argument(
+        "--interleave",
+        action="store_true",
+        help="measure the suites' configurations in turns, each suite taking its share of the "
+        "estimated time (seer_grid 0.25, conv_grid 0.4, conv_bwd_grid 0.35, ...), so a run "
+        "stopped early has spread its time over every suite given, not spent it on the first",
+    )
+    c.add_argument(
         "--redo",
         type=redo_reasons,
         default=[],
@@ -414,6 +421,7 @@ def _options(a: argparse.Namespace) -> Options:
         stop_after=getattr(a, "stop_after", Budget()).seconds,
         shard=a.shard,
         redo=getattr(a, "redo", []),
+        interleave=getattr(a, "interleave", False),
         gpu_for_plan=getattr(a, "gpu", "h100-sxm"),
         progress=not getattr(a, "no_progress", False),
     )

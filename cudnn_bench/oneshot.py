@@ -11,19 +11,20 @@ the data unpacked in the working tree resumes (the stores skip what they hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its
-time less the side steps'): first the stored calls an older harness got wrong (`--redo
-unsplit`, the SEER grid's: those calls only, each configuration's other calls kept as stored),
-then the convolution training grid `conv_grid` (its core first: real CNN layers and the first
-points of a space-filling design), then the rest of the SEER grid, then the gradients of
-conv_grid's core, each in stratified order (any prefix is a spread-out sample), until the
-reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some of its suite, each
-at most a fixed time a call): 5 the memory-bound suite (PyTorch's kernels on the harness's
-stream), 6 the convolution gradients of Test-set-II's layers (`conv_bwd`: cuDNN's backward-data
-and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32, BF16, FP16);
-8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also measures again,
-first, what the older harness got wrong of Test-set-II and the GEMM layers. The backend is the
-pure-ctypes `driver` one (nothing to build); if it cannot start, the core step is retried once
-with CuPy, and if CUPTI cannot, once without kernel names (Test-set-II's scoring needs none).
+time less the side steps'): first the stored calls an older harness got wrong (`--redo unsplit`,
+the SEER grid's: those calls only, each configuration's other calls kept as stored), then, in
+turns by their shares of the time (`--interleave`: conv_grid 0.4, the gradients of conv_grid's
+core 0.35, the rest of the SEER grid 0.25), each in stratified order (any prefix is a spread-out
+sample; conv_grid's core of real CNN layers and the first points of its space-filling design
+first), until the reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some
+of its suite, each at most a fixed time a call): 5 the memory-bound suite (PyTorch's kernels on
+the harness's stream), 6 the convolution gradients of Test-set-II's layers (`conv_bwd`: cuDNN's
+backward-data and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32,
+BF16, FP16); 8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also
+measures again, first, what the older harness got wrong of Test-set-II and the GEMM layers. The
+backend is the pure-ctypes `driver` one (nothing to build); if it cannot start, the core step is
+retried once with CuPy, and if CUPTI cannot, once without kernel names (Test-set-II's scoring
+needs none).
 `session_coverage` prints what one such call covers (`python -m cudnn_bench plan --session`).
 """
 
@@ -50,7 +51,7 @@ from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
 from .errors import BenchError
-from .plan import Budget, Plan, PlanItem, make_plan, only_calls, prefix
+from .plan import Budget, Plan, PlanItem, interleave, make_plan, only_calls, prefix
 from .redo import redo_of
 from .runtime import BACKENDS
 from .store import suite_file
@@ -65,10 +66,9 @@ FINISH_S = 30.0  # report and final packing
 PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 CORE_SUITES = ("gemm_layers", "test_set_ii")
-# the grid step, in this order (after the redo): the redesigned grid, the SEER grid's rest, then
-# the gradients' grid
+# the grid step's suites (after the redo), measured in turns by their shares (plan.interleave)
 GRID_SUITES = ("conv_grid", "seer_grid", "conv_bwd_grid")
-GRID_STEP = "grid: conv_grid, seer_grid, conv_bwd_grid, stratified"
+GRID_STEP = "grid: conv_grid, seer_grid, conv_bwd_grid, in turns by share"
 MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
 
 
@@ -342,7 +342,7 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         step(
             sess,
             GRID_STEP,
-            collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard),
+            collect_argv(py, data, GRID_SUITES, backend, grid_s - STOP_GRACE_S, extra + shard + ["--interleave"]),
             grid_s,
         )
     for side in SIDE_STEPS:  # until the GPU holds them: what a step stores, later calls skip
@@ -443,8 +443,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     """What `calls` one-shot calls of `limit_s` cover, by the planner's cost model, resuming
     `data` (its data/<gpu-slug> folder's stores: what they hold is skipped, what an older
     harness split wrongly is measured again first, only in the calls that were wrong): the core
-    step, then the grid step's redo, conv_grid in its plan order and seer_grid, until the time
-    is up."""
+    step, then the grid step's redo, then its suites in turns by share (plan.interleave), until
+    the time is up."""
     spec = gpus.lookup(gpu)
     cost = CostModel.for_gpu(spec)
     folder = (
@@ -504,11 +504,13 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
                 f"about {_span(redo_s)} ({_span(whole)} whole)"
             )
         left -= redo_s
-    lines.append(f"  then, with the time left (about {max(0.0, left) / 60:.1f} minutes), in this order:")
+    lines.append(
+        f"  then, with the time left (about {max(0.0, left) / 60:.1f} minutes), in turns by their shares of it:"
+    )
+    taken = prefix(interleave([i for state in states.values() for i in state.new]), max(0.0, left))
     for suite, state in states.items():
         full = plans[suite]
-        got = prefix(state.new, max(0.0, left))
-        left -= sum(i.est_s for i in got)
+        got = [i for i in taken if i.suite == suite]
         n = len(full.items)
         what = (
             "its core first (every distinct layer of torchvision's CNN families at one batch size, and the "

@@ -36,5 +36,6 @@ class Options:
     stop_after: float | None = None  # seconds of wall time for this invocation (resume later)
     shard: Shard | None = None  # only this slice of every suite (--shard i/n)
     redo: list[str] = field(default_factory=list)  # measure stored configurations again (redo.REASONS)
+    interleave: bool = False  # the suites' new configurations in turns by share (plan.interleave)
     gpu_for_plan: str = "h100-sxm"  # only for `plan` on a machine without a GPU
     progress: bool = True

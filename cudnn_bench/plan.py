@@ -10,9 +10,10 @@ themselves decides the order, so reruns, shards and separate machines agree.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from .configs import Config, ConvConfig, EmbConfig, MemConfig
@@ -192,6 +193,40 @@ def prefix(items: list[PlanItem], seconds: float) -> list[PlanItem]:
         if spent > seconds:
             break
         out.append(it)
+    return out
+
+
+def interleave(items: list[PlanItem], shares: Mapping[str, float] | None = None) -> list[PlanItem]:
+    """Several suites' items in turns, each suite's in its own order, so that wherever a run
+    stops each suite has had its share of the estimated time (`shares`, default each suite's
+    `Suite.share`): the next item is the one that would end first on its suite's own clock,
+    estimated seconds spent / share (a weighted fair queue; ties go to the suite given first).
+
+    The one-shot call's grid step runs this way: in plain suite order, with `--stop-after`, the
+    gradients' grid (last of three) got nothing until conv_grid and the SEER grid were whole,
+    about nine calls away, while the gradients' picks lacked data most (docs/results.md)."""
+    queues: dict[str, list[PlanItem]] = {}
+    for it in items:
+        queues.setdefault(it.suite, []).append(it)
+    if len(queues) < 2:
+        return list(items)
+    share = {s: (shares or {}).get(s, SUITES[s].share if s in SUITES else 0.0) for s in queues}
+    bad = [s for s, w in share.items() if not w > 0]
+    if bad:
+        raise BenchError(f"suite {bad[0]!r} has no positive share to interleave by")
+    spent = dict.fromkeys(queues, 0.0)
+    heap = [(q[0].est_s / share[s], rank, s) for rank, (s, q) in enumerate(queues.items())]
+    heapq.heapify(heap)
+    pos = dict.fromkeys(queues, 0)
+    out: list[PlanItem] = []
+    while heap:
+        _, rank, s = heapq.heappop(heap)
+        it = queues[s][pos[s]]
+        out.append(it)
+        spent[s] += it.est_s
+        pos[s] += 1
+        if pos[s] < len(queues[s]):
+            heapq.heappush(heap, ((spent[s] + queues[s][pos[s]].est_s) / share[s], rank, s))
     return out
 
 

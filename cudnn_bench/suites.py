@@ -333,7 +333,11 @@ SUITES: dict[str, Suite] = {
         0.1,
     ),
     "conv_bwd_grid": Suite(
-        "conv_bwd_grid", "conv_bwd", conv_bwd_grid, "backward-data and backward-filter of conv_grid's core", 0.1
+        "conv_bwd_grid",
+        "conv_bwd",
+        conv_bwd_grid,
+        "backward-data and backward-filter of conv_grid's core",
+        0.35,  # the gradients' picks lack data most: 536 of 5,652 measured (docs/results.md)
     ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),

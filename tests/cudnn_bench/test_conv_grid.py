@@ -137,6 +137,27 @@ def test_the_grid_step_redoes_first_then_measures_conv_grid_then_seer_grid(tmp_p
     assert order == ["seer_grid"] * 2 + ["conv_grid"] * 4 + ["seer_grid"] * 2
 
 
+def test_the_grid_step_interleaves_its_suites_after_the_redo(tmp_path, monkeypatch):
+    """With --interleave (the one-shot call's grid step) the stored configurations to measure
+    again still come first; then the suites take turns, so seer_grid is not left waiting until
+    conv_grid is whole."""
+    opts = dict(out=tmp_path, progress=False, timing=K.TimingOptions(warmup=1, reps=2, min_reps=1),
+                budget=Budget())
+    K.run(K.Options(suites=["seer_grid"], limit=2, **opts), fake_env(), log=lambda s: None)
+    monkeypatch.setattr(K, "calls_to_redo",
+                        lambda path, reasons: dict.fromkeys(("seer_grid", k, "fma") for k in _stored(path))
+                        if path.name == "seer_grid.csv" else {})
+    order: list[str] = []
+    real = K.measure
+    monkeypatch.setattr(K, "measure", lambda env, item, o: order.append(item.suite) or real(env, item, o))
+    suites = S.parse_suites("seer_grid,conv_grid")
+    K.run(K.Options(suites=suites, limit=6, redo=["unsplit"], interleave=True, **opts), fake_env(),
+          log=lambda s: None)
+    assert order[:2] == ["seer_grid"] * 2 and sorted(order[2:]) == ["conv_grid"] * 6 + ["seer_grid"] * 4
+    new = order[2:]
+    assert new.index("seer_grid") < len(new) - 1 - new[::-1].index("conv_grid")  # turns, not one suite then the other
+
+
 def _stored(path) -> set[str]:
     import pandas as pd
 

@@ -12,7 +12,7 @@ from cudnn_bench.configs import ConvConfig, GemmConfig, config_from_key
 from cudnn_bench.cost import CostModel
 from cudnn_bench.errors import BenchError
 from cudnn_bench.maths import MATH_DTYPE
-from cudnn_bench.plan import Budget, make_plan
+from cudnn_bench.plan import Budget, interleave, make_plan, prefix
 from seer.hardware import gpus
 
 H100 = gpus.lookup("h100-sxm")
@@ -149,6 +149,33 @@ def test_default_plan_fits_the_default_budget():
     # execution order is RUN_ORDER
     order = [k for k, _ in itertools.groupby(i.suite for i in p.items)]
     assert order == [s for s in S.RUN_ORDER if s in per]
+
+
+def test_interleaved_grids_share_any_prefix_by_suite_share():
+    """The one-shot grid step's order: wherever a call stops, each grid had its share of the time,
+    and each grid's own (stratified) order is kept."""
+    grids = ["conv_grid", "seer_grid", "conv_bwd_grid"]
+    items = make_plan(grids, ["fma"], Budget(), cost()).items
+    mixed = interleave(items)
+    assert sorted(i.key for i in mixed) == sorted(i.key for i in items)
+    for g in grids:
+        assert [i.key for i in mixed if i.suite == g] == [i.key for i in items if i.suite == g]
+    plain = prefix(items, 600)
+    assert {i.suite for i in plain} == {"conv_grid"}  # suite order: the last grids wait for the first
+    weights = {g: S.SUITES[g].share for g in grids}
+    for seconds in (120, 600, 1800):
+        got = prefix(mixed, seconds)
+        spent = {g: sum(i.est_s for i in got if i.suite == g) for g in grids}
+        total = sum(spent.values())
+        for g in grids:
+            # within one configuration's estimate of its share
+            biggest = max(i.est_s for i in got if i.suite == g)
+            assert abs(spent[g] - total * weights[g] / sum(weights.values())) <= biggest + 1e-9
+    assert interleave(items, {"conv_grid": 1.0, "seer_grid": 1e-9, "conv_bwd_grid": 1e-9})[0].suite == "conv_grid"
+    with pytest.raises(BenchError, match="share"):
+        interleave(items, {"conv_grid": 1.0, "seer_grid": 0.0, "conv_bwd_grid": 1.0})
+    one = make_plan(["seer_grid"], ["fma"], Budget(count=5), cost()).items
+    assert interleave(one) == one
 
 
 def test_parse_suites():
