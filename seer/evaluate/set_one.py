@@ -12,7 +12,7 @@ from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.data.records import CONV_OPS
 from seer.errors import SeerError
-from seer.evaluate.metrics import ACCURACY_KEYS, accuracy, accuracy_table, format_table
+from seer.evaluate.metrics import ACCURACY_KEYS, INTERVAL_KEYS, accuracy, accuracy_table, format_table, with_interval
 from seer.evaluate.noise import rerun_line, rerun_table
 from seer.evaluate.report import evaluation_records, fits_for, fitted_gpus, write_out
 from seer.hardware import gpus
@@ -105,6 +105,8 @@ def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Accuracy of config-only predictions at every level, plus known-variant and de-drifted."""
     ok = test["pred_config"].notna()
     tables = {lvl: accuracy_table(test[ok], "pred_config", "time_ms", by) for lvl, by in LEVELS.items()}
+    for lvl in ("op", "algo"):  # RMSPE's bootstrap interval, where it is read against targets
+        tables[lvl] = with_interval(tables[lvl], test[ok], "pred_config", "time_ms", LEVELS[lvl])
     kv = test["pred_variant"].notna()
     tables["op_known_variant"] = accuracy_table(test[kv], "pred_variant", "time_ms", LEVELS["op"])
     if (test["time_dedrifted"] != test["time_ms"]).any():
@@ -116,7 +118,7 @@ def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
     out = {}
     for _, r in table.iterrows():
         key = "overall" if r[by[0]] == "overall" else "/".join(str(r[b]) for b in by)
-        out[key] = {k: (int(r[k]) if k == "n" else float(r[k])) for k in ACCURACY_KEYS}
+        out[key] = {k: (int(r[k]) if k == "n" else float(r[k])) for k in (*ACCURACY_KEYS, *INTERVAL_KEYS) if k in r}
     return out
 
 
@@ -159,7 +161,10 @@ def run_set_one(args) -> int:
             "set": "I",
             "data": str(path),
             "prediction": "configuration only",
-            **{name: _json_groups(t, [c for c in t.columns if c not in ACCURACY_KEYS]) for name, t in tables.items()},
+            **{
+                name: _json_groups(t, [c for c in t.columns if c not in (*ACCURACY_KEYS, *INTERVAL_KEYS)])
+                for name, t in tables.items()
+            },
         }
         if floor:
             payload["noise_floor"] = rerun.to_dict(orient="records")
