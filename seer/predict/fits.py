@@ -336,7 +336,7 @@ class Fits:
         if extrapolate is None:
             extrapolate = p.extrapolates
         cv = self.cv_rmspe(at.variants)
-        score = at.times * (1.0 + RISK * cv)
+        score = at.ranked * (1.0 + RISK * cv)
         score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")
@@ -366,8 +366,10 @@ class Fits:
 
         Returns one row per (config, algorithm), sorted by config then rank: config (the
         input frame's index label; 0 for one config given as keywords), rank (1 = the pick),
-        algo, variant (the kernel it would launch), time_ms, cv_rmspe (that variant's
-        cross-validated error: the rank orders time_ms x (1 + RISK x cv_rmspe)), fitted_range
+        algo, variant (the kernel it would launch), time_ms, ranked_ms (the time the rank weighs:
+        time_ms, but on grouped convolutions of more than one channel a group the slowest variant
+        the chooser proposed, seer.predict.variants.may_loop), cv_rmspe (that variant's
+        cross-validated error: the rank orders ranked_ms x (1 + RISK x cv_rmspe)), fitted_range
         (whether the config lies within the fits' trust_distance of a configuration the
         algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the
@@ -400,7 +402,9 @@ def _floored(at: AlgorithmTimes, df: pd.DataFrame, op: str, gpu: GPUSpec) -> Alg
     ranking never prefers a model's physically impossible answer."""
     if not at.algos:
         return at
-    return dataclasses.replace(at, times=np.maximum(at.times, floors_by_algorithm(df, op, gpu, at.algos)))
+    least = floors_by_algorithm(df, op, gpu, at.algos)
+    cautious = None if at.cautious is None else np.maximum(at.cautious, least)
+    return dataclasses.replace(at, times=np.maximum(at.times, least), cautious=cautious)
 
 
 def ranking_frame(
@@ -420,6 +424,7 @@ def ranking_frame(
             "algo": take(np.broadcast_to(np.asarray(at.algos, dtype=object), (n, k))),
             "variant": take(at.variants),
             "time_ms": take(at.times),
+            "ranked_ms": take(at.ranked),
             "cv_rmspe": take(np.zeros(at.times.shape) if cv is None else cv),
             "fitted_range": take(at.inside),
         }

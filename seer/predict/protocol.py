@@ -26,11 +26,26 @@ class AlgorithmTimes:
     times: np.ndarray  # ms; NaN where no model of the algorithm answers
     inside: np.ndarray  # bool: the config lies within trust distance of the algorithm's data
     variants: np.ndarray  # object: the variant key each algorithm would launch ("" unknown)
+    # the time ranking weighs, where it is not `times`: on configurations whose variant the
+    # library may choose by something the sizes do not show, the slowest one proposed
+    # (seer.predict.variants.may_loop); None: `times` everywhere
+    cautious: np.ndarray | None = None
+
+    @property
+    def ranked(self) -> np.ndarray:
+        """The times ranking weighs (`cautious` where given, else `times`)."""
+        return self.times if self.cautious is None else self.cautious
 
     def take(self, algos: Sequence[str]) -> AlgorithmTimes:
         """The columns of `algos`, in that order."""
         cols = [self.algos.index(a) for a in algos]
-        return AlgorithmTimes(list(algos), self.times[:, cols], self.inside[:, cols], self.variants[:, cols])
+        return AlgorithmTimes(
+            list(algos),
+            self.times[:, cols],
+            self.inside[:, cols],
+            self.variants[:, cols],
+            None if self.cautious is None else self.cautious[:, cols],
+        )
 
 
 @runtime_checkable

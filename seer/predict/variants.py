@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import GROUPS_COLUMN, ConfigBatch
+from seer.data.configs import CHANNELS_COLUMN, GROUPS_COLUMN, ConfigBatch
 from seer.data.records import CONV_OPS, VARIANT_OPS
 from seer.data.variants import CONV_OP_ALGOS
 from seer.errors import SeerError
@@ -27,6 +28,31 @@ from seer.models.knn import locality_order
 from seer.models.launched import Launched
 from seer.models.support import Support
 from seer.predict.protocol import AlgorithmTimes
+
+
+class Launch(NamedTuple):
+    """What a chooser says its rows launch: the variant key, its predicted time, whether the
+    nearest fitted configuration lies within trust_distance, and the slowest predicted time of
+    the variants it proposed (the time itself where it proposed one)."""
+
+    keys: np.ndarray
+    times: np.ndarray
+    inside: np.ndarray
+    slowest: np.ndarray
+
+
+def may_loop(batch: ConfigBatch) -> np.ndarray:
+    """Grouped convolutions of more than one channel a group: cuDNN 9 runs most algorithms of
+    these as a loop over the groups, and for the same sizes sometimes once a call, on nothing
+    the configuration shows (of the H100's grouped calls of that kind its implicit GEMMs looped
+    on 88%, its GEMM algorithm on 11%, the gradients' ALGO_0/1/3 on 58-73%; depthwise calls
+    never, where FFT and Winograd always). Ranking weighs these by the slowest variant proposed
+    (`Launch.slowest`): predicted as the once-a-call kernel, a looping algorithm was picked at
+    10-20x the fastest time."""
+    if batch.op not in CONV_OPS:
+        return np.zeros(len(batch), dtype=bool)
+    lc = batch.logcfg
+    return (lc[:, GROUPS_COLUMN] > 0) & (lc[:, CHANNELS_COLUMN] > lc[:, GROUPS_COLUMN] + 1e-9)
 
 
 @dataclass
@@ -77,7 +103,8 @@ class VariantPredictor:
         out = np.empty(len(df))
         inside = np.zeros(len(df), dtype=bool)
         for ch, rows in self._choosers(batch):
-            _, out[rows], inside[rows] = self._launch(batch.take(rows), ch, with_inside=with_inside)
+            got = self._launch(batch.take(rows), ch, with_inside=with_inside)
+            out[rows], inside[rows] = got.times, got.inside
         if np.isnan(out).any():
             raise SeerError(self._no_kind(batch, out))
         return out, inside
@@ -139,9 +166,10 @@ class VariantPredictor:
         batch = ConfigBatch.of(df, op)
         keys = np.empty(len(df), dtype=object)
         for ch, rows in self._choosers(batch):
-            keys[rows], t, _ = self._launch(batch.take(rows), ch, with_inside=False)
-            if np.isnan(t).any():
-                raise SeerError(self._no_kind(batch.take(rows), t))
+            got = self._launch(batch.take(rows), ch, with_inside=False)
+            keys[rows] = got.keys
+            if np.isnan(got.times).any():
+                raise SeerError(self._no_kind(batch.take(rows), got.times))
         return keys
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
@@ -151,18 +179,20 @@ class VariantPredictor:
             raise SeerError(f"no models of algorithm(s) {', '.join(unknown)} on {self.gpu.name}")
         n = len(df)
         times = np.empty((n, len(algos)))
+        cautious = np.empty((n, len(algos)))
         inside = np.empty((n, len(algos)), dtype=bool)
         keys = np.empty((n, len(algos)), dtype=object)
         batch = ConfigBatch.of(df, op)
+        loops = may_loop(batch)
         order: np.ndarray | None = None  # one order of the rows for every search that sorts them
         for j, a in enumerate(algos):
             ch = self.choosers[family_key(op, a)]
             if order is None and ch.sorts_queries:
                 order = locality_order(batch.logcfg)
-            keys[:, j], times[:, j], inside[:, j] = self._launch(
-                batch.with_algo(a), ch, order=order if ch.sorts_queries else None
-            )
-        return AlgorithmTimes(algos, times, inside, keys)
+            got = self._launch(batch.with_algo(a), ch, order=order if ch.sorts_queries else None)
+            keys[:, j], times[:, j], inside[:, j] = got.keys, got.times, got.inside
+            cautious[:, j] = np.where(loops, got.slowest, got.times)
+        return AlgorithmTimes(algos, times, inside, keys, cautious)
 
     def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
         """The chooser of each row's (op, algorithm), with the row positions it serves. A GEMM
@@ -189,57 +219,62 @@ class VariantPredictor:
 
     def _launch(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> Launch:
         """As _launch_near, each convolution from the training configs of its kind, grouped or
         not (Chooser.kinds): where the chooser learnt no config of a row's kind, or the algorithm
         never runs the row's filter shape (Support), no variant ("", NaN, outside the fitted
         range)."""
         if ch.op not in CONV_OPS:
             return self._launch_near(batch, ch, order, with_inside)
-        keys, times, inside = self._launch_kind(batch, ch, order, with_inside)
+        got = self._launch_kind(batch, ch, order, with_inside)
         support = self.support_of(ch.op)
         if support is not None:
             never = support.never_runs(ch.algo, batch.logcfg)
             if never.any():
-                keys[never], times[never], inside[never] = "", np.nan, False
-        return keys, times, inside
+                got.keys[never], got.times[never], got.inside[never], got.slowest[never] = "", np.nan, False, np.nan
+        return got
 
     def _launch_kind(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> Launch:
         """_launch_near on the training configs of each row's kind (grouped or not)."""
         grouped = batch.logcfg[:, GROUPS_COLUMN] > 0
         learnt = ch.kinds
         if (not learnt[1] and not grouped.any()) or (not learnt[0] and grouped.all()):
             return self._launch_near(batch, ch, order, with_inside)  # one kind, the rows' own: as it is
         n = len(batch)
-        keys, times, inside = np.full(n, "", dtype=object), np.full(n, np.nan), np.zeros(n, dtype=bool)
+        out = Launch(np.full(n, "", dtype=object), np.full(n, np.nan), np.zeros(n, dtype=bool), np.full(n, np.nan))
         for kind in (False, True):
             rows = np.flatnonzero(grouped == kind)
             if len(rows) and learnt[kind]:
                 sub = ch.of_kind(kind) if all(learnt) else ch
-                keys[rows], times[rows], inside[rows] = self._launch_near(batch.take(rows), sub, None, with_inside)
-        return keys, times, inside
+                for whole, part in zip(out, self._launch_near(batch.take(rows), sub, None, with_inside), strict=True):
+                    whole[rows] = part
+        return out
 
     def _launch_near(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(variant key, time, whether the nearest fitted config lies within trust_distance) of
-        each row: among the variants the chooser proposes (Chooser.propose: its tree's, or those
-        the library launched for the nearest training configs), the fastest predicted.
-        `order`: knn.locality_order of the rows (a faster search)."""
+    ) -> Launch:
+        """Each row's Launch: among the variants the chooser proposes (Chooser.propose: its
+        tree's, or those the library launched for the nearest training configs), the fastest
+        predicted, and the slowest's time. `order`: knn.locality_order of the rows (a faster
+        search)."""
         cand, inside = ch.propose(batch.logcfg, self.options.trust_distance, order, inside_too=with_inside)
         n = len(batch)
         best_t = np.full(n, np.inf)
+        worst_t = np.full(n, -np.inf)
         best = np.zeros(n, dtype=int)
         for lab, rows in _rows_of_labels(cand, len(ch.labels)):
             t = self.variants[ch.labels[lab]].predict(batch.take(rows))
             if cand.shape[1] == 1 and (t < np.inf).all():  # each row's only candidate: better than none
-                best_t[rows], best[rows] = t, lab
+                best_t[rows], best[rows], worst_t[rows] = t, lab, t
                 continue
             better = t < best_t[rows]
             best_t[rows[better]], best[rows[better]] = t[better], lab
-        return np.asarray(ch.labels, dtype=object)[best], best_t, inside
+            worse = np.isfinite(t) & (t > worst_t[rows])
+            worst_t[rows[worse]] = t[worse]
+        worst_t = np.where(np.isfinite(worst_t), worst_t, best_t)
+        return Launch(np.asarray(ch.labels, dtype=object)[best], best_t, inside, worst_t)
 
     def replace(self, **changes) -> VariantPredictor:
         return dataclasses.replace(self, **changes)

@@ -226,3 +226,27 @@ def test_ranking_weighs_each_time_by_its_models_cross_validated_error(monkeypatc
     monkeypatch.setattr(F, "RISK", 0.0)  # by time alone the order is the times'
     for _, g in f.rank_algorithms(df).dropna(subset=["time_ms"]).groupby("config"):
         assert g["time_ms"].is_monotonic_increasing
+
+
+def test_grouped_convolutions_of_several_channels_a_group_rank_by_the_slowest_variant_proposed():
+    """cuDNN loops over the groups on most such calls, and sometimes runs them once, on nothing
+    the sizes show: ranked by its fastest proposed variant, an algorithm that would loop was
+    picked at 10-20x the fastest time (seer.predict.variants.may_loop)."""
+    from seer.data.configs import ConfigBatch
+    from seer.predict.variants import may_loop
+
+    h100 = seer.load("h100-sxm")
+    layer = dict(batch=128, c_in=16, h_in=224, w_in=224, c_out=16, kh=7, kw=7, pad_h=6, pad_w=6,
+                 dil_h=2, dil_w=2, groups=8)  # a held-out grid configuration: GEMM the fastest measured
+    r = h100.rank_algorithms(**layer).set_index("algo")
+    assert r.loc["IMPLICIT_PRECOMP_GEMM", "ranked_ms"] > 2 * r.loc["IMPLICIT_PRECOMP_GEMM", "time_ms"]
+    by_time = (r["time_ms"] * (1 + r["cv_rmspe"])).idxmin()
+    assert by_time == "IMPLICIT_PRECOMP_GEMM" and h100.best_algorithm(**layer) == "GEMM"
+    # ungrouped and depthwise layers rank by their predicted time
+    for other in (dict(layer, groups=1), dict(layer, groups=16)):
+        o = h100.rank_algorithms(**other)
+        assert np.array_equal(o["ranked_ms"].to_numpy(), o["time_ms"].to_numpy(), equal_nan=True)
+    cfgs = pd.DataFrame([dict(layer, groups=g, c_in=c) for g, c in ((1, 16), (16, 16), (8, 16), (4, 64))])
+    assert may_loop(ConfigBatch.of(cfgs.assign(op="conv_fwd"), "conv_fwd")).tolist() == [False, False, True, True]
+    gemm = pd.DataFrame([dict(op="gemm", batch=1, m=64, n=64, k=64)])
+    assert not may_loop(ConfigBatch.of(gemm, "gemm")).any()
