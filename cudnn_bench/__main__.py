@@ -232,7 +232,7 @@ def build_parser() -> Parser:
         "--interleave",
         action="store_true",
         help="measure the suites' configurations in turns, each suite taking its share of the "
-        "estimated time (seer_grid 0.25, conv_grid 0.4, conv_bwd_grid 0.35, ...), so a run "
+        f"estimated time ({', '.join(f'{n} {SUITES[n].share:g}' for n in RUN_ORDER)}), so a run "
         "stopped early has spread its time over every suite given, not spent it on the first",
     )
     c.add_argument(

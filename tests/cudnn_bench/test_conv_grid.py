@@ -119,9 +119,9 @@ def test_structures_cover_the_axes_and_weights_favour_real_layers():
     assert share[(1, 1, 1)] > 2 * share[(7, 7, 2)] and share[(3, 3, 1)] > share[(7, 7, 2)]
 
 
-def test_the_grid_step_redoes_first_then_measures_conv_grid_then_seer_grid(tmp_path, monkeypatch):
-    """What the one-shot call's grid step does (`collect --suite conv_grid,seer_grid --redo
-    unsplit`): the stored configurations to measure again, then conv_grid, then seer_grid."""
+def _grid_step_order(tmp_path, monkeypatch, limit: int, interleave: bool) -> list[str]:
+    """The suite of each configuration `collect --suite conv_grid,seer_grid --redo unsplit`
+    measures, in order, with 2 seer_grid configurations stored before and to be measured again."""
     opts = dict(out=tmp_path, progress=False, timing=K.TimingOptions(warmup=1, reps=2, min_reps=1),
                 budget=Budget())
     K.run(K.Options(suites=["seer_grid"], limit=2, **opts), fake_env(), log=lambda s: None)
@@ -133,7 +133,14 @@ def test_the_grid_step_redoes_first_then_measures_conv_grid_then_seer_grid(tmp_p
     monkeypatch.setattr(K, "measure", lambda env, item, o: order.append(item.suite) or real(env, item, o))
     suites = S.parse_suites("seer_grid,conv_grid")
     assert suites == ["conv_grid", "seer_grid"]
-    K.run(K.Options(suites=suites, limit=4, redo=["unsplit"], **opts), fake_env(), log=lambda s: None)
+    K.run(K.Options(suites=suites, limit=limit, redo=["unsplit"], interleave=interleave, **opts), fake_env(),
+          log=lambda s: None)
+    return order
+
+
+def test_the_grid_step_redoes_first_then_measures_conv_grid_then_seer_grid(tmp_path, monkeypatch):
+    """Without --interleave: the stored configurations to measure again, then conv_grid, then seer_grid."""
+    order = _grid_step_order(tmp_path, monkeypatch, limit=4, interleave=False)
     assert order == ["seer_grid"] * 2 + ["conv_grid"] * 4 + ["seer_grid"] * 2
 
 
@@ -141,18 +148,7 @@ def test_the_grid_step_interleaves_its_suites_after_the_redo(tmp_path, monkeypat
     """With --interleave (the one-shot call's grid step) the stored configurations to measure
     again still come first; then the suites take turns, so seer_grid is not left waiting until
     conv_grid is whole."""
-    opts = dict(out=tmp_path, progress=False, timing=K.TimingOptions(warmup=1, reps=2, min_reps=1),
-                budget=Budget())
-    K.run(K.Options(suites=["seer_grid"], limit=2, **opts), fake_env(), log=lambda s: None)
-    monkeypatch.setattr(K, "calls_to_redo",
-                        lambda path, reasons: dict.fromkeys(("seer_grid", k, "fma") for k in _stored(path))
-                        if path.name == "seer_grid.csv" else {})
-    order: list[str] = []
-    real = K.measure
-    monkeypatch.setattr(K, "measure", lambda env, item, o: order.append(item.suite) or real(env, item, o))
-    suites = S.parse_suites("seer_grid,conv_grid")
-    K.run(K.Options(suites=suites, limit=6, redo=["unsplit"], interleave=True, **opts), fake_env(),
-          log=lambda s: None)
+    order = _grid_step_order(tmp_path, monkeypatch, limit=6, interleave=True)
     assert order[:2] == ["seer_grid"] * 2 and sorted(order[2:]) == ["conv_grid"] * 6 + ["seer_grid"] * 4
     new = order[2:]
     assert new.index("seer_grid") < len(new) - 1 - new[::-1].index("conv_grid")  # turns, not one suite then the other
