@@ -405,7 +405,6 @@ def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None
 
 # conv fields of the log-config beyond the shapes: every axis of the configuration space counts
 _LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
-CHANNELS_COLUMN = 1  # the log-config column of a convolution's input channels
 GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 
 

@@ -60,34 +60,33 @@ def rmspe_interval(pred, meas, draws: int = DRAWS, level: float = LEVEL, seed: i
     return float(lo), float(hi)
 
 
-def with_interval(table: pd.DataFrame, df: pd.DataFrame, pred: str, meas: str, by: Sequence[str]) -> pd.DataFrame:
-    """`table` (accuracy_table of df by `by`) with RMSPE's bootstrap interval on each row."""
-    by = list(by)
-    groups = {(k if isinstance(k, tuple) else (k,)): g for k, g in df.groupby(by, sort=True, observed=True)}
-    bounds = []
-    for _, r in table.iterrows():
-        rows = df if r[by[0]] == "overall" else groups[tuple(r[b] for b in by)]
-        bounds.append(rmspe_interval(rows[pred], rows[meas]))
-    out = table.copy()
-    at = out.columns.get_loc("rmspe") + 1
-    out.insert(at, "rmspe_hi", [b[1] for b in bounds])
-    out.insert(at, "rmspe_lo", [b[0] for b in bounds])
-    return out
-
-
 def accuracy_table(
-    df: pd.DataFrame, pred: str, meas: str, by: Sequence[str] | str = (), overall: bool = True
+    df: pd.DataFrame,
+    pred: str,
+    meas: str,
+    by: Sequence[str] | str = (),
+    overall: bool = True,
+    interval: bool = False,
 ) -> pd.DataFrame:
-    """One row of accuracy metrics per group of `by`, plus an `overall` row."""
+    """One row of accuracy metrics per group of `by`, plus an `overall` row; with `interval`,
+    RMSPE's bootstrap interval beside it (INTERVAL_KEYS, rmspe_interval)."""
     by = [by] if isinstance(by, str) else list(by)
+
+    def metrics(rows: pd.DataFrame) -> dict:
+        out = accuracy(rows[pred], rows[meas])
+        if interval:
+            out.update(zip(INTERVAL_KEYS, rmspe_interval(rows[pred], rows[meas]), strict=True))
+        return out
+
     rows = []
     if by:
         for key, g in df.groupby(by, sort=True, observed=True):
             key = key if isinstance(key, tuple) else (key,)
-            rows.append({**dict(zip(by, key)), **accuracy(g[pred], g[meas])})
+            rows.append({**dict(zip(by, key)), **metrics(g)})
     if overall or not by:
-        rows.append({**{b: "overall" for b in by}, **accuracy(df[pred], df[meas])})
-    return pd.DataFrame(rows, columns=[*by, *ACCURACY_KEYS])
+        rows.append({**{b: "overall" for b in by}, **metrics(df)})
+    keys = [*ACCURACY_KEYS[:2], *INTERVAL_KEYS, *ACCURACY_KEYS[2:]] if interval else list(ACCURACY_KEYS)
+    return pd.DataFrame(rows, columns=[*by, *keys])
 
 
 def format_table(table: pd.DataFrame, percent: Sequence[str] = (*ACCURACY_KEYS[1:], *INTERVAL_KEYS)) -> str:

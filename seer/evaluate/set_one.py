@@ -12,7 +12,7 @@ from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.data.records import CONV_OPS
 from seer.errors import SeerError
-from seer.evaluate.metrics import ACCURACY_KEYS, INTERVAL_KEYS, accuracy, accuracy_table, format_table, with_interval
+from seer.evaluate.metrics import ACCURACY_KEYS, INTERVAL_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.noise import rerun_line, rerun_table
 from seer.evaluate.report import evaluation_records, fits_for, fitted_gpus, write_out
 from seer.hardware import gpus
@@ -104,9 +104,11 @@ def _unseen_shapes(f, op: str, sub: pd.DataFrame) -> np.ndarray:
 def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Accuracy of config-only predictions at every level, plus known-variant and de-drifted."""
     ok = test["pred_config"].notna()
-    tables = {lvl: accuracy_table(test[ok], "pred_config", "time_ms", by) for lvl, by in LEVELS.items()}
-    for lvl in ("op", "algo"):  # RMSPE's bootstrap interval, where it is read against targets
-        tables[lvl] = with_interval(tables[lvl], test[ok], "pred_config", "time_ms", LEVELS[lvl])
+    # RMSPE's bootstrap interval per op and per algorithm, where it is read against targets
+    tables = {
+        lvl: accuracy_table(test[ok], "pred_config", "time_ms", by, interval=lvl in ("op", "algo"))
+        for lvl, by in LEVELS.items()
+    }
     kv = test["pred_variant"].notna()
     tables["op_known_variant"] = accuracy_table(test[kv], "pred_variant", "time_ms", LEVELS["op"])
     if (test["time_dedrifted"] != test["time_ms"]).any():

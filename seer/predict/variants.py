@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import CHANNELS_COLUMN, GROUPS_COLUMN, ConfigBatch
+from seer.data.configs import GROUPS_COLUMN, ConfigBatch
 from seer.data.records import CONV_OPS, VARIANT_OPS
 from seer.data.variants import CONV_OP_ALGOS
 from seer.errors import SeerError
@@ -51,8 +51,8 @@ def may_loop(batch: ConfigBatch) -> np.ndarray:
     10-20x the fastest time."""
     if batch.op not in CONV_OPS:
         return np.zeros(len(batch), dtype=bool)
-    lc = batch.logcfg
-    return (lc[:, GROUPS_COLUMN] > 0) & (lc[:, CHANNELS_COLUMN] > lc[:, GROUPS_COLUMN] + 1e-9)
+    c, g = batch.shapes["C"], batch.shapes["G"]
+    return (g > 1) & (c > g)
 
 
 @dataclass

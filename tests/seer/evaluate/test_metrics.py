@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from seer.evaluate.metrics import accuracy, accuracy_table, format_table, rmspe_interval, with_interval
+from seer.evaluate.metrics import accuracy, accuracy_table, format_table, rmspe_interval
 
 
 def test_accuracy_definitions():
@@ -41,10 +41,11 @@ def test_rmspe_interval_brackets_rmspe_and_widens_where_a_few_rows_carry_it():
     assert all(np.isnan(rmspe_interval([], [])))
 
 
-def test_with_interval_adds_bounds_per_group_and_overall():
+def test_accuracy_table_adds_rmspes_interval_per_group_and_overall():
     df = pd.DataFrame({"g": ["a"] * 50 + ["b"] * 50, "p": np.r_[np.full(50, 1.1), np.linspace(1, 3, 50)],
                        "m": np.ones(100)})
-    t = with_interval(accuracy_table(df, "p", "m", "g"), df, "p", "m", ["g"])
+    assert "rmspe_lo" not in accuracy_table(df, "p", "m", "g")
+    t = accuracy_table(df, "p", "m", "g", interval=True)
     assert list(t.columns[:5]) == ["g", "n", "rmspe", "rmspe_lo", "rmspe_hi"]
     a = t.set_index("g")
     assert a.loc["a", "rmspe_lo"] == pytest.approx(0.1) and a.loc["a", "rmspe_hi"] == pytest.approx(0.1)
