@@ -608,6 +608,14 @@ class ConfigBatch:
             _parent=self._parent,
         )
 
+    def as_op(self, op: str) -> ConfigBatch:
+        """The same convolutions as another direction's (a gradient timed as its forward): the
+        shapes and algorithms stay, the traffic, GEMM view and derived quantities are `op`'s."""
+        if op == self.op:
+            return self
+        traffic = _one_traffic(op, self.el, self.shapes)
+        return ConfigBatch(op, self.shapes, traffic, self.el, self.algo, self.extra, uniform_algo=self.uniform_algo)
+
 
 def groups(df: pd.DataFrame) -> np.ndarray:
     """Each convolution row's groups (1 where the column is missing or empty)."""

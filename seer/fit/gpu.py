@@ -2,8 +2,9 @@
 
 Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models) -> measurement
 drift removed where the data allow it (seer.models.drift) -> variant choosers
-(seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched) and
-memory-bound fits (seer.models.memory) -> one document, which seer.fitsfile writes. The same
+(seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched), the
+gradients timed as the forward (seer.fit.duals) and memory-bound fits (seer.models.memory) -> one
+document, which seer.fitsfile writes. The same
 data give the same document, byte for byte.
 """
 
@@ -23,6 +24,7 @@ from seer.data.keys import PER_GROUP
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
+from seer.fit.duals import fitted_duals
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
@@ -104,6 +106,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
     launched = fit_launched(rec, set(models))
+    duals = fitted_duals(train, target, spec, models, choosers, options, conv_timing(rec))
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
@@ -112,6 +115,7 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
         "options": options.to_dict(),
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
+        **({"forward_duals": {k: d.to_dict() for k, d in sorted(duals.items())}} if duals else {}),
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }

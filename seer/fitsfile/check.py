@@ -30,6 +30,7 @@ from seer.hardware.dtypes import MODEL_DTYPES
 from seer.models import knn
 from seer.models.chooser import KINDS
 from seer.models.drift import KNOTS
+from seer.models.dual import DUAL_ALGOS, GRADIENT_OPS
 from seer.models.geometry import AXES, RULE_KINDS
 from seer.models.memory import SCHEMA as MEMORY_SCHEMA
 from seer.models.tree import LEAF, MAX_MEMBERS
@@ -191,6 +192,8 @@ def check(doc: dict, path: str | Path) -> None:
     if drift is not None:
         for src, d in c.obj(drift, "drift").items():
             _drift(c, d, _at("drift", src))
+    for key, d in c.obj(doc.get("forward_duals", {}), "forward_duals").items():
+        _dual(c, d, _at("forward_duals", key), key)
     if doc.get("memory_bound") is not None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
@@ -443,6 +446,19 @@ def _options(c: _Doc, o: dict) -> None:
                 c.fail(_at("options", k), "true or false", v)
         else:
             c.num(v, _at("options", k), 0, lo_open=k == "trust_distance")
+
+
+def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
+    """A gradient algorithm timed as the forward (seer.models.dual.ForwardDual), keyed as its chooser."""
+    c.obj(d, w)
+    op = c.text(c.get(d, "op", w, "a gradient op"), _at(w, "op"), GRADIENT_OPS)
+    algo = c.text(c.get(d, "algo", w, "an algorithm"), _at(w, "algo"), DUAL_ALGOS)
+    if key != f"{op}:{algo}":
+        c.fail(w, f"keyed {json.dumps(f'{op}:{algo}')} (its op:algo)", got=json.dumps(key))
+    c.num(c.get(d, "scale", w, "a finite number > 0"), _at(w, "scale"), 0, lo_open=True)
+    for k in ("rmspe", "own_rmspe"):
+        c.num(c.get(d, k, w, "a finite number >= 0"), _at(w, k), 0)
+    c.num(c.get(d, "n", w, "a whole number >= 1"), _at(w, "n"), 1, whole=True)
 
 
 def _drift(c: _Doc, d: Any, w: str) -> None:

@@ -335,7 +335,7 @@ class Fits:
         at = _floored(p.algorithm_times(df, op, algorithm_list(algorithms)), df, op, self.gpu)
         if extrapolate is None:
             extrapolate = p.extrapolates
-        cv = self.cv_rmspe(at.variants)
+        cv = at.cv if at.cv is not None else self.cv_rmspe(at.variants)
         score = at.ranked * (1.0 + RISK * cv)
         score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
@@ -366,10 +366,12 @@ class Fits:
 
         Returns one row per (config, algorithm), sorted by config then rank: config (the
         input frame's index label; 0 for one config given as keywords), rank (1 = the pick),
-        algo, variant (the kernel it would launch), time_ms, ranked_ms (the time the rank weighs:
-        time_ms, but on grouped convolutions of more than one channel a group the slowest variant
-        the chooser proposed, seer.predict.variants.may_loop), cv_rmspe (that variant's
-        cross-validated error: the rank orders ranked_ms x (1 + RISK x cv_rmspe)), fitted_range
+        algo, variant (the kernel it would launch; a gradient timed as the forward of the same
+        configuration, seer.models.dual, names the forward's), time_ms, ranked_ms (the time the
+        rank weighs: time_ms, but on grouped convolutions of more than one channel a group the
+        slowest variant the chooser proposed, seer.predict.variants.may_loop), cv_rmspe (that
+        variant's cross-validated error, a forward dual's error on its training calls: the rank
+        orders ranked_ms x (1 + RISK x cv_rmspe)), fitted_range
         (whether the config lies within the fits' trust_distance of a configuration the
         algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the

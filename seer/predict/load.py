@@ -10,9 +10,10 @@ from seer import fitsfile
 from seer.errors import SeerError
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
-from seer.models import FitOptions, VariantFit
+from seer.models import FitOptions, VariantFit, family_key
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.models.dual import ForwardDual
 from seer.models.launched import Launched
 from seer.models.memory import MemoryBoundFit
 from seer.predict.analytical import EmbeddingPredictor, MemoryPredictor
@@ -30,6 +31,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         choosers = {k: Chooser.from_dict(v) for k, v in doc["choosers"].items()}
         drift = {s: Drift.from_dict(s, d) for s, d in doc.get("drift", {}).items()}
         launched = tuple(Launched.from_dict(d) for d in doc.get("launched", []))
+        duals = [ForwardDual.from_dict(d) for d in doc.get("forward_duals", {}).values()]
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     vp = VariantPredictor(
@@ -41,6 +43,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         FitOptions.from_dict(doc.get("options")),
         tuple(doc.get("dtypes") or (DEFAULT_DTYPE,)),  # files before dtypes were recorded: float32 data only
         launched,
+        {family_key(d.op, d.algo): d for d in duals if d.used},
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
     predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])

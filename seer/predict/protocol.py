@@ -30,6 +30,9 @@ class AlgorithmTimes:
     # library may choose by something the sizes do not show, the slowest one proposed
     # (seer.predict.variants.may_loop); None: `times` everywhere
     cautious: np.ndarray | None = None
+    # the error of the model behind each time (a fraction), where the predictor knows it: the
+    # ranking weighs it; None: each variant's cross-validated RMSPE (Fits.cv_rmspe)
+    cv: np.ndarray | None = None
 
     @property
     def ranked(self) -> np.ndarray:
@@ -45,6 +48,7 @@ class AlgorithmTimes:
             self.inside[:, cols],
             self.variants[:, cols],
             None if self.cautious is None else self.cautious[:, cols],
+            None if self.cv is None else self.cv[:, cols],
         )
 
 

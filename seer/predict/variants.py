@@ -24,6 +24,7 @@ from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
+from seer.models.dual import FORWARD, ForwardDual, unstrided
 from seer.models.knn import locality_order
 from seer.models.launched import Launched
 from seer.models.support import Support
@@ -32,13 +33,15 @@ from seer.predict.protocol import AlgorithmTimes
 
 class Launch(NamedTuple):
     """What a chooser says its rows launch: the variant key, its predicted time, whether the
-    nearest fitted configuration lies within trust_distance, and the slowest predicted time of
-    the variants it proposed (the time itself where it proposed one)."""
+    nearest fitted configuration lies within trust_distance, the slowest predicted time of
+    the variants it proposed (the time itself where it proposed one), and the error of the
+    model that timed it (the variant's cross-validated RMSPE, a forward dual's own: a fraction)."""
 
     keys: np.ndarray
     times: np.ndarray
     inside: np.ndarray
     slowest: np.ndarray
+    error: np.ndarray
 
 
 def may_loop(batch: ConfigBatch) -> np.ndarray:
@@ -67,6 +70,8 @@ class VariantPredictor:
     options: FitOptions = DEFAULT  # what the fits were made with
     trained_dtypes: tuple[str, ...] = (DEFAULT_DTYPE,)  # the dtypes of the rows the models learnt
     launched: tuple[Launched, ...] = ()  # what traces saw the framework launch, per library versions (first: most)
+    # gradient algorithms timed as the forward of the same configs, by chooser key (seer.models.dual)
+    duals: dict[str, ForwardDual] = field(default_factory=dict)
     _supports: dict[str, Support | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -180,6 +185,7 @@ class VariantPredictor:
         n = len(df)
         times = np.empty((n, len(algos)))
         cautious = np.empty((n, len(algos)))
+        error = np.empty((n, len(algos)))
         inside = np.empty((n, len(algos)), dtype=bool)
         keys = np.empty((n, len(algos)), dtype=object)
         batch = ConfigBatch.of(df, op)
@@ -190,9 +196,9 @@ class VariantPredictor:
             if order is None and ch.sorts_queries:
                 order = locality_order(batch.logcfg)
             got = self._launch(batch.with_algo(a), ch, order=order if ch.sorts_queries else None)
-            keys[:, j], times[:, j], inside[:, j] = got.keys, got.times, got.inside
+            keys[:, j], times[:, j], inside[:, j], error[:, j] = got.keys, got.times, got.inside, got.error
             cautious[:, j] = np.where(loops, got.slowest, got.times)
-        return AlgorithmTimes(algos, times, inside, keys, cautious)
+        return AlgorithmTimes(algos, times, inside, keys, cautious, error)
 
     def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
         """The chooser of each row's (op, algorithm), with the row positions it serves. A GEMM
@@ -220,6 +226,27 @@ class VariantPredictor:
     def _launch(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
     ) -> Launch:
+        """As _launch_own; a gradient algorithm with a forward dual (seer.models.dual) is timed
+        as the forward convolution of the same configs, scaled, on the unstrided rows both
+        answer (the gradient's support of filter shapes and kinds stands)."""
+        own = self._launch_own(batch, ch, order, with_inside)
+        dual = self.duals.get(family_key(ch.op, ch.algo))
+        if dual is None:
+            return own
+        forward = self.choosers[family_key(FORWARD, ch.algo)]
+        fwd = self._launch_own(batch.as_op(FORWARD), forward, None, with_inside)
+        use = np.isfinite(fwd.times) & np.isfinite(own.times) & unstrided(batch)
+        return Launch(
+            np.where(use, fwd.keys, own.keys),
+            np.where(use, dual.scale * fwd.times, own.times),
+            np.where(use, fwd.inside, own.inside),
+            np.where(use, dual.scale * fwd.slowest, own.slowest),
+            np.where(use, dual.rmspe, own.error),
+        )
+
+    def _launch_own(
+        self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
+    ) -> Launch:
         """As _launch_near, each convolution from the training configs of its kind, grouped or
         not (Chooser.kinds): where the chooser learnt no config of a row's kind, or the algorithm
         never runs the row's filter shape (Support), no variant ("", NaN, outside the fitted
@@ -243,7 +270,9 @@ class VariantPredictor:
         if (not learnt[1] and not grouped.any()) or (not learnt[0] and grouped.all()):
             return self._launch_near(batch, ch, order, with_inside)  # one kind, the rows' own: as it is
         n = len(batch)
-        out = Launch(np.full(n, "", dtype=object), np.full(n, np.nan), np.zeros(n, dtype=bool), np.full(n, np.nan))
+        out = Launch(
+            np.full(n, "", dtype=object), np.full(n, np.nan), np.zeros(n, dtype=bool), np.full(n, np.nan), np.zeros(n)
+        )
         for kind in (False, True):
             rows = np.flatnonzero(grouped == kind)
             if len(rows) and learnt[kind]:
@@ -274,7 +303,8 @@ class VariantPredictor:
             worse = np.isfinite(t) & (t > worst_t[rows])
             worst_t[rows[worse]] = t[worse]
         worst_t = np.where(np.isfinite(worst_t), worst_t, best_t)
-        return Launch(np.asarray(ch.labels, dtype=object)[best], best_t, inside, worst_t)
+        cv = np.nan_to_num([self.variants[lab].cv_rmspe for lab in ch.labels], nan=0.0)
+        return Launch(np.asarray(ch.labels, dtype=object)[best], best_t, inside, worst_t, cv[best])
 
     def replace(self, **changes) -> VariantPredictor:
         return dataclasses.replace(self, **changes)

@@ -28,6 +28,10 @@ MAY_IMPORT = {
     "trace": {"hardware", "data", "analytical", "predict", "workload"},
     "evaluate": {"hardware", "data", "analytical", "models", "fitsfile", "fit", "predict", "workload"},
 }
+# the one module that reaches past its stage, and where: the fit stage chooses a gradient's forward
+# dual by what the models just fitted predict of its training calls, through the predictor that
+# will time it (seer.fit.duals)
+EXCEPTIONS = {("seer.fit.duals", "seer.predict.variants")}
 
 
 def _stage(module: str) -> str:
@@ -50,7 +54,8 @@ def test_a_stage_imports_only_what_comes_before_it():
             continue  # command lines may use any stage before them
         for dep in deps:
             st = _stage(dep)
-            if dep.startswith("seer") and st not in SHARED and st != _stage(mod) and st not in MAY_IMPORT[_stage(mod)]:
+            allowed = st in SHARED or st == _stage(mod) or st in MAY_IMPORT[_stage(mod)] or (mod, dep) in EXCEPTIONS
+            if dep.startswith("seer") and not allowed:
                 wrong.append(f"{mod} -> {dep}")
     assert not wrong, wrong
 

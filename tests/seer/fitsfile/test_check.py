@@ -428,3 +428,22 @@ def test_a_tree_of_an_unknown_kind_is_refused(tmp_path):
     doc["choosers"][key]["trees"]["depthwise"] = tree
     with pytest.raises(SeerError, match="ungrouped or grouped"):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda d: d.__setitem__("scale", 0.0), ".scale"),
+        (lambda d: d.__setitem__("algo", "ALGO_0"), ".algo"),  # not a gradient that runs the forward's pipeline
+        (lambda d: d.__setitem__("op", "conv_fwd"), ".op"),
+        (lambda d: d.__setitem__("n", 0), ".n"),
+        (lambda d: d.__setitem__("algo", "FFT_TILING"), ""),  # keyed as another algorithm's
+    ],
+)
+def test_a_bad_forward_dual_is_refused_where_it_is_bad(edit, where, tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    key = "conv_bwd_filter:FFT"
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    edit(doc["forward_duals"][key])
+    with pytest.raises(SeerError, match=re.escape(f'forward_duals["{key}"]{where}')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")

@@ -1,0 +1,55 @@
+"""Fit each gradient transform algorithm's forward dual (seer.models.dual) on its training calls.
+
+The one place the fit stage asks the predict stage: a dual is chosen by what the models just
+fitted predict of its training calls, through the same VariantPredictor that will time it, so the
+scale is relative to the forward times prediction will give (tests/seer/test_layout.py allows
+this module alone)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seer.data.configs import ConfigBatch
+from seer.hardware.gpus import GPUSpec
+from seer.models import FitOptions, VariantFit, family_key
+from seer.models.chooser import Chooser
+from seer.models.dual import DUAL_ALGOS, FORWARD, GRADIENT_OPS, ForwardDual, fit_dual, unstrided
+from seer.predict.variants import VariantPredictor
+
+
+def fitted_duals(
+    train: pd.DataFrame,
+    target: np.ndarray,
+    spec: GPUSpec,
+    models: dict[str, VariantFit],
+    choosers: dict[str, dict],
+    options: FitOptions,
+    timing: str | None,
+) -> dict[str, ForwardDual]:
+    """fit_duals with the predictor of a GPU's fitted models and chooser documents."""
+    vp = VariantPredictor(spec, models, {k: Chooser.from_dict(v) for k, v in choosers.items()}, {}, timing, options)
+    return fit_duals(train, target, vp)
+
+
+def fit_duals(train: pd.DataFrame, target: np.ndarray, vp: VariantPredictor) -> dict[str, ForwardDual]:
+    """The dual of every gradient (op, algorithm) of DUAL_ALGOS that both the forward and the
+    gradient have models of, from its unstrided training calls, keyed as the gradient's
+    chooser; `train` holds prepared training rows (one per call), `target` their times, `vp`
+    the GPU's fitted models without duals."""
+    out = {}
+    for op in GRADIENT_OPS:
+        for algo in DUAL_ALGOS:
+            key = family_key(op, algo)
+            if key not in vp.choosers or family_key(FORWARD, algo) not in vp.choosers:
+                continue
+            g = train[(train["op"] == op) & (train["algo"].astype(str) == algo)]
+            g = g[unstrided(ConfigBatch.of(g, op))] if len(g) else g
+            if g.empty:
+                continue
+            own = vp.algorithm_times(g, op, [algo]).times[:, 0]
+            forward = vp.algorithm_times(g.assign(op=FORWARD), FORWARD, [algo]).times[:, 0]
+            dual = fit_dual(op, algo, target[g.index], forward, own)
+            if dual is not None:
+                out[key] = dual
+    return out

@@ -1,0 +1,80 @@
+"""Gradient algorithms timed as the forward convolution of the same configuration.
+
+cuDNN's FFT, FFT_TILING and WINOGRAD_NONFUSED gradients run the forward's pipeline on other
+operands: transform two tensors, multiply them bin by bin (or tile by tile), transform the
+result back. Measured on the same unstrided configurations, a gradient call takes about what the
+forward call of its algorithm takes (tools/gradient_forward_ratio.py; the H100's ungrouped
+configurations): backward-filter FFT over forward FFT has median 0.96 (10-90%: 0.64-1.30, 108
+configurations), backward-data FFT 0.91 (0.64-1.03, 99), backward-data FFT_TILING 0.99
+(0.80-1.03, 110), backward-data WINOGRAD_NONFUSED 0.99 (0.89-1.10, 52); the H200's are alike.
+Strided calls are not: a strided gradient convolves a dilated or subsampled problem the forward
+never runs (backward-data FFT_TILING, 68 strided configurations: 0.31-3.77), so duals time
+unstrided configurations only. The forward models learnt from over 20 times the calls each
+gradient direction's did (the H100's: 20,960 prepared rows against 867 and 919), so where the
+gradient's own variant models extrapolate (the H100's backward-filter FFT: 13 training rows
+of its one ungrouped variant, a 1x1 layer at batch 128 predicted 0.26 ms, 1.80 ms measured) the
+forward's models, scaled, answer better.
+
+A `ForwardDual` is that scale, fitted per GPU, gradient op and algorithm on the gradient's
+training calls: the median of measured / forward-predicted time (a median, not a least-squares
+fit: a few calls the forward model misses by 10x pulled a least-squares scale to half the
+typical ratio). It is used where its error on those calls is below the gradient's own models'
+(seer.fit.duals); the fits file keeps both figures either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from seer.data.configs import ConfigBatch
+
+FORWARD = "conv_fwd"
+GRADIENT_OPS = ("conv_bwd_data", "conv_bwd_filter")
+DUAL_ALGOS = ("FFT", "FFT_TILING", "WINOGRAD_NONFUSED")  # the gradients that run the forward's pipeline
+
+
+@dataclass(frozen=True)
+class ForwardDual:
+    """A gradient algorithm's time as `scale` x the forward's of the same configuration."""
+
+    op: str  # the gradient direction
+    algo: str
+    scale: float  # median of measured / forward-predicted time over the training calls
+    rmspe: float  # of scale x forward on those calls (a fraction): the ranking weighs it
+    own_rmspe: float  # of the gradient's own variant models on the same calls
+    n: int  # training calls both answered
+
+    @property
+    def used(self) -> bool:
+        """Whether it times the gradient: it errs less on the training calls than the gradient's own models."""
+        return self.rmspe < self.own_rmspe
+
+    def to_dict(self) -> dict:
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ForwardDual:
+        return cls(
+            str(d["op"]), str(d["algo"]), float(d["scale"]), float(d["rmspe"]), float(d["own_rmspe"]), int(d["n"])
+        )
+
+
+def unstrided(batch: ConfigBatch) -> np.ndarray:
+    """The configurations a dual times: stride 1 along both axes."""
+    one = lambda k: np.nan_to_num(np.asarray(batch.extra[k], dtype=float), nan=1.0) == 1
+    return one("stride_h") & one("stride_w")
+
+
+def fit_dual(op: str, algo: str, measured: np.ndarray, forward: np.ndarray, own: np.ndarray) -> ForwardDual | None:
+    """The dual of (op, algo) from training calls' measured times and the forward's and the
+    gradient's own predictions of them (NaN where a model has no answer); None where no call
+    has all three."""
+    ok = np.isfinite(measured) & np.isfinite(forward) & np.isfinite(own) & (measured > 0) & (forward > 0)
+    if not ok.any():
+        return None
+    t, f, o = measured[ok], forward[ok], own[ok]
+    scale = float(np.exp(np.median(np.log(t / f))))
+    rmspe = lambda p: float(np.sqrt(np.mean((p / t - 1.0) ** 2)))
+    return ForwardDual(op, algo, scale, rmspe(scale * f), rmspe(o), int(ok.sum()))

@@ -1,0 +1,44 @@
+"""seer.models.dual: a gradient transform algorithm timed as the forward of the same configuration,
+scaled by the median ratio of its training calls, and used only where it errs less than the
+gradient's own models."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seer.data.configs import ConfigBatch
+from seer.models.dual import ForwardDual, fit_dual, unstrided
+
+
+def test_the_scale_is_the_median_ratio_and_an_outlier_does_not_pull_it():
+    forward = np.array([1.0, 2.0, 4.0, 8.0, 1.0])
+    measured = np.array([0.9, 1.8, 3.6, 7.2, 10.0])  # the last call: the forward's model 10x short
+    own = measured * 2.0
+    d = fit_dual("conv_bwd_filter", "FFT", measured, forward, own)
+    assert d.scale == pytest.approx(0.9)
+    want = np.sqrt(np.mean((0.9 * forward / measured - 1) ** 2))
+    assert d.rmspe == pytest.approx(want) and d.own_rmspe == pytest.approx(1.0) and d.n == 5
+    assert d.used  # 0.40 < 1.0
+
+
+def test_calls_a_model_cannot_answer_are_left_out_and_none_is_no_dual():
+    nan = np.nan
+    measured, forward, own = np.array([1.0, 2.0, 3.0]), np.array([1.0, nan, 3.0]), np.array([nan, 2.0, 3.0])
+    d = fit_dual("conv_bwd_data", "FFT", measured, forward, own)
+    assert d.n == 1 and d.scale == pytest.approx(1.0)
+    assert fit_dual("conv_bwd_data", "FFT", np.array([1.0]), np.array([nan]), np.array([1.0])) is None
+
+
+def test_a_dual_that_errs_more_than_the_gradients_own_models_is_not_used():
+    forward = np.array([1.0, 1.0, 1.0])
+    measured = np.array([0.5, 1.0, 2.0])
+    d = fit_dual("conv_bwd_data", "WINOGRAD_NONFUSED", measured, forward, measured * 1.05)
+    assert not d.used
+    assert ForwardDual.from_dict(d.to_dict()) == ForwardDual(**{**d.to_dict()})
+
+
+def test_only_unstrided_configurations_are_timed_as_the_forward():
+    df = pd.DataFrame(
+        [dict(op="conv_bwd_data", batch=8, c_in=64, h_in=56, w_in=56, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1)] * 3
+    ).assign(stride_h=[1, 2, 1], stride_w=[1, 1, 2])
+    assert unstrided(ConfigBatch.of(df)).tolist() == [True, False, False]

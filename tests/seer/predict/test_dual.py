@@ -1,0 +1,73 @@
+"""Gradient transform algorithms timed as the forward of the same configuration (seer.models.dual)
+in the bundled H100 fits, and fitted only from unstrided training calls (seer.fit.duals)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import seer
+from seer.fit.duals import fit_duals
+from seer.models import family_key
+from seer.predict.inputs import frame
+from seer.predict.protocol import AlgorithmTimes
+
+# MobileNet-V2's features.3.expand at batch 128: 24 -> 144 channels, 1x1 on 56x56. Backward-filter
+# FFT measured 1.80 ms on the H100 (Test-set-II, conv_bwd); its own model, 13 training calls of
+# one variant, answered 0.26 ms and was picked (ALGO_3 is fastest, 0.41 ms).
+EXPAND = dict(op="conv_bwd_filter", batch=128, c_in=24, h_in=56, w_in=56, c_out=144, kh=1, kw=1)
+
+
+@pytest.fixture(scope="module")
+def h100():
+    return seer.load("h100-sxm")
+
+
+def _rows(*configs):
+    return frame(pd.DataFrame(list(configs)), {})[0]
+
+
+def test_a_gradient_fft_is_the_forwards_time_scaled(h100):
+    vp = h100.variant_predictor
+    dual = vp.duals[family_key("conv_bwd_filter", "FFT")]
+    rows = _rows(dict(EXPAND, algo="FFT"), dict(EXPAND, op="conv_fwd", algo="FFT"))
+    t, f = vp.predict(rows.iloc[[0]])[0], vp.predict(rows.iloc[[1]])[0]
+    assert t == pytest.approx(dual.scale * f)
+    assert vp.replace(duals={}).predict(rows.iloc[[0]])[0] < 0.3 < 1.0 < t  # 1.80 ms measured
+    ranked = h100.rank_algorithms(**EXPAND)
+    fft = ranked[ranked["algo"] == "FFT"].iloc[0]
+    assert fft["rank"] > 1 and fft["variant"].startswith("conv_fwd:FFT:")
+    assert fft["cv_rmspe"] == pytest.approx(dual.rmspe)
+
+
+def test_strided_gradients_keep_their_own_models(h100):
+    vp = h100.variant_predictor
+    strided = dict(EXPAND, op="conv_bwd_data", algo="FFT_TILING", kh=3, kw=3, pad_h=1, pad_w=1, stride_h=2, stride_w=2)
+    assert family_key("conv_bwd_data", "FFT_TILING") in vp.duals
+    rows = _rows(strided, dict(strided, stride_h=1, stride_w=1))
+    with_dual, own = vp.predict(rows), vp.replace(duals={}).predict(rows)
+    assert with_dual[0] == own[0] and with_dual[1] != own[1]
+
+
+class _Stub:
+    """A predictor that answers 2 ms for every forward and 1 ms for every gradient call."""
+
+    def __init__(self):
+        self.choosers = {family_key(op, a): None for op in ("conv_fwd", "conv_bwd_data") for a in ("FFT", "FFT_TILING")}
+        self.choosers[family_key("conv_bwd_filter", "WINOGRAD_NONFUSED")] = None  # no forward models of it
+
+    def algorithm_times(self, df, op, algos):
+        t = np.full((len(df), 1), 2.0 if op == "conv_fwd" else 1.0)
+        return AlgorithmTimes(list(algos), t, np.ones_like(t, bool), np.full(t.shape, "", object))
+
+
+def test_duals_are_fitted_on_unstrided_calls_of_algorithms_both_directions_model():
+    base = dict(batch=8, c_in=64, h_in=28, w_in=28, c_out=64, kh=3, kw=3, pad_h=1, pad_w=1, split="train")
+    calls = [dict(base, op="conv_bwd_data", algo="FFT", stride_h=s, stride_w=1) for s in (1, 1, 2)]
+    calls += [dict(base, op="conv_bwd_filter", algo="WINOGRAD_NONFUSED", stride_h=1, stride_w=1)]
+    train = pd.DataFrame(calls)
+    target = np.array([3.0, 5.0, 100.0, 1.0])
+    duals = fit_duals(train, target, _Stub())
+    assert list(duals) == ["conv_bwd_data:FFT"]
+    d = duals["conv_bwd_data:FFT"]
+    # the median of two log ratios (the strided call left out)
+    assert d.n == 2 and d.scale == pytest.approx(np.sqrt(3 / 2 * 5 / 2))
