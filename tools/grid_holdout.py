@@ -1,6 +1,7 @@
 """Algorithm picks on grid configurations no fit has seen: a selection check beside Test-set-II.
 
 python tools/grid_holdout.py [GPU_FOLDER] [--share 0.3]   # default data/h200
+python tools/grid_holdout.py data/h200 --transferred       # the GPU predicted from other GPUs' fits
 
 Test-set-II has 201 layers and a mean slowdown one layer can move by 5 points. conv_grid times
 every algorithm on every configuration, so a share of its configurations (chosen by a hash of the
@@ -8,12 +9,18 @@ configuration key: the same ones every run) can be held out of a fit entirely an
 scored on them, beside cuDNN's heuristic and the fixed default, as Test-set-II scores them. Held
 out here are whole configurations, every algorithm's rows (Test-set-I holds out rows of each
 variant instead, so the same configuration may train another algorithm).
+
+With --transferred nothing is fitted: the GPU's fits are moved from other GPUs' (seer.load of a
+GPU without fits of its own, seer.predict.transfer), which never saw its data, and every grid
+configuration is scored. Either way the grouped configurations of several channels a group
+(seer.predict.variants.may_loop) are scored apart too.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -22,12 +29,14 @@ import pandas as pd
 
 import seer
 from seer.data import records
+from seer.data.configs import ConfigBatch
 from seer.data.prepare import training_records
 from seer.errors import SeerWarning
 from seer.evaluate import selection
 from seer.fit.gpu import fit_one
 from seer.fitsfile import write
 from seer.models import DEFAULT
+from seer.predict.variants import may_loop
 
 SUITE = "conv_grid"
 
@@ -38,27 +47,41 @@ def held_out(keys: pd.Series, share: float) -> pd.Series:
     return bucket < round(share * 1000)
 
 
-def main(folder: Path, share: float) -> None:
+def main(folder: Path, share: float, transferred: bool = False) -> None:
     rec = training_records(records.load(folder))
     grid = rec["suite"] == SUITE
     if not grid.any():
         raise SystemExit(f"grid_holdout: no {SUITE} rows in {folder}")
-    out = grid & held_out(rec["config_key"], share)
     gpu = str(rec.loc[grid, "gpu"].iat[0])
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore", SeerWarning)
-        _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT))
-        fits = seer.load(write(doc, Path(tmp) / "fits.json"))
+        if transferred:
+            out = grid
+            fits = seer.load(gpu)
+            if fits.source != "transferred":
+                print(f"grid_holdout: {gpu} has fits of its own; --transferred scores a GPU without", file=sys.stderr)
+                raise SystemExit(2)
+            what = f"{SUITE} configurations, all of them: the GPU's fits moved from {', '.join(fits.transferred_from)}"
+        else:
+            out = grid & held_out(rec["config_key"], share)
+            _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT))
+            fits = seer.load(write(doc, Path(tmp) / "fits.json"))
+            what = f"{SUITE} configurations held out of the fit ({share:.0%} by key hash)"
         table = selection.measured_table(rec[out])
         pk, _ = selection.picks(table, {gpu: fits})
-    print(f"{gpu}, {folder}: {len(table)} {SUITE} configurations held out of the fit ({share:.0%} by key hash)")
+    print(f"{gpu}, {folder}: {len(table)} {what}")
     print("\n".join(selection.method_lines(table, pk)))
     print(f"  the model fell back to the heuristic on {int(pk['model_fallback'].sum())} configurations")
+    loops = may_loop(ConfigBatch.of(table.assign(op="conv_fwd"), "conv_fwd"))
+    print(f"  of them, {int(loops.sum())} grouped configurations of several channels a group:")
+    part = table[loops].reset_index(drop=True)
+    print("\n".join(selection.method_lines(part, pk[loops].reset_index(drop=True), indent="    ")))
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folder", nargs="?", type=Path, default=Path("data/h200"))
     ap.add_argument("--share", type=float, default=0.3, help="share of the grid's configurations held out")
+    ap.add_argument("--transferred", action="store_true", help="score the GPU's transferred fits on the whole grid")
     a = ap.parse_args()
-    main(a.folder, a.share)
+    main(a.folder, a.share, a.transferred)

@@ -254,12 +254,15 @@ class MedianPredictor:
 
     def algorithm_times(self, df: pd.DataFrame, op: str, algos: Sequence[str] | None = None) -> AlgorithmTimes:
         """Each algorithm's time the median over the sources that fit it (of the logs), inside
-        where any source is, the variant of the source nearest the median."""
+        where any source is, the variant of the source nearest the median; the time ranking
+        weighs (AlgorithmTimes.cautious: on grouped layers that may loop, the slowest variant
+        proposed) the median of the sources' own."""
         algos = list(algos) if algos is not None else self.algorithms(op)
         unknown = set(algos) - set(self.algorithms(op))
         if unknown:
             raise SeerError(f"no models of algorithm(s) {', '.join(sorted(unknown))} on {self.gpu.name}")
         logs = np.full((len(self.sources), len(df), len(algos)), np.nan)
+        ranked = np.full_like(logs, np.nan)  # of the times ranking weighs (AlgorithmTimes.ranked)
         keys = np.full((len(self.sources), len(df), len(algos)), "", dtype=object)
         inside = np.zeros((len(df), len(algos)), dtype=bool)
         for i, (_, p) in enumerate(self.sources):
@@ -269,11 +272,13 @@ class MedianPredictor:
             got = p.algorithm_times(df, op, mine)
             cols = [algos.index(a) for a in got.algos]
             logs[i][:, cols] = np.log(got.times)
+            ranked[i][:, cols] = np.log(got.ranked)
             keys[i][:, cols] = got.variants
             inside[:, cols] |= got.inside
         with np.errstate(invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an algorithm no source fits: NaN
             median = np.nanmedian(logs, axis=0)
+            cautious = np.exp(np.nanmedian(ranked, axis=0))
         nearest = np.argmin(np.where(np.isnan(logs), np.inf, np.abs(logs - median)), axis=0)
         variants = np.take_along_axis(keys, nearest[None], axis=0)[0]
         times = np.exp(median)
@@ -281,7 +286,8 @@ class MedianPredictor:
             floor = self.power.floor(df, family_key(op, a)) if self.power is not None else None
             if floor is not None:
                 times[:, j] = np.maximum(times[:, j], floor)
-        return AlgorithmTimes(algos, times, inside, variants)
+                cautious[:, j] = np.maximum(cautious[:, j], floor)
+        return AlgorithmTimes(algos, times, inside, variants, cautious)
 
 
 def nearest_variant(fits: Fits) -> Fits:

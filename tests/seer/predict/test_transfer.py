@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -162,3 +163,26 @@ def test_a_power_capped_target_is_not_predicted_at_its_datasheet_rate():
     assert rate < 0.6 * tf.gpu.fp32_flops
     v100 = transfer("v100-pcie", [seer.load(n) for n in seer.available() if chip(n) != "v100"])
     assert v100.meta["clock_fraction"] == 1.0  # 250 W feeds its peak
+
+
+def test_a_transferred_gpu_ranks_grouped_layers_that_may_loop_by_its_sources_slowest_proposals():
+    """The twin of the fitted GPUs' rule (seer.predict.variants.may_loop): the time a transferred
+    GPU's ranking weighs is the median of its sources' own (H200 from the H100's fits: on its 339
+    conv_grid configurations that may loop, within 10% 80.5% -> 83.5%, mean slowdown 24.3% -> 15.5%)."""
+    from seer.predict.inputs import frame
+
+    p = seer.load("h200").predictors["conv_fwd"]
+    layers = [  # H200 conv_grid configurations of several channels a group
+        dict(batch=128, c_in=1536, h_in=4, w_in=4, c_out=512, kh=5, kw=5, pad_h=2, pad_w=2, groups=2),
+        dict(batch=128, c_in=192, h_in=64, w_in=64, c_out=640, kh=3, kw=3, pad_h=1, pad_w=1, groups=32),
+        dict(batch=128, c_in=192, h_in=64, w_in=64, c_out=640, kh=3, kw=3, pad_h=1, pad_w=1, groups=1),
+    ]
+    df = frame(pd.DataFrame(layers).assign(op="conv_fwd"), {})[0]
+    got = p.algorithm_times(df, "conv_fwd")
+    sources = [s.algorithm_times(df, "conv_fwd", got.algos).ranked for _, s in p.sources]
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.exp(np.nanmedian(np.log(sources), axis=0))
+    np.testing.assert_allclose(got.ranked, want, rtol=1e-12)
+    assert (got.ranked[:2] > 1.5 * got.times[:2]).any()
+    np.testing.assert_array_equal(got.ranked[2], got.times[2])  # ungrouped: its predicted time
