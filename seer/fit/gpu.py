@@ -4,8 +4,7 @@ Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models) -
 drift removed where the data allow it (seer.models.drift) -> variant choosers
 (seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched), the
 gradients timed as the forward (seer.fit.duals) and memory-bound fits (seer.models.memory) -> one
-document, which seer.fitsfile writes. The same
-data give the same document, byte for byte.
+document, which seer.fitsfile writes. The same data give the same document, byte for byte.
 """
 
 from __future__ import annotations

@@ -347,10 +347,8 @@ class Fits:
     def cv_rmspe(self, keys: np.ndarray) -> np.ndarray:
         """The cross-validated RMSPE (a fraction) of each variant key's model; 0 where a key
         names none (no variant known, or fits without per-variant models)."""
-        keys = np.asarray(keys, dtype=object)
-        uniq, inv = np.unique(keys.astype(str), return_inverse=True)
-        cv = np.array([self.variants[k].cv_rmspe if k in self.variants else 0.0 for k in uniq])
-        return np.nan_to_num(cv, nan=0.0)[inv].reshape(keys.shape)
+        vp = self.variant_predictor
+        return vp.cv_rmspe(keys) if vp is not None else np.zeros(np.shape(keys))
 
     def rank_algorithms(
         self,

@@ -303,8 +303,16 @@ class VariantPredictor:
             worse = np.isfinite(t) & (t > worst_t[rows])
             worst_t[rows[worse]] = t[worse]
         worst_t = np.where(np.isfinite(worst_t), worst_t, best_t)
-        cv = np.nan_to_num([self.variants[lab].cv_rmspe for lab in ch.labels], nan=0.0)
-        return Launch(np.asarray(ch.labels, dtype=object)[best], best_t, inside, worst_t, cv[best])
+        labels = np.asarray(ch.labels, dtype=object)
+        return Launch(labels[best], best_t, inside, worst_t, self.cv_rmspe(labels)[best])
+
+    def cv_rmspe(self, keys: np.ndarray) -> np.ndarray:
+        """The cross-validated RMSPE (a fraction) of each variant key's model; 0 where a key
+        names none ("": no variant known)."""
+        keys = np.asarray(keys, dtype=object)
+        uniq, inv = np.unique(keys.astype(str), return_inverse=True)
+        cv = np.array([self.variants[k].cv_rmspe if k in self.variants else 0.0 for k in uniq])
+        return np.nan_to_num(cv, nan=0.0)[inv].reshape(keys.shape)
 
     def replace(self, **changes) -> VariantPredictor:
         return dataclasses.replace(self, **changes)
