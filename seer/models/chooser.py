@@ -16,6 +16,7 @@ configuration's distance.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +25,7 @@ from scipy.spatial import cKDTree
 
 from seer.data import configs
 from seer.data.records import CONV_OPS
+from seer.models.candidates import Rule
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 from seer.models.tree import Tree, fit_tree
 
@@ -218,19 +220,21 @@ class Chooser:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(label indices of each row's candidate variants, whether its nearest training config
         lies within `radius`; all False where not `inside_too` and the chooser has no tree).
-        A chooser with trees answers its tree leaf's variants within the radius, where it
-        learnt the library's choice, and the k nearest's variants beyond it: there the tree's thresholds
-        say nothing (a grid of batch 128 has none on the batch), and the fastest of the nearest's
-        variants follows the library's heuristic to small kernels for small problems."""
+        A chooser with trees answers its tree leaf's variants within the radius, where it learnt
+        the library's choice, for the kinds of row (grouped or not) it has a tree of; the k
+        nearest's variants beyond it (there the tree's thresholds say nothing: a grid of batch
+        128 has none on the batch, and the fastest of the nearest's variants follows the
+        library's heuristic to small kernels for small problems) and for the other kinds."""
         if not self.trees:
             if not inside_too:
                 return self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
             return self.nearest_within(logcfg, radius, self.k, order)
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-        if inside.any():
-            members = self.tree_candidates(logcfg[inside])
+        treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
+        if treed.any():
+            members = self.tree_candidates(logcfg[treed])
             cand = _widened(cand, members.shape[1])
-            cand[inside] = _widened(members, cand.shape[1])
+            cand[treed] = _widened(members, cand.shape[1])
         return cand, inside
 
     def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
@@ -259,8 +263,14 @@ class Chooser:
         near = f"the fastest of the {self.k} nearest's variants" if self.k > 1 else "the nearest's variant"
         if not self.trees:
             return near
-        leaf = next(iter(self.trees.values())).min_leaf
-        return f"a classification tree (leaves of >= {leaf} rows) within the trust distance, beyond it {near}"
+        if len(self.trees) < sum(self.kinds):  # one kind has a tree, the other the nearest rule
+            (kind, tree), other = next(iter(self.trees.items())), KINDS[not next(iter(self.trees))]
+            return (
+                f"a classification tree for {KINDS[kind]} convolutions (leaves of >= {tree.min_leaf} rows) within "
+                f"the trust distance, beyond it and for {other} ones {near}"
+            )
+        trees = ", ".join(f"{KINDS[g]} >= {t.min_leaf}" for g, t in sorted(self.trees.items()))
+        return f"a classification tree (leaves of {trees} rows) within the trust distance, beyond it {near}"
 
     def within(self, logcfg: np.ndarray, radius: float, order: np.ndarray | None = None) -> np.ndarray:
         """Whether the nearest training config lies within `radius`: `nearest(logcfg)[0] <=
@@ -368,26 +378,27 @@ def fit_chooser(
     algo: str,
     keys: pd.Series,
     candidates: int | None = None,
-    tree_leaf: int | None = None,
-    products: bool = False,
+    trees: Mapping[bool, Rule] | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
-    nearest configurations (`candidates` of them compete) and, given `tree_leaf` (its smallest
-    leaf), a tree per kind of row grown on all of them (on the convolution's products too with
-    `products`), which answers within the trust distance."""
+    nearest configurations (`candidates` of them compete) and, for each kind of row (grouped or
+    not) that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it
+    splits the convolution's products too), which answers within the trust distance."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
     pts = points_of(train, op)
-    trees = {}
-    if tree_leaf is not None:
-        kinds = kind_of(pts, op)
-        trees = {bool(g): fit_tree(pts[kinds == g], idx[kinds == g], tree_leaf, products) for g in np.unique(kinds)}
+    kinds = kind_of(pts, op)
+    fitted = {
+        kind: fit_tree(pts[kinds == kind], idx[kinds == kind], rule.size, rule.products)
+        for kind, rule in (trees or {}).items()
+        if (kinds == kind).any()
+    }
     voters = condense(pts, idx)
     if len(voters) == len(pts):
-        return Chooser(op, algo, labels, pts, idx, candidates, trees)
+        return Chooser(op, algo, labels, pts, idx, candidates, fitted)
     order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
-    return Chooser(op, algo, labels, pts[order], idx[order], candidates, trees, len(voters))
+    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters))
 
 
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it

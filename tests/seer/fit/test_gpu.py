@@ -76,3 +76,77 @@ def test_a_variant_too_few_rows_modelled_keeps_its_shapes_in_the_chooser_under_i
     got = nearest_modelled(g, {"a", "b", "g"}, "conv_fwd")
     assert list(got) == ["a", "b", "g", "b", "g"]  # nearest in the log-configuration, of its kind
     assert nearest_modelled(g, {"a", "b", "g", "rare"}, "conv_fwd").equals(g["key"])
+
+
+def test_a_kernel_whose_every_tile_is_too_rare_is_modelled_across_its_tiles_where_nothing_predicts_it_better():
+    from synthetic import conv_records
+
+    from seer.fit.gpu import tile_pools
+
+    def with_tiles(rec, algo, kernels, rows, scale):
+        """`rows` calls of `algo` given `kernels` (one kernel at several tiles, too few rows
+        each for a model) and `scale` x their time; the algorithm's other calls as they were."""
+        mine = rec[rec["algo"] == algo].head(rows)
+        mine = mine.assign(
+            kernel=[kernels[i % len(kernels)] for i in range(len(mine))], kernels="", time_ms=mine["time_ms"] * scale
+        )
+        rest = rec.drop(index=mine.index)
+        return pd.concat([rest, mine], ignore_index=True).assign(call_id=lambda d: np.arange(len(d)))
+
+    rec = conv_records(200, seed=5)
+    tiles = [f"volta_scudnn_{t}_relu_small_nn_v1" for t in ("256x64", "128x32", "64x64", "128x128")]
+    # IMPLICIT_GEMM's own kernel predicts the tiles' calls 5x their time: worse than no answer
+    doc = fit_gpu(with_tiles(rec, "IMPLICIT_GEMM", tiles, 40, 0.2), gpus.lookup("t4"), drift=False)
+    assert "conv_fwd:IMPLICIT_GEMM:scudnn" in doc["variants"]  # no tile had 12 rows; all four had 40
+    assert not [k for k in doc["too_few_rows"] if k.startswith("conv_fwd:IMPLICIT_GEMM:")]
+    # the same where the algorithm's own kernel predicts them within 100% (1/0.6 their time): not pooled
+    doc = fit_gpu(with_tiles(rec, "IMPLICIT_GEMM", tiles, 40, 0.6), gpus.lookup("t4"), drift=False)
+    assert "conv_fwd:IMPLICIT_GEMM:scudnn" not in doc["variants"]
+    assert len([k for k in doc["too_few_rows"] if k.startswith("conv_fwd:IMPLICIT_GEMM:")]) == 4
+    # nor where the algorithm has no other model: it stays without one
+    alone = with_tiles(rec[rec["algo"] != "IMPLICIT_GEMM"], "IMPLICIT_PRECOMP_GEMM", tiles, 40, 1.0)
+    alone = alone[(alone["algo"] != "IMPLICIT_PRECOMP_GEMM") | alone["kernel"].isin(tiles)]
+    doc = fit_gpu(alone, gpus.lookup("t4"), drift=False)
+    assert not [k for k in doc["variants"] if k.startswith("conv_fwd:IMPLICIT_PRECOMP_GEMM:")]
+    # a kind with a tile of its own model is never pooled; nor are tiles too few together
+    keys = pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "algo": "FFT",
+            "kind": ["a"] * 12 + ["a"] * 3 + ["b"] * 5 + ["b"] * 5,
+            "key": [f"conv_fwd:FFT:{v}" for v in ["a_1"] * 12 + ["a_2"] * 3 + ["b_1"] * 5 + ["b_2"] * 5],
+            "split": "train",
+        }
+    )
+    assert tile_pools(keys, min_rows=12).equals(keys["key"])
+    assert set(tile_pools(keys, min_rows=10)[15:]) == {"conv_fwd:FFT:b"}
+
+
+def test_grouped_calls_too_few_to_model_that_loop_are_timed_as_loops_of_their_variants_model():
+    # 8 grouped IMPLICIT_PRECOMP_GEMM calls, each launching its kernel once per group (as cuDNN 9
+    # runs it): too few for a per-group model, so joined to the variant's ungrouped calls; timed
+    # as that model's whole call they come out about G times short, as G of its one-group calls right
+    from synthetic import CONV, SMS, conv_records
+
+    rec = conv_records(300, seed=6)
+    ipg = rec[rec["algo"] == "IMPLICIT_PRECOMP_GEMM"]
+    g = ipg.head(8).copy()
+    G = 8
+    g = g.assign(groups=G, c_in=(g["c_in"] // G + 1) * G, c_out=(g["c_out"] // G + 1) * G, launches=G)
+    _, tm, tn, bps, a, b, c = CONV["IMPLICIT_PRECOMP_GEMM"]
+    P, Q = records.conv_output_hw(g)
+    gx, gy = np.ceil(g["batch"] * P * Q / tm), np.ceil(g["c_out"] / G / tn)
+    one = np.ceil(gx * gy / (bps * SMS)) * (a * g["c_in"] / G * g["kh"] * g["kw"] + b) + c
+    g = g.assign(grid_x=gx, grid_y=gy, grid_z=1, time_ms=G * one)
+    both = pd.concat([rec, g], ignore_index=True).assign(call_id=lambda d: np.arange(len(d)))
+    doc = fit_gpu(both, gpus.lookup("t4"), drift=False)
+    looped = [
+        k for k in doc["variants"] if k.startswith("conv_fwd:IMPLICIT_PRECOMP_GEMM:") and k.endswith("/per_group")
+    ]
+    assert len(looped) == 1
+    whole = doc["variants"][looped[0].removesuffix("/per_group")]
+    assert doc["variants"][looped[0]]["compute"] == whole["compute"]  # the same model, run once per group
+    assert doc["variants"][looped[0]]["cv_rmspe"] < 0.2
+    f = from_doc({**doc, "gpu": vars(gpus.lookup("t4"))}, path=None)
+    got = f.predict(g.assign(op="conv_fwd"), variant=np.full(len(g), looped[0]))
+    assert np.allclose(got.to_numpy() / g["time_ms"].to_numpy(), 1, atol=0.25)

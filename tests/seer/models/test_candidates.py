@@ -75,6 +75,11 @@ def _threshold_grid(seed=0):
     return pts, labels
 
 
+def _cv_scores(*args):
+    """Each rule's mean cross-validated |log error| over the scored rows."""
+    return {r: float(np.nanmean(e)) for r, e in candidates.cv_errors(*args).items()}
+
+
 def _wrong_is_3x(labels):
     def predict(lab, rows):
         return np.where(labels[rows] == lab, 1.0, 3.0)
@@ -85,7 +90,7 @@ def _wrong_is_3x(labels):
 def test_a_tree_replaces_the_nearest_where_one_size_decides():
     pts, labels = _threshold_grid()
     pts[:, 2] *= 0.2  # the deciding size varies little next to the others: the nearest mislead
-    scores = candidates.cv_scores(
+    scores = _cv_scores(
         pts,
         labels,
         np.ones(len(pts)),
@@ -95,15 +100,34 @@ def test_a_tree_replaces_the_nearest_where_one_size_decides():
     )
     assert scores[candidates.Rule(True, 1)] == pytest.approx(0.0)  # the tree: every row its own variant
     assert scores[candidates.Rule(False, 1)] > 0.1
-    rule = candidates.tree_rule(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1)
-    assert rule is not None and rule.size in candidates.LEAVES and not rule.products
+    rules = candidates.tree_rules(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1)
+    assert set(rules) == {False} and rules[False].size in candidates.LEAVES and not rules[False].products
 
 
 def test_the_nearest_stay_where_a_tree_is_no_better():
     # variants in clusters: the nearest configuration is always right, a tree can only tie
     pts = np.repeat(np.arange(20, dtype=float)[:, None], 5, axis=0) + np.tile(np.linspace(0, 0.1, 5), 20)[:, None]
     labels = np.array([f"v{i % 3}" for i in range(20)], dtype=object).repeat(5)
-    assert candidates.tree_rule(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) is None
+    assert candidates.tree_rules(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), k=1) == {}
+
+
+def test_each_kind_wins_its_own_rule():
+    # the ungrouped rows' variant turns on one size (a tree wins), the grouped rows' come in
+    # clusters (the nearest are right): judged on both kinds at once one rule served both
+    pts, labels = _threshold_grid()
+    pts[:, 2] *= 0.2
+    clusters = np.repeat(np.arange(20, dtype=float)[:, None], 5, axis=0) + np.tile(np.linspace(0, 0.1, 5), 20)[:, None]
+    grouped = np.column_stack([clusters[:, 0], clusters[:, 0], clusters[:, 0]])
+    glabels = np.array([f"g{i % 3}" for i in range(20)], dtype=object).repeat(5)
+    allpts = np.vstack([pts, grouped])
+    alllab = np.concatenate([labels, glabels])
+    kinds = np.r_[np.zeros(len(pts), dtype=bool), np.ones(len(grouped), dtype=bool)]
+    rules = candidates.tree_rules(allpts, alllab, np.ones(len(allpts)), _wrong_is_3x(alllab), k=1, kinds=kinds)
+    assert set(rules) == {False} and rules[False].tree
+    errors = candidates.cv_errors(
+        allpts, alllab, np.ones(len(allpts)), _wrong_is_3x(alllab), kinds, [candidates.Rule(False, 1)]
+    )
+    assert np.nanmean(errors[candidates.Rule(False, 1)][kinds]) == pytest.approx(0.0)
 
 
 def test_cross_validation_keeps_each_row_among_its_kind():
@@ -119,7 +143,7 @@ def test_cross_validation_keeps_each_row_among_its_kind():
         return np.where((labels[rows] == "grouped") == (lab == "grouped"), 1.0, 1e6)
 
     rules = [candidates.Rule(False, 3), candidates.Rule(True, 1)]
-    scores = candidates.cv_scores(pts, labels, np.ones(len(pts)), predict, kinds, rules)
+    scores = _cv_scores(pts, labels, np.ones(len(pts)), predict, kinds, rules)
     assert set(seen) == {"grouped", "big", "small"}
     assert all(v < np.log(1e6) / len(pts) for v in scores.values())  # not one row got the other kind's
 
@@ -129,7 +153,7 @@ def test_folds_are_fixed_and_even():
     assert (f == candidates.fold_of(103)).all()
     assert sorted(np.bincount(f)) == [20, 20, 21, 21, 21]
     assert (
-        candidates.cv_scores(
+        _cv_scores(
             np.zeros((0, 2)),
             np.array([], dtype=object),
             np.zeros(0),

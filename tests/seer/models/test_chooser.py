@@ -2,6 +2,7 @@ import numpy as np
 import pandas as pd
 
 from seer.models import chooser, knn
+from seer.models.candidates import Rule
 
 
 def _gemm(n, seed=0):
@@ -89,6 +90,9 @@ def _convs(n, seed=0, groups=1):
     ).assign(w_in=lambda d: d["h_in"], kw=lambda d: d["kh"])
 
 
+_TREES_1 = dict.fromkeys((False, True), Rule(True, 1))  # a tree of leaves of one row for each kind
+
+
 def _explicit_from_128(df):
     return np.where(df["c_out"] >= 128, "explicit", "direct").astype(object)
 
@@ -97,7 +101,7 @@ def test_a_tree_chooser_answers_within_the_data_and_the_nearest_beyond():
     from seer.data import configs
 
     tr = _convs(600)
-    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr)), candidates=1, tree_leaf=1)
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr)), candidates=1, trees=_TREES_1)
     assert set(ch.trees) == {False}
     q = _convs(300, seed=1)
     assert (ch.choose(q) == _explicit_from_128(q)).all()
@@ -121,7 +125,7 @@ def test_each_kind_has_its_tree_and_never_answers_the_other_kinds_variant():
     flat, grouped = _convs(300), _convs(300, seed=2, groups=2)
     tr = pd.concat([flat, grouped], ignore_index=True)
     keys = np.where(tr["groups"] > 1, "grouped_direct", _explicit_from_128(tr)).astype(object)
-    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, tree_leaf=1)
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, trees=_TREES_1)
     assert set(ch.trees) == {False, True}
     q = pd.concat([_convs(100, seed=3), _convs(100, seed=4, groups=2)], ignore_index=True)
     got = ch.choose(q)
@@ -131,6 +135,25 @@ def test_each_kind_has_its_tree_and_never_answers_the_other_kinds_variant():
     assert set(sub.trees) == {True}
     cand, _ = sub.propose(configs.log_config(q[q["groups"] > 1], "conv_fwd"), radius=1.5)
     assert {sub.labels[i] for i in cand.ravel()} == {"grouped_direct"}
+
+
+def test_a_kind_without_a_tree_keeps_the_nearest_rule():
+    # the grouped rows won their tree, the ungrouped did not (seer.models.candidates.tree_rules):
+    # an ungrouped row inside the data gets the k nearest's variants, not a tree's
+    from seer.data import configs
+
+    flat, grouped = _convs(300), _convs(300, seed=2, groups=2)
+    tr = pd.concat([flat, grouped], ignore_index=True)
+    keys = np.where(tr["groups"] > 1, "grouped_direct", _explicit_from_128(tr)).astype(object)
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=3, trees={True: Rule(True, 1)})
+    assert set(ch.trees) == {True}
+    q = _convs(100, seed=3)
+    lq = configs.log_config(q, "conv_fwd")
+    cand, inside = ch.propose(lq, radius=1.5)
+    assert inside.any()
+    assert (cand[:, :3] == ch.nearest(lq, k=3)[1]).all()
+    assert "tree for grouped convolutions" in ch.rule and "for ungrouped ones the fastest of the 3" in ch.rule
+    assert not ch.of_kind(False).trees and set(ch.of_kind(True).trees) == {True}
 
 
 def test_every_training_config_measures_the_trust_distance_and_voters_propose_its_variants():
@@ -177,7 +200,8 @@ def test_a_leaf_of_two_variants_lets_both_compete_within_the_data():
     keys = _explicit_from_128(tr)
     odd = (tr["c_out"] == 64) & (tr["kh"] == 1)  # the library's choice turns on something the sizes do not show
     keys[odd.to_numpy() & (np.arange(len(tr)) % 2 == 0)] = "explicit"
-    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, tree_leaf=8)
+    leaves_8 = dict.fromkeys((False, True), Rule(True, 8))
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=1, trees=leaves_8)
     q = _convs(300, seed=1)
     q = q[(q["c_out"] == 64) & (q["kh"] == 1)]
     cand, inside = ch.propose(configs.log_config(q, "conv_fwd"), radius=1.5)

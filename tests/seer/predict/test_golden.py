@@ -64,7 +64,12 @@ rank entries, its best entries and rank order of other algorithms with them, and
 entries moved. Then (issue 26, round 2's fourth session) h100-sxm refitted on 1,926 more
 conv_grid configurations (3,327): the conv entries of every algorithm
 but WINOGRAD_NONFUSED, and the rank and best entries, of h100-sxm and the L4 moved (the L4's
-WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry."""
+WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry. Then (issue 25, seventh
+session) each kind of convolution choosing its own variant rule (seer.models.candidates.tree_rules),
+kernels whose every tile is too rare modelled across their tiles (seer.fit.gpu.pooled_tiles) and
+per-group calls too few to model timed as loops of their joined variant's model
+(seer.fit.gpu.looped_joins): only h100-sxm's FFT conv and rank entries and its FFT_TILING rank
+order moved (the FFT chooser, given the new labels, lets 5 nearest compete instead of 3)."""
 
 from __future__ import annotations
 
