@@ -4,9 +4,10 @@ Flow: prepared records (seer.data.prepare) -> per-variant models (seer.models), 
 the tiles of a kernel whose every tile is too rare where nothing else predicts it (pooled_tiles)
 -> measurement drift removed where the data allow it (seer.models.drift) -> calls that loop
 over groups, too few to model, timed as loops of their variant's model (looped_joins) ->
-variant choosers (seer.models.chooser), the kernels profiler traces saw launched (seer.models.launched), the
-gradients timed as the forward (seer.fit.duals) and memory-bound fits (seer.models.memory) -> one
-document, which seer.fitsfile writes. The same data give the same document, byte for byte.
+variant choosers (seer.models.chooser), the kernels profiler traces saw launched
+(seer.models.launched), the gradients timed as the forward (seer.fit.duals) and memory-bound
+fits (seer.models.memory) -> one document, which seer.fitsfile writes. The same data give the
+same document, byte for byte.
 """
 
 from __future__ import annotations

@@ -28,8 +28,9 @@ the choice, not the models.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -38,6 +39,7 @@ from seer.models.tree import fit_tree
 
 CHOICES = (1, 2, 3, 5)
 TOLERANCE = 0.05  # relative RMSPE within which the smaller k wins
+T = TypeVar("T", bound=Hashable)
 
 
 def loo_rmspe(
@@ -64,11 +66,17 @@ def loo_rmspe(
 
 def choose(scores: dict[int, float], choices: Sequence[int] = CHOICES) -> int | None:
     """The smallest candidate count within TOLERANCE of the best score (None: nothing scored)."""
-    finite = {k: v for k, v in scores.items() if np.isfinite(v)}
+    return first_within(sorted(scores), scores)
+
+
+def first_within(order: Sequence[T], scores: Mapping[T, float]) -> T | None:
+    """The first of `order` whose score is finite and within TOLERANCE of the best finite score
+    (None: none is finite): simpler choices first, so a tie keeps the simpler."""
+    finite = {r: v for r, v in scores.items() if np.isfinite(v)}
     if not finite:
         return None
     best = min(finite.values())
-    return min(k for k, v in finite.items() if v <= best * (1 + TOLERANCE))
+    return next(r for r in order if r in finite and finite[r] <= best * (1 + TOLERANCE))
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def tree_rules(
     kinds = np.zeros(len(points), dtype=bool) if kinds is None else kinds
     out = {}
     for kind in np.unique(kinds):
-        win = _first_within(rules, {r: _mean_scored(e[kinds == kind]) for r, e in errors.items()})
+        win = first_within(rules, {r: _mean_scored(e[kinds == kind]) for r, e in errors.items()})
         if win is not None and win.tree:
             out[bool(kind)] = win
     return out
@@ -124,15 +132,6 @@ def _mean_scored(err: np.ndarray) -> float:
     """The mean of the scored rows' errors (NaN: none scored)."""
     scored = ~np.isnan(err)
     return float(err[scored].mean()) if scored.any() else np.nan
-
-
-def _first_within(rules: Sequence[Rule], scores: dict[Rule, float]) -> Rule | None:
-    """The first rule within TOLERANCE of the best finite score (None: none is finite)."""
-    finite = {r: v for r, v in scores.items() if np.isfinite(v)}
-    if not finite:
-        return None
-    best = min(finite.values())
-    return next(r for r in rules if r in finite and finite[r] <= best * (1 + TOLERANCE))
 
 
 def fold_of(n: int, folds: int = FOLDS) -> np.ndarray:

@@ -264,10 +264,10 @@ class Chooser:
         if not self.trees:
             return near
         if len(self.trees) < sum(self.kinds):  # one kind has a tree, the other the nearest rule
-            (kind, tree), other = next(iter(self.trees.items())), KINDS[not next(iter(self.trees))]
+            kind, tree = next(iter(self.trees.items()))
             return (
                 f"a classification tree for {KINDS[kind]} convolutions (leaves of >= {tree.min_leaf} rows) within "
-                f"the trust distance, beyond it and for {other} ones {near}"
+                f"the trust distance, beyond it and for {KINDS[not kind]} ones {near}"
             )
         trees = ", ".join(f"{KINDS[g]} >= {t.min_leaf}" for g, t in sorted(self.trees.items()))
         return f"a classification tree (leaves of {trees} rows) within the trust distance, beyond it {near}"
