@@ -69,7 +69,11 @@ session) each kind of convolution choosing its own variant rule (seer.models.can
 kernels whose every tile is too rare modelled across their tiles (seer.fit.gpu.pooled_tiles) and
 per-group calls too few to model timed as loops of their joined variant's model
 (seer.fit.gpu.looped_joins): only h100-sxm's FFT conv and rank entries and its FFT_TILING rank
-order moved (the FFT chooser, given the new labels, lets 5 nearest compete instead of 3)."""
+order moved (the FFT chooser, given the new labels, lets 5 nearest compete instead of 3). Then
+(issue 26, round 2's fifth session) h100-sxm refitted on 372 more conv_grid, 204 more seer_grid
+and 385 more conv_bwd_grid configurations: the conv entries of every algorithm but
+WINOGRAD_NONFUSED, and the rank and best entries, of h100-sxm and the L4 moved (the L4's
+WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry."""
 
 from __future__ import annotations
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Unpack a one-shot call's data.tgz into data/ and gzip again every suite file the repository
+# keeps gzipped (the device copies the working tree, 64 MiB at most: a grown plain conv_grid.csv
+# would not travel). From the repo root, right after a call:
+#   bash cudnn_bench/unpack_call.sh <files_at>/data.tgz            # fast (gzip -1): before a second call
+#   LEVEL=9 bash cudnn_bench/unpack_call.sh <files_at>/data.tgz    # as committed (gzip -9)
+# A second call that starts before this measures the first call's plan again: the device starts
+# from this tree, and the first call's rows live only in its data.tgz until they are here.
+set -euo pipefail
+cd "$(dirname "$0")/.." || exit 2
+tgz=${1:-}
+[ -f "$tgz" ] || { echo "unpack_call: give the call's data.tgz (found none at '${tgz}')" >&2; exit 2; }
+tar xzf "$tgz"
+for plain in data/*/*.csv data/*/*.csv.superseded data/*/repeat/*.csv; do
+  [ -f "$plain" ] || continue
+  if git ls-files --error-unmatch "$plain.gz" >/dev/null 2>&1; then
+    gzip -"${LEVEL:-1}" -n -f "$plain"
+    echo "unpack_call: $plain.gz"
+  fi
+done
+git status --short data
