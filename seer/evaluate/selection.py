@@ -125,14 +125,18 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None, op: 
     return out
 
 
-def selection_floor(path: Path, op: str = "conv_fwd") -> pd.DataFrame:
-    """The floor under Test-set-II (of direction `op`): per GPU, how often the fastest algorithm
-    of a layer changes between two runs, and run 1's fastest algorithms scored as picks on run 2
-    (top-1, within 10%, mean slowdown): what a perfect predictor of one run reaches on the other."""
+def selection_floor(path: Path, op: str = "conv_fwd", math: str = "fma") -> pd.DataFrame:
+    """The floor under Test-set-II (of direction `op`, in `math`: the models' picks are scored on
+    FMA layers, and a repeat of tensor-core layers has its own floor): per GPU, how often the
+    fastest algorithm of a layer changes between two runs, and run 1's fastest algorithms scored
+    as picks on run 2 (top-1, within 10%, mean slowdown): what a perfect predictor of one run
+    reaches on the other."""
     rows = []
     suite = next(s for s, ops in SCORED_SUITES.items() if op in ops)
     for runs in repeat_runs(path):
-        first, again = (r[r["suite"] == suite] if "suite" in r else r for r in runs)
+        first, again = (
+            r[(r["suite"] == suite) & (r["math"] == math)] if "suite" in r and "math" in r else r for r in runs
+        )
         if not (first["op"] == op).any() or not (again["op"] == op).any():
             continue  # a repeat of other suites only (the grid, another direction)
         keys = ["gpu", "math", "config_key"]

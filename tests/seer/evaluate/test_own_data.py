@@ -144,8 +144,13 @@ def test_model_picks_beat_cudnns_heuristic_on_own_test_set_ii(own):
 def test_run_to_run_noise_of_the_repeat(own):
     t = noise.rerun_table(REPO / "data")
     h100, h200 = t[t["gpu"].str.contains("H100")], t[t["gpu"] == "NVIDIA H200"]
-    assert set(h100["op"]) == {"conv_fwd", "gemm"} and (h100.groupby("op")["calls"].sum() > 700).all()
-    assert (h100["median_dev"] < 0.01).all()
+    # the H100's repeat: Test-set-II and the GEMM layers, then (round 2's fifth session) part of
+    # the grids and of Test-set-II's gradients
+    assert set(h100["op"]) == {"conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm"}
+    assert (h100[h100["op"].isin(["conv_fwd", "gemm"])].groupby("op")["calls"].sum() > 700).all()
+    fwd = h100["op"].isin(["conv_fwd", "gemm"])
+    assert (h100.loc[fwd, "median_dev"] < 0.01).all()
+    assert (h100["median_dev"] < 0.03).all()  # backward-data's FFT_TILING: 2.2%
     # the H200's repeat: the gradients of Test-set-II's layers, part of conv_grid, tensor-core GEMMs
     assert set(h200["op"]) == {"conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm"}
     assert (h200["median_dev"] < 0.02).all()

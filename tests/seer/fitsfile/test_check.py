@@ -375,8 +375,13 @@ def test_seer_load_refuses_bad_and_binary_files(t4_text, tmp_path):
 
 def _tree_doc():
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
-    key = next(k for k, v in doc["choosers"].items() if "trees" in v and not v["trees"]["ungrouped"].get("products"))
-    return doc, doc["choosers"][key]["trees"]["ungrouped"], key
+    key, kind = next(
+        (k, kind)
+        for k, v in doc["choosers"].items()
+        for kind, tree in v.get("trees", {}).items()
+        if not tree.get("products")
+    )
+    return doc, doc["choosers"][key]["trees"][kind], key
 
 
 @pytest.mark.parametrize(

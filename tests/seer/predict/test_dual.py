@@ -32,7 +32,8 @@ def test_a_gradient_fft_is_the_forwards_time_scaled(h100):
     rows = _rows(dict(EXPAND, algo="FFT"), dict(EXPAND, op="conv_fwd", algo="FFT"))
     t, f = vp.predict(rows.iloc[[0]])[0], vp.predict(rows.iloc[[1]])[0]
     assert t == pytest.approx(dual.scale * f)
-    assert vp.replace(duals={}).predict(rows.iloc[[0]])[0] < 0.3 < 1.0 < t  # 1.80 ms measured
+    # 1.80 ms measured; the own model answered under 0.3 ms before round 2's fifth session's data
+    assert 1.0 < t < 3.6
     ranked = h100.rank_algorithms(**EXPAND)
     fft = ranked[ranked["algo"] == "FFT"].iloc[0]
     assert fft["rank"] > 1 and fft["variant"].startswith("conv_fwd:FFT:")

@@ -184,5 +184,5 @@ def test_a_transferred_gpu_ranks_grouped_layers_that_may_loop_by_its_sources_slo
         warnings.simplefilter("ignore", RuntimeWarning)
         want = np.exp(np.nanmedian(np.log(sources), axis=0))
     np.testing.assert_allclose(got.ranked, want, rtol=1e-12)
-    assert (got.ranked[:2] > 1.5 * got.times[:2]).any()
+    assert (got.ranked[:2] > got.times[:2]).any()  # a grouped layer weighed by a slower proposal
     np.testing.assert_array_equal(got.ranked[2], got.times[2])  # ungrouped: its predicted time
