@@ -381,7 +381,7 @@ def _tree_doc():
         for kind, tree in v.get("trees", {}).items()
         if not tree.get("products")
     )
-    return doc, doc["choosers"][key]["trees"][kind], key
+    return doc, doc["choosers"][key]["trees"][kind], key, kind
 
 
 @pytest.mark.parametrize(
@@ -399,9 +399,9 @@ def _tree_doc():
     ],
 )
 def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
-    doc, tree, key = _tree_doc()
+    doc, tree, key, kind = _tree_doc()
     edit(tree)
-    with pytest.raises(SeerError, match=re.escape(f'choosers["{key}"].trees.ungrouped.{where}')):
+    with pytest.raises(SeerError, match=re.escape(f'choosers["{key}"].trees.{kind}.{where}')):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
@@ -417,19 +417,19 @@ def test_a_variant_run_once_per_group_or_tile_says_so_with_a_switch(switch, tmp_
 
 
 def test_a_tree_may_name_its_leaves_members(tmp_path):
-    doc, tree, _ = _tree_doc()
+    doc, tree, _, _ = _tree_doc()
     tree["members"] = [3] * len(tree["label"])  # labels 0 and 1 ran in every leaf
     check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
 def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
-    doc, tree, _ = _tree_doc()
+    doc, tree, _, _ = _tree_doc()
     tree.update(products=True, feature=[22, *tree["feature"][1:]])  # the last product, the multiply-adds
     check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
 def test_a_tree_of_an_unknown_kind_is_refused(tmp_path):
-    doc, tree, key = _tree_doc()
+    doc, tree, key, _ = _tree_doc()
     doc["choosers"][key]["trees"]["depthwise"] = tree
     with pytest.raises(SeerError, match="ungrouped or grouped"):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
