@@ -5,9 +5,11 @@
 
 A lent GPU comes for 10 minutes a command, results come back only through one folder ($OUT),
 and a command that runs past its limit is killed. So this runs every step as a subprocess
-bounded by the time left, most valuable first, and a packer thread copies `data/` into
-DIR/data.tgz every minute: a killed call still returns what was measured. A second call with
-the data unpacked in the working tree resumes (the stores skip what they hold).
+bounded by the time left, most valuable first, and a packer thread copies what the call wrote or
+changed in `data/` into DIR/data.tgz every minute, in 15 MiB parts where it is larger
+(`packing.py`): a killed call still returns what was measured. A second call with the data
+unpacked in the working tree (`cudnn_bench/unpack_call.sh`) resumes (the stores skip what they
+hold).
 
 Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 network x batch
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its
@@ -36,7 +38,6 @@ import os
 import signal
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from collections.abc import Callable
@@ -51,8 +52,9 @@ from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
 from .errors import BenchError
+from .packing import Snapshot, pack, snapshot
 from .plan import Budget, Plan, PlanItem, interleave, make_plan, only_calls, prefix
-from .redo import redo_of
+from .redo import calls_to_redo
 from .runtime import BACKENDS
 from .store import suite_file
 from .suites import SUITES
@@ -69,7 +71,6 @@ CORE_SUITES = ("gemm_layers", "test_set_ii")
 # the grid step's suites (after the redo), measured in turns by their shares (plan.interleave)
 GRID_SUITES = ("conv_grid", "seer_grid", "conv_bwd_grid")
 GRID_STEP = "grid: conv_grid, seer_grid, conv_bwd_grid, in turns by share"
-MAX_PART_BYTES = 15 << 20  # the device tool returns files of at most 16 MiB
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,14 @@ class Session:
     data: Path
     deadline: float
     log_path: Path
+    start_files: Snapshot = field(default_factory=dict)  # data/ before the call: packs carry the rest
     results: list[StepResult] = field(default_factory=list)
     last_output: list[str] = field(default_factory=list)  # the lines of the latest step
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def pack(self) -> list[str]:
+        """What the call wrote or changed in data/ into out_dir (packing.pack)."""
+        return pack(self.data, self.out_dir, self.start_files)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -191,47 +197,6 @@ def run_step(sess: Session, name: str, argv: list[str], timeout: float) -> int:
 
 
 # ====================================================================== packing
-_PACKING = threading.Lock()  # the packer thread and the steps' own packs share the .part files
-
-
-def pack(data: Path, out_dir: Path) -> list[str]:
-    """data/ into out_dir/data.tgz (ncu reports apart, into ncu.tgz: they are large), each
-    written beside and renamed over the last, so a kill mid-write leaves the previous one."""
-    with _PACKING:
-        return _pack(data, out_dir)
-
-
-def _pack(data: Path, out_dir: Path) -> list[str]:
-    if not data.is_dir():
-        return []
-    written = []
-    for name, want in (
-        ("data.tgz", lambda p: not p.name.endswith(".ncu-rep")),
-        ("ncu.tgz", lambda p: p.name.endswith(".ncu-rep")),
-    ):
-        files = sorted(
-            p
-            for p in data.rglob("*")
-            if p.is_file() and want(p) and not p.name.startswith(".") and not p.name.endswith(".lock")
-        )
-        if not files:
-            continue
-        part = out_dir / f"{name}.part"
-        with tarfile.open(part, "w:gz") as tar:
-            for p in files:
-                try:
-                    tar.add(p, arcname=str(p.relative_to(data.parent)))
-                except OSError:  # a file replaced while packing: the next pack has it
-                    continue
-        if part.stat().st_size > MAX_PART_BYTES:
-            part.unlink()
-            written.append(f"{name} left out: over {MAX_PART_BYTES >> 20} MiB")
-            continue
-        os.replace(part, out_dir / name)
-        written.append(name)
-    return written
-
-
 class Packer(threading.Thread):
     """Packs every PACK_EVERY_S seconds until stopped."""
 
@@ -242,7 +207,7 @@ class Packer(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(self.every):
             try:
-                pack(self.sess.data, self.sess.out_dir)
+                self.sess.pack()
             except Exception as exc:  # packing must never end the session
                 self.sess.log(f"packing failed ({exc}); the next try may work")
 
@@ -327,7 +292,7 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     if folder is None:
         sess.log("nothing was measured: see the lines above")
         return 1
-    pack(data, sess.out_dir)
+    sess.pack()
     if "traces" not in args.skip:  # torch_traces keeps the traces recorded before: it adds what is missing
         step(
             sess,
@@ -434,7 +399,7 @@ def resume(plan: Plan, folder: Path | None, cost: CostModel, reasons: tuple[str,
         if path is not None:
             raw = read_raw(path)[0]
             done |= set(raw[list(BLOCK_KEY)].itertuples(index=False, name=None))
-            redo |= redo_of(raw, list(reasons))
+            redo |= calls_to_redo(path, list(reasons), raw)
     again = [only_calls(i, redo[i.key], cost) for i in plan.items if i.key in redo]
     return Resume([i for i in plan.items if i.key not in done], again, sum(i.key in done for i in plan.items))
 
@@ -622,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         sys.stderr.write(f"cudnn_bench.oneshot: cannot create {exc.filename}: {exc.strerror}\n")
         return 2
-    sess = Session(args.out_dir, args.data, t0 + args.limit, args.out_dir / "oneshot.log")
+    sess = Session(args.out_dir, args.data, t0 + args.limit, args.out_dir / "oneshot.log", snapshot(args.data))
     sess.log(
         f"cudnn_bench one-shot session, {args.limit:.0f} s, data {args.data}, out {args.out_dir}, "
         f"started {time.strftime('%Y-%m-%d %H:%M:%S %Z')}"
@@ -635,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
         rc = 130
     finally:
         packer.stop.set()
-        sess.log("packed: " + ", ".join(pack(sess.data, sess.out_dir)))
+        sess.log("packed: " + (", ".join(sess.pack()) or "nothing new in data/"))
         sess.log(summary(sess, t0))
         (args.out_dir / "steps.json").write_text(json.dumps([vars(r) for r in sess.results], indent=1))
     return rc

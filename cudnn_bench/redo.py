@@ -19,6 +19,7 @@ plan --session`, 2026-11-26).
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data.records import BLOCK_KEY, CONV_OPS, read_raw
+from seer.data.records.files import read_bytes
 from seer.data.records.harness import SPAN, span_partial, time_basis
 from seer.data.records.schema import CONV_FIELDS
 
@@ -96,8 +98,32 @@ def redo_of(raw: pd.DataFrame, reasons: list[str]) -> Redo:
     return out
 
 
-def calls_to_redo(path: str | Path, reasons: list[str]) -> Redo:
-    """The calls of one store file to measure again for any of `reasons`."""
+def measured_again(path: str | Path) -> set[Key]:
+    """The configurations of a store file measured again once already: their old blocks are in
+    its `<suite>.csv.superseded` (plain or gzipped). What the fixed harness measured and still
+    shows is what the GPU does (a call cuDNN did chunk), so it is not measured again in every
+    call: on 2026-11-27 the same 57 H100 configurations were, twice, and their side files grew."""
+    p = Path(path)
+    stem = p.name.removesuffix(".gz")
+    side = next(
+        (q for q in (p.with_name(f"{stem}.superseded"), p.with_name(f"{stem}.superseded.gz")) if q.is_file()), None
+    )
+    if side is None:
+        return set()
+    header = next(csv.reader([read_bytes(p).split(b"\n", 1)[0].decode()]))
+    at = [header.index(c) for c in BLOCK_KEY if c in header]
+    if len(at) != len(BLOCK_KEY):
+        return set()
+    lines = [ln for ln in read_bytes(side).decode(errors="replace").splitlines() if ln and not ln.startswith("#")]
+    width = max(at) + 1
+    return {tuple(row[i] for i in at) for row in csv.reader(lines) if len(row) >= width}
+
+
+def calls_to_redo(path: str | Path, reasons: list[str], raw: pd.DataFrame | None = None) -> Redo:
+    """The calls of one store file (its rows, `raw`, where already read) to measure again for any
+    of `reasons`, less the configurations measured again before (`measured_again`)."""
     if not reasons or not Path(path).is_file():
         return {}
-    return redo_of(read_raw(path)[0], reasons)
+    redo = redo_of(read_raw(path)[0] if raw is None else raw, reasons)
+    again = measured_again(path) if redo else set()
+    return {k: v for k, v in redo.items() if k not in again}

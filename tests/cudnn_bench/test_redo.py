@@ -134,7 +134,7 @@ def test_collect_redo_unsplit_measures_again_what_the_old_split_got_wrong(tmp_pa
     wrong = R.calls_to_redo(path, ["unsplit"])
     assert first.measured == 12 and 0 < len(wrong) < 12
     before = records.read_csv(path)
-    assert f"collect --redo unsplit measures them again): test_set_ii {len(wrong)}" in report(first.folder)
+    assert f"what it still shows then is cuDNN chunking the call): test_set_ii {len(wrong)}\n" in report(first.folder) + "\n"
 
     lines: list[str] = []
     asked: dict = {}
@@ -167,6 +167,31 @@ def test_collect_redo_unsplit_measures_again_what_the_old_split_got_wrong(tmp_pa
     assert len(kept[0]) and kept[0].equals(kept[1])
     # a redo with nothing wrong left measures nothing
     assert K.run(K.Options(**{**vars(opts), "redo": ["unsplit"]}), env(), log=lambda s: None).measured == 0
+
+
+def test_what_a_redo_still_shows_is_not_measured_again_in_every_call(tmp_path, monkeypatch):
+    """A configuration measured again that shows the same (the GPU chunks the call) is what the
+    GPU does: the next call leaves it, also with the side file committed gzipped."""
+    import gzip
+
+    monkeypatch.setattr(M, "timed", _old_timed)  # both runs split as the old harness did
+    opts = K.Options(out=tmp_path, suites=["test_set_ii"], budget=Budget(count=12), progress=False,
+                     timing=K.TimingOptions(warmup=2, reps=4, min_reps=4))
+    first = K.run(opts, fake_env(chunks={1: 4}, setup=True), log=lambda s: None)
+    path = first.folder / "test_set_ii.csv"
+    wrong = R.calls_to_redo(path, ["unsplit"])
+    assert wrong and R.measured_again(path) == set()
+    K.run(K.Options(**{**vars(opts), "redo": ["unsplit"]}), fake_env(chunks={1: 4}, setup=True), log=lambda s: None)
+    assert R.redo_of(read_raw(path)[0], ["unsplit"]).keys() == wrong.keys()  # the symptom is still there
+    assert R.measured_again(path) == set(wrong) and R.calls_to_redo(path, ["unsplit"]) == {}
+    assert f"test_set_ii {len(wrong)} ({len(wrong)} measured again)" in report(first.folder)
+    side = first.folder / "test_set_ii.csv.superseded"
+    side.with_name(side.name + ".gz").write_bytes(gzip.compress(side.read_bytes()))
+    side.unlink()
+    assert R.calls_to_redo(path, ["unsplit"]) == {}
+    again = K.run(K.Options(**{**vars(opts), "redo": ["unsplit"]}), fake_env(chunks={1: 4}, setup=True),
+                  log=lambda s: None)
+    assert again.measured == 0
 
 
 def test_a_configuration_measured_again_runs_only_the_calls_asked_for():

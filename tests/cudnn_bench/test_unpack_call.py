@@ -72,3 +72,18 @@ def test_no_archive_is_one_sentence_and_exit_2(repo: Path, tmp_path: Path) -> No
     )
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "data.tgz" in done.stderr
+
+
+def test_a_pack_in_parts_is_joined_from_the_call_folder(repo: Path, tmp_path: Path) -> None:
+    whole = _archive(tmp_path).read_bytes()
+    call = tmp_path / "files_at"
+    call.mkdir()
+    cut = len(whole) // 2
+    (call / "data.tgz").write_bytes(whole[:cut])
+    (call / "data.tgz.1").write_bytes(whole[cut:])
+    done = subprocess.run(
+        ["bash", str(repo / "cudnn_bench" / SCRIPT.name), str(call)], cwd=repo, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "2 parts" in done.stdout
+    assert gzip.decompress((repo / "data" / "gpu" / "grid.csv.gz").read_bytes()) == b"h\n1\n2\n"
