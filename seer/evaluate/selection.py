@@ -125,6 +125,15 @@ def measured_table(rec: pd.DataFrame, workspace_limit: float | None = None, op: 
     return out
 
 
+def _only(frame: pd.DataFrame, **want: str) -> pd.DataFrame:
+    """The rows whose columns hold the wanted values; a column a frame lacks selects nothing out."""
+    keep = np.ones(len(frame), dtype=bool)
+    for col, value in want.items():
+        if col in frame:
+            keep &= (frame[col] == value).to_numpy()
+    return frame[keep]
+
+
 def selection_floor(path: Path, op: str = "conv_fwd", math: str = "fma") -> pd.DataFrame:
     """The floor under Test-set-II (of direction `op`, in `math`: the models' picks are scored on
     FMA layers, and a repeat of tensor-core layers has its own floor): per GPU, how often the
@@ -134,9 +143,7 @@ def selection_floor(path: Path, op: str = "conv_fwd", math: str = "fma") -> pd.D
     rows = []
     suite = next(s for s, ops in SCORED_SUITES.items() if op in ops)
     for runs in repeat_runs(path):
-        first, again = (
-            r[(r["suite"] == suite) & (r["math"] == math)] if "suite" in r and "math" in r else r for r in runs
-        )
+        first, again = (_only(r, suite=suite, math=math) for r in runs)
         if not (first["op"] == op).any() or not (again["op"] == op).any():
             continue  # a repeat of other suites only (the grid, another direction)
         keys = ["gpu", "math", "config_key"]

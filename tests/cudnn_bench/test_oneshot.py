@@ -314,11 +314,11 @@ def test_session_coverage_resumes_a_data_folder_and_costs_only_the_wrong_calls(t
     assert "measured again first" not in resumed
 
     stored = set(pd.read_csv(folder / "seer_grid.csv")["config_key"])
-    def redo_of(raw, reasons):
+    def calls_to_redo(path, reasons, raw):
         grid = (raw["suite"] == "seer_grid").any()
         return {("seer_grid", k, "fma"): frozenset({"IMPLICIT_GEMM"}) for k in stored} if grid else {}
 
-    monkeypatch.setattr(O, "redo_of", redo_of)
+    monkeypatch.setattr(O, "calls_to_redo", calls_to_redo)
     text = O.session_coverage("h100-sxm", data=tmp_path)
     line = next(x for x in text.splitlines() if "measured again first" in x)
     assert "3 stored configurations, 3 of them only in the calls that were wrong" in line

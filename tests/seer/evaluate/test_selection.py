@@ -156,3 +156,11 @@ def test_tensor_core_layers_are_reported_apart_with_the_heuristic_as_the_model(s
     assert part["overall"]["model"] == part["overall"]["cudnn_heuristic"]
     table = selection.measured_table(pd.concat([fma, tf32], ignore_index=True))
     assert set(table["math"]) == {"fma", "tf32"} and len(table) == 2 * len(selection.measured_table(fma))
+
+
+def test_the_floor_filters_by_each_column_a_run_has():
+    """A run without a math column is still narrowed to the scored suite (and the reverse)."""
+    runs = pd.DataFrame({"suite": ["test_set_ii", "conv_grid"], "math": ["fma", "fma"], "x": [1, 2]})
+    assert list(selection._only(runs.drop(columns="math"), suite="test_set_ii", math="fma")["x"]) == [1]
+    assert list(selection._only(runs.drop(columns="suite"), suite="test_set_ii", math="fma")["x"]) == [1, 2]
+    assert list(selection._only(runs.assign(math=["bf16", "fma"]), suite="test_set_ii", math="fma")["x"]) == []

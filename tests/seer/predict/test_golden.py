@@ -73,7 +73,11 @@ order moved (the FFT chooser, given the new labels, lets 5 nearest compete inste
 (issue 26, round 2's fifth session) h100-sxm refitted on 372 more conv_grid, 204 more seer_grid
 and 385 more conv_bwd_grid configurations: the conv entries of every algorithm but
 WINOGRAD_NONFUSED, and the rank and best entries, of h100-sxm and the L4 moved (the L4's
-WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry."""
+WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry. Then (issue 26, the sixth
+session) h100-sxm refitted on 93 more conv_grid, 53 more seer_grid and 89 more conv_bwd_grid
+configurations: the conv entries of every algorithm but WINOGRAD_NONFUSED, and the rank and best
+entries, of h100-sxm and the L4 moved (the L4's WINOGRAD_NONFUSED conv too); no memory-bound,
+GEMM or bmm entry."""
 
 from __future__ import annotations
 
