@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seer.data.configs import GEMM_OPS, ConfigBatch
+from seer.data.configs import GEMM_OPS, ConfigBatch, winograd_tiles
 from seer.models.geometry import Geometry
 from seer.models.keys import FeatureSet
 
@@ -90,6 +90,12 @@ class Inputs:
         )
 
 
+def _winograd_MB(b: ConfigBatch, channels: str, tiled: bool) -> np.ndarray:
+    """MB of a Winograd non-fused transform: points x channels (x every image's tiles)."""
+    points, tiles = winograd_tiles(b.shapes)
+    return points * per_row(b, "el_MB") * b.shapes[channels] * (tiles if tiled else 1.0)
+
+
 # per-row quantities of a configuration alone (ConfigBatch.memo): MB per element, the
 # compulsory traffic in MB and the helper kernels' traffic of convolutions
 _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
@@ -98,9 +104,9 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     "write_MB": lambda b: b.sizes["write_bytes"] * MB,
     "in_MB": lambda b: per_row(b, "el_MB") * b.shapes["N"] * b.shapes["C"] * b.shapes["H"] * b.shapes["W"],
     "out_MB": lambda b: per_row(b, "el_MB") * b.shapes["NPQ"] * b.shapes["K"],
-    "xin_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["C"] * b.shapes["T4"],
-    "xout_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["K"] * b.shapes["T4"],
-    "xfilter_MB": lambda b: 36 * per_row(b, "el_MB") * b.shapes["K"] * b.shapes["C"],
+    "xin_MB": lambda b: _winograd_MB(b, "C", tiled=True),
+    "xout_MB": lambda b: _winograd_MB(b, "K", tiled=True),
+    "xfilter_MB": lambda b: _winograd_MB(b, "K", tiled=False) * b.shapes["C"],
     "im2col_MB": lambda b: per_row(b, "el_MB") * b.shapes["NPQ"] * b.shapes["CRS"],
     # outputs x input channels (of a group), 1e9: the direct convolution cuDNN runs under the
     # GEMM algorithm below c_out = 128 loops over channels, each step with a cost of its own
@@ -143,6 +149,20 @@ class _Helpers(Mapping):
         return len(self.names)
 
 
+def reduction_split(blocks: np.ndarray, s: Mapping[str, np.ndarray], tm: float, tn: float) -> np.ndarray:
+    """How many blocks share one output tile's reduction (1 at least): a grid with more blocks
+    than the GEMM view's output has tiles (either way round) splits the reduction among them.
+    cuDNN's filter gradient `wgrad_alg0_engine` runs N x ceil(PQ/512) blocks on each 32 x 32 tile
+    of dw: a block reduces about 512 of N*P*Q positions, and timed as if it reduced all of them its
+    model was off 5-8x both ways (cross-validated RMSPE 64% on the H100, 20% so). Read for filter
+    gradients' tiled kernels alone: on the data gradient's and FFT_TILING's the ratio fitted worse."""
+    gm, gn = s["gm"], s["gn"]
+    tiles = np.maximum(np.ceil(gm / tm) * np.ceil(gn / tn), np.ceil(gm / tn) * np.ceil(gn / tm)) * s["gbatch"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        split = np.round(blocks / tiles)
+    return np.where(np.isfinite(split) & (split > 1), split, 1.0)
+
+
 def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) -> Inputs:
     """The inputs of one variant's features for a batch of configs run with `algo`."""
     batch = batch.with_algo(algo)
@@ -160,6 +180,8 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) 
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
         helpers = _Helpers(batch, helper_names(geom.op, algo), geom.batch_tile())
     tm, tn = geom.tiles()
+    if geom.op == "conv_bwd_filter" and tm > 1 and tn > 1 and geom.exact():  # a tiled kernel, its grid known
+        kb = kb / reduction_split(blocks, s, tm, tn)
     tile_mb = el * blocks  # el * blocks * kb * (tm + tn), in place
     tile_mb *= kb
     tile_mb *= tm + tn

@@ -231,6 +231,10 @@ class Geometry:
         tiles = (t for r in self.axes.values() for e, t in r.factors if e in ("N", "batch") and t > 1)
         return next(tiles, 1)
 
+    def exact(self) -> bool:
+        """Whether every axis's rule reproduced every training row's grid."""
+        return all(r.match >= 1.0 for r in self.axes.values())
+
     def tiles(self) -> tuple[float, float]:
         """The two tile divisors of the grid (the output tile of a GEMM-like kernel)."""
         divs = [r.tile for r in self.axes.values() if r.tile > 1] + [1, 1]

@@ -264,7 +264,12 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             F=configs.fft_side(c["h_in"] + 2 * c["pad_h"], c["w_in"] + 2 * c["pad_w"]),
             NKPQ=N * P * Q * K,
         )
-        view = {"WINOGRAD_NONFUSED": (s["T4"], K, C), "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
+        # Winograd non-fused: F(4x4, 3x3) of 36 points, F(9x9, 5x5) of 169; the filter gradient
+        # multiplies K x C over the tiles
+        side = np.where(R >= 5, 9.0, 4.0)
+        s["WT"], s["WP"] = N * np.ceil(P / side) * np.ceil(Q / side), (side + R - 1) ** 2
+        wino = (K, C, s["WT"]) if op == "conv_bwd_filter" else (s["WT"], K, C)
+        view = {"WINOGRAD_NONFUSED": wino, "WINOGRAD": (N * np.ceil(P / 2) * np.ceil(Q / 2), K, C * 4.0)}
         # FFT_TILING's tile: its images, or every line of a 1-D piece (down the height for k x 1)
         pieces, down = (R == 1) | (S == 1), (S == 1) & (R > 1)
         lines, length = np.where(down, c["w_in"], c["h_in"]), np.where(down, c["h_in"], c["w_in"])
@@ -275,9 +280,9 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             view.update(dict.fromkeys(("ALGO_0", "ALGO_1", "ALGO_3"), (K, s["CRS"], s["NPQ"])))
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
         s["FB"] = s["F"] * (s["F"] / 2 + 1)
-        # Winograd non-fused: 36 GEMMs; FFT: one complex GEMM per frequency bin, FFT_TILING per tile's bin
+        # Winograd non-fused: a GEMM per point; FFT: one complex GEMM per frequency bin, FFT_TILING per tile's bin
         tile_bins = np.where(pieces, np.floor(length / 2) + 1, 32 * 17)
-        gbatch = {"WINOGRAD_NONFUSED": np.full(len(df), 36.0), "FFT": s["FB"], "FFT_TILING": tile_bins}.get(
+        gbatch = {"WINOGRAD_NONFUSED": s["WP"], "FFT": s["FB"], "FFT_TILING": tile_bins}.get(
             algo, np.ones(len(df))
         )
         s.update(gm=gm, gn=gn, gk=gk, gbatch=gbatch)
@@ -319,12 +324,19 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
         if algo == "WINOGRAD_NONFUSED":  # transformed tensors of whole tiles of images
             t = geom.batch_tile()
             pad = np.ceil(s["N"] / t) * t / s["N"]
-            h += [36 * el * s["C"] * s["T4"] * pad, 36 * el * s["K"] * s["T4"] * pad, 36 * el * s["K"] * s["C"]]
+            wp, wt = s["WP"], s["WT"]
+            h += [wp * el * s["C"] * wt * pad, wp * el * s["K"] * wt * pad, wp * el * s["K"] * s["C"]]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         else:
             h += [el * s["K"] * s["CRS"]]
     tm, tn = geom.tiles()
+    if fit.op == "conv_bwd_filter" and tm > 1 and tn > 1 and all(r.match >= 1 for r in geom.axes.values()):
+        # blocks beyond the output's tiles (either way round) split the reduction
+        tiles = np.maximum(
+            np.ceil(s["gm"] / tm) * np.ceil(s["gn"] / tn), np.ceil(s["gm"] / tn) * np.ceil(s["gn"] / tm)
+        ) * s["gbatch"]
+        kb = kb / np.maximum(np.round(blocks / tiles), 1.0)
     read, write = s["read_bytes"] * features.MB, s["write_bytes"] * features.MB
     tile = el * blocks * kb * (tm + tn)
     bps, sms = fit.blocks_per_sm, fit.sms

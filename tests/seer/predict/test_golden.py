@@ -77,7 +77,12 @@ WINOGRAD_NONFUSED conv too); no memory-bound, GEMM or bmm entry. Then (issue 26,
 session) h100-sxm refitted on 93 more conv_grid, 53 more seer_grid and 89 more conv_bwd_grid
 configurations: the conv entries of every algorithm but WINOGRAD_NONFUSED, and the rank and best
 entries, of h100-sxm and the L4 moved (the L4's WINOGRAD_NONFUSED conv too); no memory-bound,
-GEMM or bmm entry."""
+GEMM or bmm entry. Then Winograd non-fused's 5x5 filters as F(9x9, 5x5), 169 points a tile
+(seer.data.configs.winograd_tiles), its filter gradient's GEMMs reducing over every image's tiles,
+and a filter-gradient kernel's reduction split over the blocks its grid has beyond the output's
+tiles (seer.models.features.reduction_split), h100-sxm refitted: the WINOGRAD_NONFUSED conv and
+rank entries of every conv GPU and the L4 (5x5 filters), the rank order of other algorithms
+with them, and the best entries of h100-sxm, p100-pcie, p4, t4, v100-pcie and the L4 moved."""
 
 from __future__ import annotations
 
