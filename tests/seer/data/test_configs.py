@@ -62,3 +62,18 @@ def test_fft_tilings_gemm_runs_over_images_or_the_lines_of_1d_pieces(gpu):
     grid = gemm[["grid_x", "grid_y", "grid_z"]].to_numpy(dtype=float).prod(axis=1)
     assert len(gemm) > 300 and one_d.sum() > 100
     assert np.mean(blocks[one_d] == grid[one_d]) > 0.98 and np.mean(blocks[~one_d] == grid[~one_d]) > 0.98
+
+
+def test_winograd_nonfused_runs_a_gemm_per_point_of_its_tile_and_the_filter_gradient_reduces_over_tiles():
+    """The H100's Winograd GEMMs: grid_z 36 on 3x3 filters, 169 on 5x5 (9x9 tiles); the filter
+    gradient's is K x C (VGG-16's layer 7: 8 x 4 tiles of 64) reducing over every image's tiles."""
+    from seer.data.configs import gemm_view, winograd_tiles
+
+    df = pd.DataFrame(dict(batch=[128, 128], c_in=[256, 64], h_in=[28, 27], w_in=[28, 27], c_out=[512, 192],
+                           kh=[3, 5], kw=[3, 5], pad_h=[1, 2], pad_w=[1, 2], stride_h=1, stride_w=1, dil_h=1,
+                           dil_w=1, groups=1, algo="WINOGRAD_NONFUSED"))
+    points, tiles = winograd_tiles(configs.shapes(df.assign(op="conv_fwd")))
+    assert points.tolist() == [36, 169] and tiles.tolist() == [128 * 7 * 7, 128 * 3 * 3]
+    fwd, wgrad = (gemm_view(df.assign(op=op)) for op in ("conv_fwd", "conv_bwd_filter"))
+    assert fwd["gk"].tolist() == [256, 64] and fwd["gbatch"].tolist() == [36, 169]
+    assert (wgrad["gm"].tolist(), wgrad["gn"].tolist(), wgrad["gk"].tolist()) == ([512, 192], [256, 64], tiles.tolist())

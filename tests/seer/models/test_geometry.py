@@ -98,3 +98,15 @@ def test_no_product_is_searched_on_too_few_rows():
     assert len(few) == 7 < geometry.PRODUCT_MIN_ROWS
     rule = geometry.fit_geometry(few, "conv_fwd").axes["grid_x"]
     assert not isinstance(rule, geometry.Product)
+
+
+def test_a_filter_gradients_reduction_is_split_over_the_blocks_beyond_its_output_tiles():
+    """wgrad_alg0_engine on VGG-16's layer 3 (128 -> 128, 112x112, batch 128): 36 x 4 tiles of
+    32 x 32 over dw (K x C*R*S), x 3200 = N x ceil(PQ/512) blocks each; a plain GEMM grid, 1."""
+    from seer.models.features import reduction_split
+
+    s = {"gm": np.array([128.0, 512.0]), "gn": np.array([1152.0, 256.0]), "gbatch": np.array([1.0, 1.0])}
+    blocks = np.array([36 * 4 * 3200.0, 8 * 4.0])
+    assert reduction_split(blocks, s, 32.0, 32.0).tolist() == [3200.0, 1.0]
+    # the tiles counted either way round: a grid laid K-major or C-major splits nothing
+    assert reduction_split(np.array([16.0 * 4]), {k: v[1:] for k, v in s.items()}, 32.0, 64.0).tolist() == [1.0]
