@@ -20,7 +20,8 @@ plan --session`, 2026-11-26).
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable
+import gzip
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -98,11 +99,19 @@ def redo_of(raw: pd.DataFrame, reasons: list[str]) -> Redo:
     return out
 
 
-def measured_again(path: str | Path) -> set[Key]:
+def _header(path: Path) -> list[str]:
+    """A store file's column names: its first line alone, not the whole (gunzipped) file."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        return next(csv.reader([fh.readline()]), [])
+
+
+def measured_again(path: str | Path, columns: Sequence[str] | None = None) -> set[Key]:
     """The configurations of a store file measured again once already: their old blocks are in
     its `<suite>.csv.superseded` (plain or gzipped). What the fixed harness measured and still
     shows is what the GPU does (a call cuDNN did chunk), so it is not measured again in every
-    call: on 2026-11-27 the same 57 H100 configurations were, twice, and their side files grew."""
+    call: on 2026-11-27 the same 57 H100 configurations were, twice, and their side files grew.
+    `columns`: the store's columns where already read (else its first line is)."""
     p = Path(path)
     stem = p.name.removesuffix(".gz")
     side = next(
@@ -110,7 +119,7 @@ def measured_again(path: str | Path) -> set[Key]:
     )
     if side is None:
         return set()
-    header = next(csv.reader([read_bytes(p).split(b"\n", 1)[0].decode()]))
+    header = list(columns) if columns is not None else _header(p)  # the side file's rows are in its order
     at = [header.index(c) for c in BLOCK_KEY if c in header]
     if len(at) != len(BLOCK_KEY):
         return set()
@@ -124,6 +133,7 @@ def calls_to_redo(path: str | Path, reasons: list[str], raw: pd.DataFrame | None
     of `reasons`, less the configurations measured again before (`measured_again`)."""
     if not reasons or not Path(path).is_file():
         return {}
-    redo = redo_of(read_raw(path)[0] if raw is None else raw, reasons)
-    again = measured_again(path) if redo else set()
+    raw = read_raw(path)[0] if raw is None else raw
+    redo = redo_of(raw, reasons)
+    again = measured_again(path, list(raw.columns)) if redo else set()
     return {k: v for k, v in redo.items() if k not in again}
