@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import time
 from pathlib import Path
 
 from seer import cluster
@@ -45,6 +46,10 @@ from .plan import Budget
 from .runtime import BACKENDS
 from .suites import RUN_ORDER, SUITES
 from .timing import TimingOptions
+
+# --stop-after counts from here: loading a large store and opening cuDNN take seconds that the
+# caller's own time limit (gpu_oneshot's steps) already counts
+STARTED = time.monotonic()
 
 EXAMPLES = """
 examples:
@@ -419,6 +424,7 @@ def _options(a: argparse.Namespace) -> Options:
         max_bytes=a.max_bytes,
         limit=a.limit,
         stop_after=getattr(a, "stop_after", Budget()).seconds,
+        started=STARTED,
         shard=a.shard,
         redo=getattr(a, "redo", []),
         interleave=getattr(a, "interleave", False),

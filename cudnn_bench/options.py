@@ -34,6 +34,7 @@ class Options:
     max_bytes: int = 16 * GiB
     limit: int | None = None
     stop_after: float | None = None  # seconds of wall time for this invocation (resume later)
+    started: float | None = None  # time.monotonic() when the invocation began: its start-up counts too
     shard: Shard | None = None  # only this slice of every suite (--shard i/n)
     redo: list[str] = field(default_factory=list)  # measure stored configurations again (redo.REASONS)
     interleave: bool = False  # the suites' new configurations in turns by share (plan.interleave)

@@ -149,6 +149,27 @@ def test_stop_after_limits_one_invocation(tmp_path, monkeypatch):
     assert (res.skipped, res.measured) == (2, 3)
 
 
+def test_stop_after_counts_the_start_up_and_leaves_what_would_not_end_in_time(tmp_path, monkeypatch):
+    clock = {"t": 0.0}
+    monkeypatch.setattr(K.time, "monotonic", lambda: clock["t"])
+    real = K.measure
+
+    def as_estimated(env, item, opts):  # each configuration takes what the cost model says
+        clock["t"] += item.est_s
+        return real(env, item, opts)
+
+    monkeypatch.setattr(K, "measure", as_estimated)
+    cfgs = S.gemm_layers()[:4]
+    monkeypatch.setattr(K, "plan_for", lambda o, **kw: Plan(
+        [PlanItem("gemm_layers", c, "fma", e) for c, e in zip(cfgs, (10.0, 20.0, 5.0, 5.0))], {}, {"gemm_layers": 4}))
+    # 10 s of start-up spent of 35: the 20 s one would end at 30, past 25; the two 5 s ones fit after it
+    opts = _opts(out=tmp_path, suites=["gemm_layers"], budget=Budget(count=4), stop_after=35.0, started=-10.0)
+    res = K.run(opts, fake_env(), log=lambda s: None)
+    assert (res.measured, res.left) == (3, 1)
+    got = set(pd.read_csv(res.folder / "gemm_layers.csv")["config_key"])
+    assert got == {cfgs[0].key(), cfgs[2].key(), cfgs[3].key()}
+
+
 def _disk_full(*args, **kw):
     raise OSError(errno.ENOSPC, "No space left on device")
 
