@@ -316,8 +316,8 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
             f"{partial} of them only in the calls that were wrong: about {cost_s:.0f} GPU seconds"
         )
     limits = [s for s in (opts.budget.seconds, opts.stop_after) if s is not None]
-    t0 = opts.started if opts.started is not None else time.monotonic()
-    deadline = t0 + min(limits) if limits else None
+    began = opts.started if opts.started is not None else time.monotonic()
+    deadline = began + min(limits) if limits else None
     by_stop = opts.stop_after is not None and (opts.budget.seconds is None or opts.stop_after < opts.budget.seconds)
     est_todo = sum(i.est_s for i in todo)
     prog = Progress(len(todo), est_todo, deadline, enabled=opts.progress)
@@ -327,12 +327,12 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     tell(Tick(0, len(todo), skipped, 0, 0.0, est_todo))
     try:
         for item in todo:
-            if deadline is not None and time.monotonic() + item.est_s > deadline:
+            t0 = time.monotonic()
+            if deadline is not None and t0 + item.est_s > deadline:
                 # one that would not end in time is left for the next run (a smaller one may still fit)
-                if time.monotonic() > deadline:
+                if t0 > deadline:
                     break
                 continue
-            t0 = time.monotonic()
             rows = measure(env, item, opts)
             wall = time.monotonic() - t0
             for r in rows:
