@@ -10,7 +10,7 @@ import pandas as pd
 from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, prepare
 from seer.data.records import CONV_OPS
-from seer.data.records.harness import UNVERIFIED
+from seer.data.records.harness import LAUNCH_GAP_MS, UNVERIFIED
 from seer.evaluate.metrics import format_table
 from seer.evaluate.report import evaluation_records, repeat_runs, write_out
 from seer.evaluate.selection import selection_floor
@@ -39,6 +39,33 @@ def noise_table(rec: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+LONG_KERNEL_MS = 0.1  # kernels this long on average: the host enqueued each launch long before the GPU reached it
+
+
+def launch_gaps(rec: pd.DataFrame) -> pd.DataFrame:
+    """The GPU's own gap between consecutive kernels, per GPU, from calls whose kernels run one
+    after another (span >= their times) and average over LONG_KERNEL_MS: there the host is ahead,
+    so the idle time between launches is the GPU's, the allowance seer.data.records.harness
+    .LAUNCH_GAP_MS puts in a call's busy time. Empty where the data hold no kernel times."""
+    need = {"call_id", "kernel_time_ms", "gpu_span_ms", "launches"}
+    if not need <= set(rec.columns):
+        return pd.DataFrame()
+    r = rec[(rec["status"] == "ok") & rec["call_id"].notna()]
+    r = r.assign(
+        k=pd.to_numeric(r["kernel_time_ms"], errors="coerce"),
+        n=pd.to_numeric(r["launches"], errors="coerce").fillna(1),
+        span=pd.to_numeric(r["gpu_span_ms"], errors="coerce"),
+    )
+    calls = r.groupby(["gpu", "call_id"], sort=False).agg(k=("k", "sum"), n=("n", "sum"), span=("span", "first"))
+    calls = calls[(calls["n"] > 1) & (calls["k"] / calls["n"] > LONG_KERNEL_MS) & (calls["span"] >= calls["k"])]
+    gap_us = (1e3 * (calls["span"] - calls["k"]) / (calls["n"] - 1)).rename("gap_us")
+    out = gap_us.groupby(level="gpu").describe(percentiles=[0.1, 0.5, 0.9])
+    out = out.astype({"count": int})
+    return out.rename(columns={"count": "calls", "10%": "p10_us", "50%": "median_us", "90%": "p90_us"})[
+        ["calls", "p10_us", "median_us", "p90_us"]
+    ].reset_index()
 
 
 def _calls(r: pd.DataFrame) -> pd.DataFrame:
@@ -113,6 +140,14 @@ def run_noise(args) -> int:
             "of each call's time:\n"
         )
         print(format_table(rerun, percent=("median_dev", "p90_dev", "p99_dev")))
+    gaps = launch_gaps(rec)
+    if len(gaps):
+        print(
+            "\nThe GPU's own gap between consecutive kernels of a call (calls whose kernels run one after another and "
+            f"average over {1e3 * LONG_KERNEL_MS:.0f} us, so the host is ahead); a call's busy time allows "
+            f"{1e3 * LAUNCH_GAP_MS:.1f} us per gap:\n"
+        )
+        print(format_table(gaps.round(2)))
     floors = [f.assign(op=op) for op in CONV_OPS if len(f := selection_floor(Path(path), op))]
     floor = _op_first(pd.concat(floors, ignore_index=True)) if floors else pd.DataFrame()
     if len(floor):
@@ -128,7 +163,8 @@ def run_noise(args) -> int:
             "groups": t.to_dict(orient="records"),
             "rerun": rerun.to_dict(orient="records"),
             "selection_floor": floor.to_dict(orient="records"),
+            "launch_gaps": gaps.to_dict(orient="records"),
         }
-        write_out(Path(args.out), payload, {"noise": t, "rerun": rerun, "selection_floor": floor})
+        write_out(Path(args.out), payload, {"noise": t, "rerun": rerun, "selection_floor": floor, "launch_gaps": gaps})
         print(f"\nwrote {args.out}")
     return 0

@@ -38,16 +38,18 @@ def fit_bounds(
 ) -> Segmented:
     """Segmented WLS on relative error: every row is explained by the larger of the two bounds
     plus the helper terms; rows are re-assigned to bounds and all refitted together until the
-    assignment is stable. `start`: a first guess of the memory-bound rows."""
+    assignment is stable. `start`: a first guess of the memory-bound rows.
+
+    The re-assignment is not a descent either: on the H100's FFT 32x64x8 complex GEMM it settled
+    on two bounds with 142% RMSPE on their own training rows, where the compute bound alone has
+    22%. Two bounds that fit the training rows worse than the compute bound alone are dropped."""
     nc, nm = D.compute.shape[1], D.memory.shape[1]
     margin = options.row_margin
 
-    def compute_only() -> Segmented:
-        r = nonnegative_wls(np.hstack([D.compute, D.helpers]), y)
-        return Segmented(_law(D, r, floor, None), np.zeros(len(y), bool))
-
+    r = nonnegative_wls(np.hstack([D.compute, D.helpers]), y)
+    alone = Segmented(_law(D, r, floor, None), np.zeros(len(y), bool))  # the compute bound alone
     if start is None:
-        law = compute_only().law
+        law = alone.law
         ratio = y / np.maximum(D.compute @ law.regime("compute").coef + D.helpers @ law.helpers.coef, 1e-12)
         mem = ratio > np.quantile(ratio, options.memory_start)  # the rows the compute bound explains worst
     else:
@@ -55,7 +57,7 @@ def fit_bounds(
     fit = None
     for _ in range(options.segment_iters):
         if mem.sum() < nm + margin or (~mem).sum() < nc + margin:
-            return compute_only()
+            return alone
         X = np.hstack([D.compute * ~mem[:, None], D.memory * mem[:, None], D.helpers])
         fit = Segmented(_law(D, nonnegative_wls(X, y), floor, mem), mem)
         new = D.memory @ fit.law.regime("memory").coef > D.compute @ fit.law.regime("compute").coef
@@ -63,7 +65,7 @@ def fit_bounds(
             break
         mem = new
     assert fit is not None
-    return fit
+    return fit if _sq_rel_error(fit.law.time(D), y) <= _sq_rel_error(alone.law.time(D), y) else alone
 
 
 def fit_law(

@@ -50,6 +50,7 @@ def span_partial(event_ms: np.ndarray, span_ms: np.ndarray) -> np.ndarray:
 
 # what a call's time_ms is (column time_basis)
 SPAN = "span"  # the GPU span of its kernels: what the GPU did
+BUSY = "busy"  # its kernels' times and the GPU's own launch gaps: the span less the host's gaps between launches
 EVENT = "event"  # CUDA events: no kernel span was measured (or it equals the events)
 CHUNKED = "chunked"  # CUDA events: cuDNN looped over chunks of the batch and the span is one chunk's
 UNVERIFIED = "unverified"  # events exceed the span and the kernels' geometry cannot say why: not scored
@@ -96,11 +97,39 @@ def time_basis(df: pd.DataFrame, partial: np.ndarray) -> np.ndarray:
     return basis
 
 
+# The GPU's own gap between consecutive kernels of a stream while the host is ahead of it: the
+# median gap of calls whose kernels run one after another and average over 100 us each (the host
+# has enqueued the next launch long before), 1.8 us on both the H100 and the H200
+# (python -m seer.evaluate --set noise prints it per GPU).
+LAUNCH_GAP_MS = 0.0018
+
+
+def busy_ms(df: pd.DataFrame) -> np.ndarray:
+    """Per row, its call's GPU time without the host's gaps: the kernels' times summed (each
+    launch's median) plus LAUNCH_GAP_MS between consecutive launches. NaN for a call of one
+    launch (its span is its kernel) or with a row that has no kernel time.
+
+    cuDNN's FFT, FFT_TILING and Winograd calls launch 4 to 100 short kernels; where the host
+    enqueues them slower than the GPU runs them, the span holds idle gaps that come and go
+    between runs (run-to-run p90 of 25% for the H100's FFT_TILING, against 4% for this time)."""
+    if "kernel_time_ms" not in df or "call_id" not in df:
+        return np.full(len(df), np.nan)
+    kernel = pd.to_numeric(df["kernel_time_ms"], errors="coerce")
+    launches = pd.to_numeric(df["launches"], errors="coerce").fillna(1) if "launches" in df else 1.0
+    calls = pd.DataFrame({"k": kernel, "n": launches, "call": df["call_id"]}).groupby("call", sort=False)
+    whole = calls["k"].transform("count") == calls["k"].transform("size")
+    n = calls["n"].transform("sum")
+    busy = calls["k"].transform("sum") + (n - 1) * LAUNCH_GAP_MS
+    return busy.where(whole & (n > 1)).to_numpy(dtype=float, na_value=np.nan)
+
+
 def kernel_time(df: pd.DataFrame) -> pd.DataFrame:
     """Models learn and are scored on what the GPU did, as SEER's were: where the harness
     measured the GPU span of a call's kernels, `time_ms` becomes that span and the CUDA-event
     time moves to `event_time_ms` (events also hold the host's enqueue gaps, which dominate
-    calls of a few microseconds), unless cuDNN chunked the batch (time_basis). Calls whose
+    calls of a few microseconds), unless cuDNN chunked the batch (time_basis). Where the span
+    exceeds the call's kernel times and the GPU's own launch gaps (busy_ms), the host left the
+    GPU idle between launches, and `time_ms` is that busy time instead (basis busy). Calls whose
     span is no call (chunked, unverified) keep their event time and are marked span_partial:
     their kernel rows are not learned from. Idempotent: a second pass changes nothing."""
     if "time_basis" in df:
@@ -114,10 +143,16 @@ def kernel_time(df: pd.DataFrame) -> pd.DataFrame:
     partial = flagged & (basis != SPAN)
     use = np.isfinite(span) & (span > 0) & ~np.isclose(span, event) & ~partial
     basis[use] = SPAN
+    spanned = (basis == SPAN) | (np.isfinite(span) & np.isclose(span, event) & ~partial)
+    busy = busy_ms(df)
+    with np.errstate(invalid="ignore"):
+        idle = spanned & (busy < np.where(use, span, event))
+    basis[idle] = BUSY
+    use |= idle
     df = df.assign(time_basis=basis)
     if partial.any():  # the kernel rows of such a call are wrong too: seer.fit treats it as unnamed
         df["span_partial"] = partial
     if use.any():
         df.loc[use, "event_time_ms"] = df.loc[use, "time_ms"]
-        df.loc[use, "time_ms"] = span[use]
+        df.loc[use, "time_ms"] = np.where(idle, busy, span)[use]
     return df

@@ -58,6 +58,22 @@ def test_segmented_bounds_recover_two_regimes():
     assert (b.memory_rows == truth_mem).mean() > 0.97
 
 
+def test_two_bounds_that_fit_worse_than_the_compute_bound_alone_are_dropped():
+    # one compute law with 30% noise: re-assigning rows to a spurious memory bound settles
+    # (this seed) on a fit 22% worse in squared relative error than the compute bound alone
+    rng = np.random.default_rng(783)
+    n = 30
+    comp = np.column_stack([rng.uniform(0, 1, n), np.ones(n)])
+    mem = np.column_stack([rng.uniform(0, 1, n), np.ones(n)])
+    t = comp @ [1.0, 0.1] * np.exp(rng.normal(0, 0.3, n))
+    D = models.Design(comp, mem, np.zeros((n, 0)), {"compute": ["x", "1"], "memory": ["m", "1"], "helpers": []})
+    err = lambda law: np.mean((law.time(D) / t - 1) ** 2)
+    alone = models.Design(comp, mem[:, :0], np.zeros((n, 0)), {"compute": ["x", "1"], "memory": [], "helpers": []})
+    b = models.fit_bounds(D, t, floor=0.0)
+    assert err(b.law) <= err(models.fit_bounds(alone, t, floor=0.0).law) + 1e-12
+    assert not b.memory_rows.any()
+
+
 def _clocked(n=300):
     """A compute bound of one feature on a GPU whose clock sags: t = 0.9 t_bound^1.15."""
     rng = np.random.default_rng(1)

@@ -82,7 +82,12 @@ GEMM or bmm entry. Then Winograd non-fused's 5x5 filters as F(9x9, 5x5), 169 poi
 and a filter-gradient kernel's reduction split over the blocks its grid has beyond the output's
 tiles (seer.models.features.reduction_split), h100-sxm refitted: the WINOGRAD_NONFUSED conv and
 rank entries of every conv GPU and the L4 (5x5 filters), the rank order of other algorithms
-with them, and the best entries of h100-sxm, p100-pcie, p4, t4, v100-pcie and the L4 moved."""
+with them, and the best entries of h100-sxm, p100-pcie, p4, t4, v100-pcie and the L4 moved.
+Then (issue 25, eighth session) a call's time without the host's gaps between its launches
+(seer.data.records.harness.busy_ms), h100-sxm refitted, and two bounds that fit their training
+rows worse than the compute bound alone dropped (seer.models.bounds.fit_bounds), every conv GPU
+refitted: conv, rank and best entries of every GPU but a100-40gb, h100-sxm's and the L4's GEMM,
+bmm and linear entries (split-K's second launch) moved."""
 
 from __future__ import annotations
 

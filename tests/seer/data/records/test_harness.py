@@ -38,3 +38,27 @@ def test_time_basis_from_the_kernels_cover_of_the_output():
 def test_no_spans_no_basis():
     df = pd.DataFrame([_call(1, "GEMM", XMMA, 4, 0.9, np.nan)])
     assert "time_basis" not in harness.kernel_time(df)
+
+
+def _kernels(call_id: int, times: list[float], launches: list[int], span: float, event: float) -> list[dict]:
+    """The kernel rows of one FFT call (each row: a distinct launch, its launches' times summed)."""
+    base = _call(call_id, "FFT", "fft2d_r2c_32x32", 64, event, span)
+    return [{**base, "kernel_time_ms": t, "launches": n, "role": "main" if i == 0 else "post"}
+            for i, (t, n) in enumerate(zip(times, launches))]  # fmt: skip
+
+
+def test_a_span_with_the_hosts_gaps_between_launches_is_timed_by_its_kernels():
+    gap = harness.LAUNCH_GAP_MS
+    df = pd.DataFrame([
+        *_kernels(1, [0.10, 0.20], [1, 24], span=0.50, event=0.52),  # the host held the GPU idle
+        *_kernels(2, [0.30, 0.30], [1, 1], span=0.40, event=0.41),  # overlapping kernels: the span stands
+        *_kernels(3, [0.10, np.nan], [1, 1], span=0.50, event=0.52),  # a kernel without time: the span stands
+        *_kernels(4, [0.05], [1], span=0.06, event=0.07),  # one launch: its span is its kernel
+    ])  # fmt: skip
+    out = harness.kernel_time(df)
+    busy = 0.30 + 24 * gap
+    assert list(out["time_basis"]) == [harness.BUSY] * 2 + [harness.SPAN] * 5
+    np.testing.assert_allclose(out["time_ms"], [busy, busy, 0.40, 0.40, 0.50, 0.50, 0.06])
+    np.testing.assert_allclose(out["event_time_ms"], [0.52, 0.52, 0.41, 0.41, 0.52, 0.52, 0.07])
+    np.testing.assert_allclose(out["gpu_span_ms"], df["gpu_span_ms"])  # the span is kept beside
+    assert harness.kernel_time(out) is out
