@@ -26,6 +26,12 @@ loose enough that no measured call is below it (tests check it on every bundled 
   on the two GPUs took at least 1.32x that (1-D filters at batch 128 and 256). Without it the H100's
   FFT_TILING models answered ResNet-50's layer3.0.conv1 at batch 128 (512 -> 256 channels 1x1
   on 28x28) at 0.45 ms, below the 0.96 ms its products take (1.56 ms measured).
+  WINOGRAD_NONFUSED multiplies every transformed point of every tile by every filter's, in all
+  three directions (configs.winograd_tiles: F(4x4, 3x3), 36 points a tile, and F(9x9, 5x5),
+  169, on 5x5): 2 FLOPs per point, tile, input and output channel of a group. Its 2,164 FP32
+  calls on the two GPUs took at least 1.44x that. Without it the H100's fits answered a
+  1,024 -> 1,024 channel 3x3 layer on 40x40 at batch 128 in 6.6 ms, below the 14.4 ms its
+  products take (21.4 ms measured).
 - Bytes: the compulsory traffic beyond what the L2 can hold, at the DRAM bandwidth. A problem
   that fits in the L2 can be served from it between repeated calls (measured at 3.4x the DRAM
   bandwidth on the H100's 50 MB L2), so only the excess must come from DRAM. A convolution
@@ -40,15 +46,21 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import fft_tiling_bins, shapes, traffic
+from seer.data.configs import fft_tiling_bins, shapes, traffic, winograd_tiles
 from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
 FFT = "FFT"  # the forward algorithms bounded by their complex products (FFT_FLOPS per bin, image and channel pair)
 FFT_TILING = "FFT_TILING"
+WINOGRAD_NONFUSED = "WINOGRAD_NONFUSED"  # bounded by its transformed points' products, every direction
+WINOGRAD_FILTERS = (3, 5)  # the filter sizes cuDNN's non-fused Winograd runs (configs.winograd_tiles' tiles)
 FFT_FLOPS = 8.0  # a complex multiply-add: four real multiplies, four adds
 COMPLEX_BYTES = 8.0  # a float32 complex number of a spectrum
+# FP32 math on the FMA pipes: the records' "fma", and "ffma", the kernel names' spelling that
+# seer.data.variants.annotate writes over a prepared row's math (Test-set-I's rows): read as
+# tensor-core math, those rows had no FP32 bound at all
+FMA_MATHS = ("", "fma", "ffma")
 
 # convolution algorithms that perform every multiply-add of the direct method (as GEMMs do), per direction
 DIRECT_ALGOS = {
@@ -82,10 +94,11 @@ def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str
 
 def _flop_bound(op: str, algo: str, flop: np.ndarray, products: dict[str, np.ndarray]) -> np.ndarray | float:
     """The FLOP bound (`bounds`' first two) that holds for `algo`: the direct method's for GEMMs
-    and DIRECT_ALGOS, the complex products' for the forward FFTs, none for the rest."""
+    and DIRECT_ALGOS, the complex products' for the forward FFTs, the transformed points' for
+    Winograd non-fused, none for the rest."""
     if op not in CONV_OPS or algo in DIRECT_ALGOS[op]:
         return flop
-    return products.get(algo, 0.0) if op == "conv_fwd" else 0.0
+    return products.get(algo, 0.0)
 
 
 def bounds(
@@ -94,7 +107,7 @@ def bounds(
     """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the
     complex products of each FFT algorithm among `algos` (FFT's raised to its spectra's
     traffic; forward convolutions; none for other ops: a prediction of other algorithms counts
-    no FFT's bins), ms at the DRAM bandwidth for
+    no FFT's bins) and of Winograd non-fused's transformed points (any direction), ms at the DRAM bandwidth for
     the traffic beyond the L2) of each row; zeros for ops other than GEMMs and convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
         return np.zeros(len(df)), {}, np.zeros(len(df))
@@ -103,7 +116,7 @@ def bounds(
     dtype = df["dtype"].to_numpy(dtype=object) if "dtype" in df else np.full(len(df), "", dtype=object)
     fp32 = np.isin(dtype, ("", DEFAULT_DTYPE))  # tensor-core dtypes: no FP32 bound
     if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
-        fp32 &= df["math"].fillna("").astype(str).isin(("", "fma")).to_numpy()
+        fp32 &= df["math"].fillna("").astype(str).isin(FMA_MATHS).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
     wanted = set(algos) if op == "conv_fwd" else set()
     bins = {}  # per image and channel pair of a group
@@ -119,6 +132,12 @@ def bounds(
         spectra = 2 * COMPLEX_BYTES * s["FB"] * (s["N"] * s["C"] + s["K"] * s["C"] / s["G"] + s["N"] * s["K"])
         spectra_ms = np.where(fp32, 1e3 * np.maximum(spectra - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s, 0.0)
         products[FFT] = np.maximum(products[FFT], spectra_ms)
+    if op in CONV_OPS and WINOGRAD_NONFUSED in set(algos):
+        points, tiles = winograd_tiles(s)
+        runs = np.isin(s["R"], WINOGRAD_FILTERS) & (s["R"] == s["S"])
+        products[WINOGRAD_NONFUSED] = np.where(
+            fp32 & runs, 1e3 * 2 * points * tiles * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0
+        )
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))

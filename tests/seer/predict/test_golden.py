@@ -87,7 +87,10 @@ Then (issue 25, eighth session) a call's time without the host's gaps between it
 (seer.data.records.harness.busy_ms), h100-sxm refitted, and two bounds that fit their training
 rows worse than the compute bound alone dropped (seer.models.bounds.fit_bounds), every conv GPU
 refitted: conv, rank and best entries of every GPU but a100-40gb, h100-sxm's and the L4's GEMM,
-bmm and linear entries (split-K's second launch) moved."""
+bmm and linear entries (split-K's second launch) moved. Then Winograd non-fused bounded by its
+transformed points' products (seer.predict.physics): only the WINOGRAD_NONFUSED conv and rank time
+entries of a100-80gb-pcie, p100-pcie and t4, and h100-sxm's rank time entries, moved (raised to the
+bound; no rank order moved)."""
 
 from __future__ import annotations
 

@@ -164,3 +164,20 @@ def test_fft_tiling_is_bounded_by_its_tiles_products():
     least = floor_ms(frame(pd.DataFrame([layer]), {})[0], "conv_fwd", h.gpu)[0]
     assert least == pytest.approx(1e3 * 8 * 28 * 17 * 128 * 512 * 256 / h.gpu.fp32_flops)  # 0.96 ms
     assert h.predict(**layer) >= least
+
+
+def test_winograd_is_bounded_by_its_transformed_points_in_the_records_and_the_kernel_names_spelling():
+    """A 1,024 -> 1,024 channel 3x3 layer on 40x40 at batch 128: F(4x4, 3x3) on 10 x 10 tiles of
+    its 38 x 38 output, 36 points a tile. The H100's fits answered 6.6 ms (21.4 ms measured) on
+    Test-set-I's prepared row, whose math reads "ffma" (the kernel name's), not "fma"."""
+    h = seer.load("h100-sxm")
+    layer = dict(algo="WINOGRAD_NONFUSED", batch=128, c_in=1024, h_in=40, w_in=40, c_out=1024, kh=3, kw=3)
+    bound = 1e3 * 2 * 36 * 128 * 10 * 10 * 1024 * 1024 / h.gpu.fp32_flops  # 14.4 ms
+    for op in ("conv_fwd", "conv_bwd_data", "conv_bwd_filter"):
+        for math in ("fma", "ffma"):
+            df = frame(pd.DataFrame([dict(layer, op=op, math=math)]), {})[0]
+            assert floor_ms(df, op, h.gpu)[0] == pytest.approx(bound), (op, math)
+    tf32 = frame(pd.DataFrame([dict(layer, op="conv_fwd", math="tf32")]), {})[0]
+    assert floor_ms(tf32, "conv_fwd", h.gpu)[0] < bound / 10  # tensor cores: no FP32 bound
+    with pytest.warns(SeerWarning, match="raised"):
+        assert h.predict(pd.DataFrame([dict(layer, op="conv_fwd", math="ffma")]))[0] == pytest.approx(bound)
