@@ -298,3 +298,27 @@ def span_ms(per_call: list[list[KernelRecord]], timed: int) -> float:
     use = per_call[-timed:] if timed > 0 else per_call
     spans = [(max(k.end for k in c) - min(k.start for k in c)) / 1e6 for c in use if c]
     return float(np.median(spans)) if spans else math.nan
+
+
+def busy(per_call: list[list[KernelRecord]], timed: int) -> tuple[float, float]:
+    """Median over the last `timed` calls of (the time some kernel of the call ran, ms: the union
+    of their intervals; the idle gaps between them). The span less the idle time: where the host
+    enqueues short kernels more slowly than the GPU runs them, the span holds idle gaps that come
+    and go between runs, which seer.data.records.harness.busy_ms replaces by the GPU's own gap."""
+    use = [c for c in (per_call[-timed:] if timed > 0 else per_call) if c]
+    if not use:
+        return math.nan, math.nan
+    ran, gaps = [], []
+    for c in use:
+        total, idle, end = 0, 0, None
+        for k in sorted(c, key=lambda k: (k.start, k.end)):
+            if end is None or k.start > end:  # an idle gap before this kernel (or the first)
+                idle += end is not None
+                total += k.end - k.start
+                end = k.end
+            elif k.end > end:  # overlaps what ran: only its tail is new
+                total += k.end - end
+                end = k.end
+        ran.append(total / 1e6)
+        gaps.append(idle)
+    return float(np.median(ran)), float(np.median(gaps))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .configs import GemmConfig
 from .counters import kernel_roles, launch_geometry, model_occupancy
-from .cupti import KernelRecord, KernelSummary, span_ms, split_calls, summarize
+from .cupti import KernelRecord, KernelSummary, busy, span_ms, split_calls, summarize
 from .env import Env
 from .errors import BenchError, DeviceOutOfMemory, FatalGPUError, LibraryStatusError, status_of
 from .maths import MATH_DTYPE
@@ -73,10 +73,13 @@ def merge_repeats(summ: list[KernelSummary]) -> list[tuple[KernelSummary, int]]:
 
 def kernel_rows(per_call: list[list[KernelRecord]], cc: str, sms: int) -> list[dict]:
     """Per-kernel fields of one call from its timed repetitions' kernels (cupti.split_calls);
-    every row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms). A call of
+    every row also carries the call's GPU span (`gpu_span_ms`, see cupti.span_ms) and the time
+    its kernels ran within it with the idle gaps between them (`gpu_busy_ms`, `gpu_gaps`,
+    cupti.busy). A call of
     more than MAX_KERNEL_ROWS launches gets a row per distinct launch (`launches` > 1 where merged)."""
     timed = len(per_call)
     span = span_ms(per_call, timed)
+    ran, gaps = busy(per_call, timed)
     summ = summarize(per_call, timed)
     runs = merge_repeats(summ) if len(summ) > MAX_KERNEL_ROWS else [(s, 1) for s in summ]
     names = [s.record.name for s, _ in runs]
@@ -97,6 +100,8 @@ def kernel_rows(per_call: list[list[KernelRecord]], cc: str, sms: int) -> list[d
             "kernel_time_ms": s.median_ms,
             "kernel_time_source": "cupti",
             "gpu_span_ms": span,
+            "gpu_busy_ms": ran,
+            "gpu_gaps": gaps,
         }
         if r.cluster is not None:
             row.update(cluster_x=r.cluster[0], cluster_y=r.cluster[1], cluster_z=r.cluster[2])

@@ -67,6 +67,8 @@ EXTRA: tuple[str, ...] = (
     "ncu_sm_clock_mhz",  # sm__cycles_elapsed.avg.per_second under ncu
     "compute_type",  # cuBLASLt compute type that ran (PEDANTIC falls back to COMPUTE_32F)
     "host_gap",  # True where the events exceed the kernels' GPU span by > 10% (host-bound)
+    "gpu_busy_ms",  # the time some kernel of the call ran (union of their intervals), median ms
+    "gpu_gaps",  # idle gaps between the call's kernels (median): seer adds the GPU's own launch gap per gap
     "cluster_x",
     "cluster_y",
     "cluster_z",  # thread-block cluster dims (CUPTI, sm_90)

@@ -213,3 +213,19 @@ def test_a_call_of_many_launches_gets_one_row_per_distinct_launch():
     assert rows[0]["kernels"] == "fft_r2c(float*);gemm(float*);gemm(float*)"
     few = kernel_rows([per_call[:4]] * 3, cc="9.0", sms=132)  # 4 launches: kept apart
     assert few is not None and len(few) == 4 and all(r["launches"] == 1 for r in few)
+
+
+def test_busy_is_the_time_some_kernel_ran_and_the_idle_gaps_between():
+    """Three calls of three kernels: B overlaps A's tail by 20 ns, the host leaves the GPU idle
+    before C (300, 500 and 400 ns); C ends inside nothing. Busy time is the union of their
+    intervals, 250 ns, whatever the gap; the span holds the gap too."""
+    calls = []
+    for t, gap in ((0, 300), (10_000, 500), (20_000, 400)):
+        a = KernelRecord("A", t, t + 100, (1, 1, 1), (32, 1, 1), 32, 0, 0)
+        b = KernelRecord("B", t + 80, t + 180, (1, 1, 1), (32, 1, 1), 32, 0, 0)
+        c = KernelRecord("C", t + 180 + gap, t + 250 + gap, (1, 1, 1), (32, 1, 1), 32, 0, 0)
+        calls.append([a, b, c])
+    ran, gaps = U.busy(calls, 3)
+    assert ran == pytest.approx(250e-6) and gaps == 1
+    assert U.span_ms(calls, 3) == pytest.approx(650e-6)  # 250 ns and the median gap, 400
+    assert U.busy([], 3) == (pytest.approx(float("nan"), nan_ok=True),) * 2

@@ -132,6 +132,10 @@ def test_gpu_span_and_host_gap_flag():
         # the span covers every kernel of the call, so it is at least the longest kernel's time
         assert (ok.groupby("call_id")["gpu_span_ms"].first()
                 >= ok.groupby("call_id")["kernel_time_ms"].max() - 1e-9).all()
+        # the time some kernel ran lies within the span, at least the longest kernel's
+        assert (ok["gpu_busy_ms"] <= ok["gpu_span_ms"] + 1e-9).all() and (ok["gpu_gaps"] >= 0).all()
+        assert (ok.groupby("call_id")["gpu_busy_ms"].first()
+                >= ok.groupby("call_id")["kernel_time_ms"].max() - 1e-9).all()
     q, g = (d[d["status"] == "ok"].groupby("algo").first() for d in (quiet, gappy))
     assert (q["gpu_span_ms"] - g["gpu_span_ms"]).abs().max() < 1e-6  # the gap is not GPU time
     assert (g["time_ms"] > q["time_ms"] + 0.04).all()  # the events see it

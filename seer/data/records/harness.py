@@ -105,22 +105,36 @@ LAUNCH_GAP_MS = 0.0018
 
 
 def busy_ms(df: pd.DataFrame) -> np.ndarray:
-    """Per row, its call's GPU time without the host's gaps: the kernels' times summed (each
-    launch's median) plus LAUNCH_GAP_MS between consecutive launches. NaN for a call of one
-    launch (its span is its kernel) or with a row that has no kernel time.
+    """Per row, its call's GPU time without the host's gaps: the time its kernels ran plus
+    LAUNCH_GAP_MS for each idle gap between them. The harness measures both since 2026-11-27
+    (`gpu_busy_ms`, `gpu_gaps`: cudnn_bench.cupti.busy, per call); for records without them,
+    the kernels' times summed (each launch's median) and a gap between consecutive launches.
+    NaN for a call of one launch (its span is its kernel) or with a row that has no kernel time.
 
     cuDNN's FFT, FFT_TILING and Winograd calls launch 4 to 100 short kernels; where the host
     enqueues them slower than the GPU runs them, the span holds idle gaps that come and go
     between runs (run-to-run p90 of 25% for the H100's FFT_TILING, against 6.9% for this time)."""
+    measured = _measured_busy(df)
     if "kernel_time_ms" not in df or "call_id" not in df:
-        return np.full(len(df), np.nan)
+        return measured
     kernel = pd.to_numeric(df["kernel_time_ms"], errors="coerce")
     launches = pd.to_numeric(df["launches"], errors="coerce").fillna(1) if "launches" in df else 1.0
     calls = pd.DataFrame({"k": kernel, "n": launches, "call": df["call_id"]}).groupby("call", sort=False)
     whole = calls["k"].transform("count") == calls["k"].transform("size")
     n = calls["n"].transform("sum")
     busy = calls["k"].transform("sum") + (n - 1) * LAUNCH_GAP_MS
-    return busy.where(whole & (n > 1)).to_numpy(dtype=float, na_value=np.nan)
+    summed = busy.where(whole & (n > 1)).to_numpy(dtype=float, na_value=np.nan)
+    return np.where(np.isfinite(measured), measured, summed)
+
+
+def _measured_busy(df: pd.DataFrame) -> np.ndarray:
+    """The harness's busy time of each row's call where it measured one (NaN elsewhere): the
+    time its kernels ran, with the GPU's own gap for each idle gap between them."""
+    if "gpu_busy_ms" not in df or "gpu_gaps" not in df:
+        return np.full(len(df), np.nan)
+    ran = pd.to_numeric(df["gpu_busy_ms"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    gaps = pd.to_numeric(df["gpu_gaps"], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return ran + gaps * LAUNCH_GAP_MS
 
 
 def kernel_time(df: pd.DataFrame) -> pd.DataFrame:

@@ -62,3 +62,15 @@ def test_a_span_with_the_hosts_gaps_between_launches_is_timed_by_its_kernels():
     np.testing.assert_allclose(out["event_time_ms"], [0.52, 0.52, 0.41, 0.41, 0.52, 0.52, 0.07])
     np.testing.assert_allclose(out["gpu_span_ms"], df["gpu_span_ms"])  # the span is kept beside
     assert harness.kernel_time(out) is out
+
+
+def test_the_harness_measured_busy_time_stands_where_it_has_one():
+    gap = harness.LAUNCH_GAP_MS
+    rows = [
+        *_kernels(1, [0.30, 0.30], [1, 1], span=0.50, event=0.52),  # overlapping, then idle: measured 0.40, 1 gap
+        *_kernels(2, [0.10, 0.20], [1, 24], span=0.50, event=0.52),  # an older record: the kernels summed
+    ]
+    df = pd.DataFrame(rows).assign(gpu_busy_ms=[0.40, 0.40, np.nan, np.nan], gpu_gaps=[1, 1, np.nan, np.nan])
+    out = harness.kernel_time(df)
+    np.testing.assert_allclose(out["time_ms"], [0.40 + gap] * 2 + [0.30 + 24 * gap] * 2)
+    assert list(out["time_basis"]) == [harness.BUSY] * 4
