@@ -157,6 +157,7 @@ def kernel_time(df: pd.DataFrame) -> pd.DataFrame:
     partial = flagged & (basis != SPAN)
     use = np.isfinite(span) & (span > 0) & ~np.isclose(span, event) & ~partial
     basis[use] = SPAN
+    # calls timed by their span, or by events that equal it: busy time replaces the time they have
     spanned = (basis == SPAN) | (np.isfinite(span) & np.isclose(span, event) & ~partial)
     busy = busy_ms(df)
     with np.errstate(invalid="ignore"):
