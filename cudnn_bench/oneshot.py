@@ -518,6 +518,18 @@ def seconds(text: str) -> float:
     return b.seconds
 
 
+def skipped_steps(text: str) -> set[str]:
+    """--skip's step names, checked: a misspelt or unskippable name (the core step opens the data
+    folder every later step needs) would otherwise run the step it meant to leave out, on device
+    time that cannot be had back."""
+    names = {s.strip() for s in text.split(",") if s.strip()}
+    known = ("traces", "grid", *(s.name for s in SIDE_STEPS), "counters")
+    unknown = sorted(names - set(known))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no step {', '.join(unknown)} to skip (steps: {', '.join(known)})")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="python -m cudnn_bench.oneshot",
@@ -555,7 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--skip",
-        type=lambda t: {s.strip() for s in t.split(",") if s.strip()},
+        type=skipped_steps,
         default=set(),
         metavar="STEPS",
         help="steps to leave out: traces, grid, " + ", ".join(s.name for s in SIDE_STEPS) + ", counters",

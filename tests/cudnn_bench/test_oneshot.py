@@ -475,3 +475,14 @@ def test_packs_from_two_threads_do_not_collide(tmp_path):
     for t in threads:
         t.join()
     assert not errors and (tmp_path / "data.tgz").is_file() and not (tmp_path / "data.tgz.part").exists()
+
+
+def test_skip_names_a_step_it_can_leave_out(capsys):
+    """`--skip core` ran the core step anyway (2026-11-27): a name that is no skippable step
+    stops with one line and exit code 2 before any device time is spent."""
+    assert O.build_parser().parse_args(["--skip", "traces, counters"]).skip == {"traces", "counters"}
+    with pytest.raises(SystemExit) as exc:
+        O.build_parser().parse_args(["--skip", "traces,core"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "no step core to skip" in err and "\n" not in err
