@@ -33,6 +33,12 @@ from seer.data.configs import ConfigBatch
 FORWARD = "conv_fwd"
 GRADIENT_OPS = ("conv_bwd_data", "conv_bwd_filter")
 DUAL_ALGOS = ("FFT", "FFT_TILING", "WINOGRAD_NONFUSED")  # the gradients that run the forward's pipeline
+# One standard error of a dual's times, robustly: 1.4826 x the median absolute percentage error
+# (a normal error's sigma). Its RMSPE is a few calls': the H100's backward-filter Winograd dual,
+# 149.5% over 87 calls, 60.0% without its 3 worst (batch 1-2 layers, 4-12x over), median 30.2%.
+# Ranked by that RMSPE, Winograd's times were weighed 2.5x and FFT picked in its place on 7
+# Test-set-II layers (H100 backward-filter mean slowdown 14.1%; heuristic's 11.5%).
+SPREAD = 1.4826
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,15 @@ class ForwardDual:
     op: str  # the gradient direction
     algo: str
     scale: float  # median of measured / forward-predicted time over the training calls
-    rmspe: float  # of scale x forward on those calls (a fraction): the ranking weighs it
+    rmspe: float  # of scale x forward on those calls (a fraction)
     own_rmspe: float  # of the gradient's own variant models on the same calls
     n: int  # training calls both answered
+    spread: float | None = None  # its typical error there (SPREAD): the ranking weighs it; None: rmspe (older files)
+
+    @property
+    def risk(self) -> float:
+        """The error a pick weighs this dual's times by (seer.predict.fits.RISK)."""
+        return self.rmspe if self.spread is None else self.spread
 
     @property
     def used(self) -> bool:
@@ -52,12 +64,19 @@ class ForwardDual:
         return self.rmspe < self.own_rmspe
 
     def to_dict(self) -> dict:
-        return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items()}
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items() if v is not None}
 
     @classmethod
     def from_dict(cls, d: dict) -> ForwardDual:
+        spread = d.get("spread")
         return cls(
-            str(d["op"]), str(d["algo"]), float(d["scale"]), float(d["rmspe"]), float(d["own_rmspe"]), int(d["n"])
+            str(d["op"]),
+            str(d["algo"]),
+            float(d["scale"]),
+            float(d["rmspe"]),
+            float(d["own_rmspe"]),
+            int(d["n"]),
+            None if spread is None else float(spread),
         )
 
 
@@ -77,4 +96,5 @@ def fit_dual(op: str, algo: str, measured: np.ndarray, forward: np.ndarray, own:
     t, f, o = measured[ok], forward[ok], own[ok]
     scale = float(np.exp(np.median(np.log(t / f))))
     rmspe = lambda p: float(np.sqrt(np.mean((p / t - 1.0) ** 2)))
-    return ForwardDual(op, algo, scale, rmspe(scale * f), rmspe(o), int(ok.sum()))
+    spread = float(SPREAD * np.median(np.abs(scale * f / t - 1.0)))
+    return ForwardDual(op, algo, scale, rmspe(scale * f), rmspe(o), int(ok.sum()), spread)

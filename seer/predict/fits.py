@@ -368,7 +368,8 @@ class Fits:
         configuration, seer.models.dual, names the forward's), time_ms, ranked_ms (the time the
         rank weighs: time_ms, but on grouped convolutions of more than one channel a group the
         slowest variant the chooser proposed, seer.predict.variants.may_loop), cv_rmspe (that
-        variant's cross-validated error, a forward dual's error on its training calls: the rank
+        variant's cross-validated error, a forward dual's typical error on its training calls,
+        ForwardDual.risk: the rank
         orders ranked_ms x (1 + RISK x cv_rmspe)), fitted_range
         (whether the config lies within the fits' trust_distance of a configuration the
         algorithm was fitted on).

@@ -241,7 +241,7 @@ class VariantPredictor:
             np.where(use, dual.scale * fwd.times, own.times),
             np.where(use, fwd.inside, own.inside),
             np.where(use, dual.scale * fwd.slowest, own.slowest),
-            np.where(use, dual.rmspe, own.error),
+            np.where(use, dual.risk, own.error),
         )
 
     def _launch_own(
