@@ -101,6 +101,8 @@ SIDE_STEPS = (
         maths=("tf32", "bf16", "fp16"),
     ),
 )
+# what --skip may leave out, in the order the steps run (the core step opens the data folder every later step needs)
+SKIPPABLE = ("traces", "grid", *(s.name for s in SIDE_STEPS), "counters")
 
 
 # ====================================================================== running steps
@@ -523,10 +525,9 @@ def skipped_steps(text: str) -> set[str]:
     folder every later step needs) would otherwise run the step it meant to leave out, on device
     time that cannot be had back."""
     names = {s.strip() for s in text.split(",") if s.strip()}
-    known = ("traces", "grid", *(s.name for s in SIDE_STEPS), "counters")
-    unknown = sorted(names - set(known))
+    unknown = sorted(names - set(SKIPPABLE))
     if unknown:
-        raise argparse.ArgumentTypeError(f"no step {', '.join(unknown)} to skip (steps: {', '.join(known)})")
+        raise argparse.ArgumentTypeError(f"no step {', '.join(unknown)} to skip (steps: {', '.join(SKIPPABLE)})")
     return names
 
 
@@ -570,7 +571,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=skipped_steps,
         default=set(),
         metavar="STEPS",
-        help="steps to leave out: traces, grid, " + ", ".join(s.name for s in SIDE_STEPS) + ", counters",
+        help="steps to leave out: " + ", ".join(SKIPPABLE),
     )
     p.add_argument(
         "--redo",

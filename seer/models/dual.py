@@ -95,6 +95,7 @@ def fit_dual(op: str, algo: str, measured: np.ndarray, forward: np.ndarray, own:
         return None
     t, f, o = measured[ok], forward[ok], own[ok]
     scale = float(np.exp(np.median(np.log(t / f))))
-    rmspe = lambda p: float(np.sqrt(np.mean((p / t - 1.0) ** 2)))
-    spread = float(SPREAD * np.median(np.abs(scale * f / t - 1.0)))
-    return ForwardDual(op, algo, scale, rmspe(scale * f), rmspe(o), int(ok.sum()), spread)
+    rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
+    err = scale * f / t - 1.0  # the dual's relative error on each call
+    spread = float(SPREAD * np.median(np.abs(err)))
+    return ForwardDual(op, algo, scale, rmspe(err), rmspe(o / t - 1.0), int(ok.sum()), spread)
