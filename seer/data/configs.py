@@ -421,6 +421,7 @@ def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None
 # conv fields of the log-config beyond the shapes: every axis of the configuration space counts
 _LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
 GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
+FILTER_COLUMNS = [5, 6]  # its filter's height and width
 
 
 def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -163,11 +163,11 @@ def _sample(op: str) -> tuple[frozenset, int]:
     return frozenset(configs.sizes(df)), configs.log_config(df, op).shape[1]
 
 
-def _design_names(op: str, algo: str, feature_set: str) -> dict[str, list[str]]:
+def _design_names(op: str, algo: str, feature_set: str, kernel: str) -> dict[str, list[str]]:
     """The feature names `models.design` gives this variant (the order its coefficients follow);
     the helper names follow `models.inputs`."""
     z = np.zeros(1)
-    x = models.Inputs(z, z, z, z, z, {h: z for h in models.helper_names(op, algo)}, None)
+    x = models.Inputs(z, z, z, z, z, {h: z for h in models.helper_names(op, algo, kernel)}, None)
     return models.design(x, 1, 1, models.FeatureSet.parse(feature_set)).names
 
 
@@ -261,7 +261,7 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
 
 def _regimes(c: _Doc, v: dict, w: str, op: str, algo: str, fs: str) -> None:
     """The regimes the feature set predicts with, with the features `models.design` builds."""
-    names = _design_names(op, algo, fs)
+    names = _design_names(op, algo, fs, str(v.get("kernel", "")))
     typed = models.FeatureSet.parse(fs).typed
     helpers = _regime(c, c.get(v, "helpers", w, "an object"), _at(w, "helpers"))
     tc = v.get("type_chooser")

@@ -135,8 +135,10 @@ class Chooser:
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
-    # of_kind's choosers: not carried by dataclasses.replace, so a copy with other candidates builds its own
+    # of_kind's choosers and filter_variants: not carried by dataclasses.replace, so a copy with
+    # other candidates builds its own
     _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _filters: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def _index(self) -> cKDTree:
         """The k-d tree in the full configuration space, kept small (Space): sizes constant over
@@ -227,15 +229,56 @@ class Chooser:
         library's heuristic to small kernels for small problems) and for the other kinds."""
         if not self.trees:
             if not inside_too:
-                return self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
-            return self.nearest_within(logcfg, radius, self.k, order)
+                cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
+            else:
+                cand, inside = self.nearest_within(logcfg, radius, self.k, order)
+            return self.by_filter(logcfg, cand), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
         if treed.any():
             members = self.tree_candidates(logcfg[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
-        return cand, inside
+        return self.by_filter(logcfg, cand), inside
+
+    def filter_variants(self) -> dict[tuple, int]:
+        """The variant of each filter shape, where the training rows show that the filter shape
+        alone decides it: every shape the library ran with one variant (of each kind, grouped or
+        not), two variants at least. cuDNN's Winograd non-fused runs F(4x4, 3x3) on 3x3 filters
+        and F(9x9, 5x5) on 5x5; its nearest configurations beyond the trust distance proposed the
+        other and a 3x3 layer took the 5x5 transform's time (the H100's Test-set-I: 2 images of
+        256 -> 819 channels on 100 x 136, 1.02 ms predicted, 5.38 measured). Empty elsewhere."""
+        if self.op not in CONV_OPS:
+            return {}
+        if self._filters is None:
+            out: dict[tuple, int] = {}  # (grouped, log2 R, log2 S): label index
+            kinds = kind_of(self.points, self.op)
+            for kind in (False, True):
+                filters = self.points[kinds == kind][:, configs.FILTER_COLUMNS].tolist()
+                shapes: dict[tuple[float, ...], set[int]] = {}
+                for rs, label in zip(map(tuple, filters), self.label_idx[kinds == kind].tolist()):
+                    shapes.setdefault(rs, set()).add(label)
+                if all(len(v) == 1 for v in shapes.values()) and len(set().union(*shapes.values())) > 1:
+                    out.update({(kind, *rs): v.pop() for rs, v in shapes.items()})
+            self._filters = out
+        return self._filters
+
+    def by_filter(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Candidate label rows, each row of a filter shape that decides the variant
+        (filter_variants) given that variant alone."""
+        known = self.filter_variants()
+        if not known:
+            return cand
+        r, s = logcfg[:, configs.FILTER_COLUMNS].astype(np.float32).astype(np.float64).T  # as points_of stores them
+        kinds = kind_of(logcfg, self.op)
+        label = np.full(len(logcfg), -1)
+        for (kind, kr, ks), variant in known.items():  # a few filter shapes
+            label[(kinds == kind) & (r == kr) & (s == ks)] = variant
+        decided = label >= 0
+        if decided.any():
+            cand = cand.copy()
+            cand[decided] = label[decided, None]
+        return cand
 
     def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
         """The label indices of each row's tree leaf members (Tree.candidates: the leaf's
@@ -261,6 +304,11 @@ class Chooser:
     def rule(self) -> str:
         """How the variant is chosen, in words (what `seer.fit` reports)."""
         near = f"the fastest of the {self.k} nearest's variants" if self.k > 1 else "the nearest's variant"
+        if self.filter_variants():
+            return f"{self._rule(near)}; a filter shape that ran one variant, that variant"
+        return self._rule(near)
+
+    def _rule(self, near: str) -> str:
         if not self.trees:
             return near
         if len(self.trees) < sum(self.kinds):  # one kind has a tree, the other the nearest rule
@@ -327,9 +375,9 @@ class Chooser:
             return np.full(len(batch), self.labels[0], dtype=object)
         if isinstance(batch, pd.DataFrame):
             batch = configs.ConfigBatch.of(batch, self.op)
-        if self.trees:
-            return np.asarray(self.labels, dtype=object)[self.tree_candidates(batch.logcfg)[:, 0]]
-        return np.asarray(self.labels, dtype=object)[self.nearest(batch.logcfg)[1][:, 0]]
+        x = batch.logcfg
+        cand = self.tree_candidates(x) if self.trees else self.nearest(x)[1]
+        return np.asarray(self.labels, dtype=object)[self.by_filter(x, cand)[:, 0]]
 
     def to_dict(self) -> dict:
         return {

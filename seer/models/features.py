@@ -52,13 +52,22 @@ SCALES: dict[str, Scale] = {
     "write_MB": Scale.BANDWIDTH,
     **{name: Scale.BANDWIDTH for names in HELPERS.values() for name in names if name.endswith("_MB")},
     "direct_G": Scale.WORK,
+    "xgemm_G": Scale.WORK,
 }
 
 
-def helper_names(op: str, algo: str) -> list[str]:
-    """The helper terms of a variant of this op and algorithm, in the order of their coefficients."""
+def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
+    """The helper terms of a variant of this op and algorithm whose calls are keyed by `kernel`,
+    in the order of their coefficients. A Winograd non-fused call keyed by its transform (cuDNN's
+    data transform, the H100's forward and data-gradient calls) has its batched GEMM's
+    multiply-adds beside it (`xgemm_G`): the transform's grid says nothing of them, and without
+    them a 2-image layer of 256 -> 819 channels on 100 x 136 was predicted 2.47 ms, 5.38 measured
+    (the GEMM alone: 4.54 ms). Keyed by the GEMM kernel (backward-filter's 3x3 calls, NeuSight's
+    kernel rows), its own grid and reduction count them already."""
     if op in GEMM_OPS:
         return HELPERS["gemm"]
+    if algo == "WINOGRAD_NONFUSED" and "winograd" in kernel.lower():
+        return [*HELPERS[algo], "xgemm_G"]
     return HELPERS[algo] if algo in ("WINOGRAD_NONFUSED", "GEMM") else HELPERS["conv"]
 
 
@@ -96,6 +105,12 @@ def _winograd_MB(b: ConfigBatch, channels: str, tiled: bool) -> np.ndarray:
     return points * per_row(b, "el_MB") * b.shapes[channels] * (tiles if tiled else 1.0)
 
 
+def _winograd_G(b: ConfigBatch) -> np.ndarray:
+    """Multiply-adds (1e9) of Winograd non-fused's batched GEMMs: points x tiles x c_out x c_in of a group."""
+    points, tiles = winograd_tiles(b.shapes)
+    return 1e-9 * points * tiles * b.shapes["K"] * b.shapes["C"] / b.shapes["G"]
+
+
 # per-row quantities of a configuration alone (ConfigBatch.memo): MB per element, the
 # compulsory traffic in MB and the helper kernels' traffic of convolutions
 _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
@@ -112,6 +127,7 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     # GEMM algorithm below c_out = 128 loops over channels, each step with a cost of its own
     # beside its R x S multiply-adds (1x1 filters were predicted 42% too fast without it)
     "direct_G": lambda b: 1e-9 * b.shapes["NKPQ"] * b.shapes["C"] / b.shapes["G"],
+    "xgemm_G": lambda b: _winograd_G(b),
     "filter_MB": lambda b: per_row(b, "el_MB") * b.shapes["K"] * b.shapes["CRS"],
 }
 
@@ -123,7 +139,7 @@ def per_row(batch: ConfigBatch, name: str) -> np.ndarray:
 
 # Helper terms of tensors a kernel lays out in whole tiles of images (Winograd's transformed
 # input and output): they hold padded images too where the grid tiles the batch.
-BATCH_TILED = ("xin_MB", "xout_MB")
+BATCH_TILED = ("xin_MB", "xout_MB", "xgemm_G")
 
 
 class _Helpers(Mapping):
@@ -163,8 +179,9 @@ def reduction_split(blocks: np.ndarray, s: Mapping[str, np.ndarray], tm: float, 
     return np.where(np.isfinite(split) & (split > 1), split, 1.0)
 
 
-def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) -> Inputs:
-    """The inputs of one variant's features for a batch of configs run with `algo`."""
+def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False, kernel: str = "") -> Inputs:
+    """The inputs of one variant's features for a batch of configs run with `algo`, its calls
+    keyed by `kernel` (helper_names)."""
     batch = batch.with_algo(algo)
     s = batch.sizes
     grid = geom.grid(batch)
@@ -178,7 +195,7 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False) 
         extra = np.where(split > 1, 1.0, 0.0)
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
-        helpers = _Helpers(batch, helper_names(geom.op, algo), geom.batch_tile())
+        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile())
     tm, tn = geom.tiles()
     if geom.op == "conv_bwd_filter" and tm > 1 and tn > 1 and geom.exact():  # a tiled kernel, its grid known
         kb = kb / reduction_split(blocks, s, tm, tn)

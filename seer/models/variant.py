@@ -81,7 +81,7 @@ class VariantFit:
         return reps * self._time(batch)
 
     def _time(self, batch: ConfigBatch) -> np.ndarray:
-        x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None)
+        x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None, kernel=self.kernel)
         return self.law.time(design(x, self.blocks_per_sm, self.sms, self.feature_set))
 
     def to_dict(self) -> dict:
@@ -186,7 +186,8 @@ class VariantModel:
         batch = ConfigBatch.of(train, op)
         geom = fit_geometry(train, op, batch)
         types = seer_types(train, opts)
-        x = inputs(batch, geom, self.key.algo, logcfg=types is not None)
+        kernel = str(train["kernel"].iloc[0])
+        x = inputs(batch, geom, self.key.algo, logcfg=types is not None, kernel=kernel)
         cands = [self.known_bps] if self.known_bps else bps_candidates(train, self.cc)
         cv, fs, stair = select(x, y, cands, self.sms, floor, types, opts)
         D = design(x, stair.bps, self.sms, fs)
@@ -214,7 +215,7 @@ class VariantModel:
             )
         return VariantFit(
             key=self.key,
-            kernel=str(train["kernel"].iloc[0]),
+            kernel=kernel,
             geometry=geom,
             blocks_per_sm=stair.bps,
             bmax_source=source,

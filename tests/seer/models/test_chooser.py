@@ -228,3 +228,30 @@ def test_a_kind_without_voters_lets_its_own_points_vote():
     assert sub.voters is None and len(sub.points) == 20
     q = configs.log_config(_convs(30, seed=4, groups=2), "conv_fwd")
     assert {sub.labels[i] for i in sub.nearest(q, k=3)[1].ravel()} == {"grouped_direct"}
+
+
+def test_a_filter_shape_that_decides_the_variant_gets_it_however_far_the_config():
+    # cuDNN's Winograd non-fused runs F(4x4, 3x3) on 3x3 filters and F(9x9, 5x5) on 5x5: in the
+    # training rows the filter shape alone decides the variant, and a 3x3 layer far from every
+    # training config (batch 2: six doublings away) whose nearest configs are 5x5 ones is still
+    # given the 3x3 transform. Where one shape ran two variants, the shape decides nothing.
+    from seer.data import configs
+
+    tr = _convs(400)
+    tr = tr[tr["kh"] > 1].reset_index(drop=True)
+    keys = pd.Series(np.where(tr["kh"] == 3, "wn_4x4", "wn_9x9"))
+    q = tr[tr["kh"] == 3].head(50).assign(batch=2)
+    lq = configs.log_config(q, "conv_fwd")
+    for rule in ({}, _TREES_1):
+        ch = chooser.fit_chooser(tr, "conv_fwd", "WINOGRAD_NONFUSED", keys, candidates=5, trees=rule)
+        assert len(ch.filter_variants()) == 2
+        cand, inside = ch.propose(lq, radius=1.5)
+        assert not inside.any()
+        assert {ch.labels[i] for i in ch.nearest(lq, k=5)[1].ravel()} == {"wn_4x4", "wn_9x9"}  # the nearest mix both
+        assert {ch.labels[i] for i in cand.ravel()} == {"wn_4x4"}
+        assert (ch.choose(q) == "wn_4x4").all()
+        assert ch.rule.endswith("a filter shape that ran one variant, that variant")
+    both = pd.concat([tr, tr[tr["kh"] == 5].head(5)], ignore_index=True)  # 5x5 ran both variants
+    ch = chooser.fit_chooser(both, "conv_fwd", "WINOGRAD_NONFUSED", pd.concat([keys, pd.Series(["wn_4x4"] * 5)]))
+    assert ch.filter_variants() == {} and "filter" not in ch.rule
+    assert (ch.propose(lq, radius=1.5)[0] == ch.nearest(lq, k=ch.k)[1]).all()

@@ -133,19 +133,20 @@ def test_seer_types_used_where_utilizations_were_measured():
 
 def test_winograd_transforms_of_a_batch_tiled_grid_cover_whole_tiles_of_images():
     # cuDNN's Winograd transform works on 16 images a block: at batch 1 the transformed input
-    # and output hold 16 images (its GEMM's grid covers them too), so its helper terms are
-    # those of batch 16; the input and output tensors themselves stay one image
+    # and output hold 16 images (its GEMM's grid covers them too), so its helper terms, its
+    # GEMMs' products among them, are those of batch 16; the input and output tensors stay one image
     from seer.data.configs import ConfigBatch
     from seer.models import features, geometry
 
     rec = conv_records(200)
     wn = rec[(rec["algo"] == "WINOGRAD_NONFUSED") & (rec["status"] == "ok")].head(20)
+    data = "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"  # keyed by the transform
     tiled = geometry.Geometry("conv_fwd", {"grid_x": geometry.Product(("N", "P", "Q"), (16, 16, 16), 1.0)})
     plain = geometry.Geometry("conv_fwd", {"grid_x": geometry.Ceil("T4", 64, 1.0)})
     assert tiled.batch_tile() == 16 and plain.batch_tile() == 1
 
     def helpers(geom, batch):
-        x = features.inputs(ConfigBatch.of(wn.assign(batch=batch), "conv_fwd"), geom, "WINOGRAD_NONFUSED")
+        x = features.inputs(ConfigBatch.of(wn.assign(batch=batch), "conv_fwd"), geom, "WINOGRAD_NONFUSED", kernel=data)
         return {k: x.helpers[k] for k in x.helpers}
 
     one, sixteen = helpers(tiled, 1), helpers(tiled, 16)
@@ -153,6 +154,7 @@ def test_winograd_transforms_of_a_batch_tiled_grid_cover_whole_tiles_of_images()
         np.testing.assert_allclose(one[k], sixteen[k], rtol=1e-12)
         np.testing.assert_allclose(helpers(plain, 1)[k], sixteen[k] / 16, rtol=1e-12)
     np.testing.assert_allclose(one["in_MB"], sixteen["in_MB"] / 16, rtol=1e-12)
+    assert "xgemm_G" in features.BATCH_TILED and "xgemm_G" in one
     np.testing.assert_allclose(helpers(tiled, 32)["xin_MB"], helpers(plain, 32)["xin_MB"], rtol=1e-12)
 
 
@@ -275,3 +277,35 @@ def test_fft_tiles_follow_the_launches_cudnn_made():
     assert (tile.loc[down, "pad_h"] == 0).all()
     across = tile.iloc[-1]
     assert (across["h_in"], across["w_in"], across["pad_h"], across["pad_w"]) == (17, 32, 0, 0)
+
+
+def test_a_winograd_call_keyed_by_its_transform_pays_for_its_gemms():
+    # cuDNN's Winograd non-fused call: transforms (the key kernel, its grid over tiles of 16
+    # images) and 36 batched GEMMs of tiles x c_out over c_in. The transform's grid says nothing
+    # of the GEMMs' c_in x c_out products; keyed by it, a fit without them missed layers whose
+    # channels dominate (the H100: 2.47 ms predicted, 5.38 measured)
+    from seer.data import configs
+    from seer.models import features
+
+    rng = np.random.default_rng(5)
+    base = conv_records(300)
+    base = base[base["algo"] == "WINOGRAD_NONFUSED"].head(200).reset_index(drop=True)
+    n = len(base)
+    hw = rng.choice([8, 16, 32, 64], n)
+    df = base.assign(batch=rng.choice([16, 32, 64], n), c_in=rng.choice([16, 64, 256, 1024], n), h_in=hw, w_in=hw,
+                     c_out=rng.choice([16, 64, 256, 1024], n), kh=3, kw=3, stride_h=1, stride_w=1,
+                     pad_h=1, pad_w=1, groups=1)
+    s = configs.shapes(df)
+    points, tiles = configs.winograd_tiles(s)
+    df["grid_x"], df["grid_y"], df["grid_z"] = np.ceil(tiles / 16), df["c_in"], 1
+    df["time_ms"] = 2e-4 * tiles * (s["C"] + s["K"]) * points * 4e-6 + 3e-11 * points * tiles * s["K"] * s["C"] + 0.005
+    transform = "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"
+    assert "xgemm_G" in features.helper_names("conv_fwd", "WINOGRAD_NONFUSED", transform)
+    assert "xgemm_G" not in features.helper_names("conv_fwd", "WINOGRAD_NONFUSED", "volta_sgemm_128x64_nn")
+    err = {}
+    for kernel in (transform, "volta_sgemm_128x64_nn"):
+        m = _fit(df.assign(kernel=kernel))
+        assert m.kernel == kernel and ("xgemm_G" in m.law.helpers.names) == (kernel == transform)
+        assert models.VariantFit.from_dict(m.to_dict()).law.helpers.names == m.law.helpers.names
+        err[kernel] = np.median(np.abs(m.predict(df) / df["time_ms"] - 1))
+    assert err[transform] < 0.05 < err["volta_sgemm_128x64_nn"], err

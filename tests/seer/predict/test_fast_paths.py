@@ -326,6 +326,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
             pad = np.ceil(s["N"] / t) * t / s["N"]
             wp, wt = s["WP"], s["WT"]
             h += [wp * el * s["C"] * wt * pad, wp * el * s["K"] * wt * pad, wp * el * s["K"] * s["C"]]
+            if "winograd" in fit.kernel.lower():  # keyed by a transform: its GEMMs' multiply-adds beside it
+                h += [1e-9 * wp * wt * s["K"] * s["C"] / s["G"] * pad]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         else:
@@ -379,7 +381,8 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
         rows = np.flatnonzero(rng.random(len(batch)) < 0.4)
         part = batch.with_algo(fit.algo).take(rows)
         want = _reference_design(df.iloc[rows].reset_index(drop=True), fit)
-        got = design(inputs(part, fit.geometry, fit.algo, logcfg=True), fit.blocks_per_sm, fit.sms, fit.feature_set)
+        x = inputs(part, fit.geometry, fit.algo, logcfg=True, kernel=fit.kernel)
+        got = design(x, fit.blocks_per_sm, fit.sms, fit.feature_set)
         for kind in ("compute", "memory", "helpers"):
             np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{key} {kind}")
             assert getattr(got, kind).flags["C_CONTIGUOUS"]
@@ -403,13 +406,13 @@ def test_every_feature_set_designs_as_written_out():
     for fit in list(fits.variants.values())[:20]:
         if fit.op != "conv_fwd":
             continue
-        x = inputs(ConfigBatch.of(df, "conv_fwd").take(rows), fit.geometry, fit.algo, logcfg=True)
+        x = inputs(ConfigBatch.of(df, "conv_fwd").take(rows), fit.geometry, fit.algo, logcfg=True, kernel=fit.kernel)
         for fs in FeatureSet.candidates(helpers=True, types=True):
             got = design(x, fit.blocks_per_sm, fit.sms, fs)
             want = _reference_design(df.iloc[rows].reset_index(drop=True), fit, fs)
             for kind in ("compute", "memory", "helpers", "under"):
                 np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{fs} {kind}")
-            assert got.names["helpers"] == (features.helper_names("conv_fwd", fit.algo) if fs.helpers else [])
+            assert got.names["helpers"] == (features.helper_names("conv_fwd", fit.algo, fit.kernel) if fs.helpers else [])
         part = x.take(np.arange(0, len(rows), 3))
         np.testing.assert_array_equal(part.tile_mb, x.tile_mb[::3])
         assert list(part.helpers) == list(x.helpers)

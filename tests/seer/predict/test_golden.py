@@ -90,7 +90,11 @@ refitted: conv, rank and best entries of every GPU but a100-40gb, h100-sxm's and
 bmm and linear entries (split-K's second launch) moved. Then Winograd non-fused bounded by its
 transformed points' products (seer.predict.physics): only the WINOGRAD_NONFUSED conv and rank time
 entries of a100-80gb-pcie, p100-pcie and t4, and h100-sxm's rank time entries, moved (raised to the
-bound; no rank order moved)."""
+bound; no rank order moved). Then (issue 25, tenth session) a Winograd non-fused call keyed by its
+transform paying for its batched GEMMs' products (seer.models.features.helper_names, `xgemm_G`)
+and a filter shape that decides the variant giving it (seer.models.chooser.Chooser.by_filter),
+h100-sxm refitted: only h100-sxm's WINOGRAD_NONFUSED rank time entries, its rank order and best
+entries, and the L4's WINOGRAD_NONFUSED conv and rank time entries moved."""
 
 from __future__ import annotations
 

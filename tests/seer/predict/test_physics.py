@@ -179,5 +179,5 @@ def test_winograd_is_bounded_by_its_transformed_points_in_the_records_and_the_ke
             assert floor_ms(df, op, h.gpu)[0] == pytest.approx(bound), (op, math)
     tf32 = frame(pd.DataFrame([dict(layer, op="conv_fwd", math="tf32")]), {})[0]
     assert floor_ms(tf32, "conv_fwd", h.gpu)[0] < bound / 10  # tensor cores: no FP32 bound
-    with pytest.warns(SeerWarning, match="raised"):
-        assert h.predict(pd.DataFrame([dict(layer, op="conv_fwd", math="ffma")]))[0] == pytest.approx(bound)
+    # raised to the bound until Winograd's calls paid for their GEMMs (features.helper_names): 19.9 ms now
+    assert h.predict(pd.DataFrame([dict(layer, op="conv_fwd", math="ffma")]))[0] >= bound
