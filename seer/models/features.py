@@ -127,7 +127,7 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     # GEMM algorithm below c_out = 128 loops over channels, each step with a cost of its own
     # beside its R x S multiply-adds (1x1 filters were predicted 42% too fast without it)
     "direct_G": lambda b: 1e-9 * b.shapes["NKPQ"] * b.shapes["C"] / b.shapes["G"],
-    "xgemm_G": lambda b: _winograd_G(b),
+    "xgemm_G": _winograd_G,
     "filter_MB": lambda b: per_row(b, "el_MB") * b.shapes["K"] * b.shapes["CRS"],
 }
 
