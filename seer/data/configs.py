@@ -331,6 +331,14 @@ def winograd_tiles(s: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     return (side + s["R"] - 1) ** 2, s["N"] * np.ceil(s["P"] / side) * np.ceil(s["Q"] / side)
 
 
+def winograd_macs(s: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Multiply-adds of Winograd non-fused's batched GEMMs: every transformed point of every tile
+    by every input and output channel of a group (its FLOP bound, seer.predict.physics, and its
+    GEMMs' term, seer.models.features' `xgemm_G`)."""
+    points, tiles = winograd_tiles(s)
+    return points * tiles * s["C"] / s["G"] * s["K"]
+
+
 def _text(df: pd.DataFrame, name: str) -> np.ndarray:
     """A text column as an object array ("" where the column is missing)."""
     if name not in df:

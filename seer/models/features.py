@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seer.data.configs import GEMM_OPS, ConfigBatch, winograd_tiles
+from seer.data.configs import GEMM_OPS, ConfigBatch, winograd_macs, winograd_tiles
 from seer.models.geometry import Geometry
 from seer.models.keys import FeatureSet
 
@@ -105,12 +105,6 @@ def _winograd_MB(b: ConfigBatch, channels: str, tiled: bool) -> np.ndarray:
     return points * per_row(b, "el_MB") * b.shapes[channels] * (tiles if tiled else 1.0)
 
 
-def _winograd_G(b: ConfigBatch) -> np.ndarray:
-    """Multiply-adds (1e9) of Winograd non-fused's batched GEMMs: points x tiles x c_out x c_in of a group."""
-    points, tiles = winograd_tiles(b.shapes)
-    return 1e-9 * points * tiles * b.shapes["K"] * b.shapes["C"] / b.shapes["G"]
-
-
 # per-row quantities of a configuration alone (ConfigBatch.memo): MB per element, the
 # compulsory traffic in MB and the helper kernels' traffic of convolutions
 _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
@@ -127,7 +121,7 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     # GEMM algorithm below c_out = 128 loops over channels, each step with a cost of its own
     # beside its R x S multiply-adds (1x1 filters were predicted 42% too fast without it)
     "direct_G": lambda b: 1e-9 * b.shapes["NKPQ"] * b.shapes["C"] / b.shapes["G"],
-    "xgemm_G": _winograd_G,
+    "xgemm_G": lambda b: 1e-9 * winograd_macs(b.shapes),  # Winograd's GEMMs, 1e9 multiply-adds
     "filter_MB": lambda b: per_row(b, "el_MB") * b.shapes["K"] * b.shapes["CRS"],
 }
 

@@ -46,7 +46,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import fft_tiling_bins, shapes, traffic, winograd_tiles
+from seer.data.configs import fft_tiling_bins, shapes, traffic, winograd_macs
 from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
@@ -133,11 +133,8 @@ def bounds(
         spectra_ms = np.where(fp32, 1e3 * np.maximum(spectra - gpu.l2_bytes, 0.0) / gpu.dram_bytes_per_s, 0.0)
         products[FFT] = np.maximum(products[FFT], spectra_ms)
     if op in CONV_OPS and WINOGRAD_NONFUSED in set(algos):
-        points, tiles = winograd_tiles(s)
         runs = np.isin(s["R"], WINOGRAD_FILTERS) & (s["R"] == s["S"])
-        products[WINOGRAD_NONFUSED] = np.where(
-            fp32 & runs, 1e3 * 2 * points * tiles * s["C"] / s["G"] * s["K"] / gpu.fp32_flops, 0.0
-        )
+        products[WINOGRAD_NONFUSED] = np.where(fp32 & runs, 1e3 * 2 * winograd_macs(s) / gpu.fp32_flops, 0.0)
     moved = t["read_bytes"] + t["write_bytes"]
     if op in ("conv_fwd", "conv_bwd_filter"):  # the input read at most once per filter tap, never more than whole
         el = element_bytes(df.get("dtype"), len(df))

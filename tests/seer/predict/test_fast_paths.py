@@ -327,7 +327,7 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
             wp, wt = s["WP"], s["WT"]
             h += [wp * el * s["C"] * wt * pad, wp * el * s["K"] * wt * pad, wp * el * s["K"] * s["C"]]
             if "winograd" in fit.kernel.lower():  # keyed by a transform: its GEMMs' multiply-adds beside it
-                h += [1e-9 * wp * wt * s["K"] * s["C"] / s["G"] * pad]
+                h += [1e-9 * (wp * wt * s["C"] / s["G"] * s["K"]) * pad]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         else:
