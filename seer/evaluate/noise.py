@@ -10,7 +10,7 @@ import pandas as pd
 from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, prepare
 from seer.data.records import CONV_OPS
-from seer.data.records.harness import LAUNCH_GAP_MS, UNVERIFIED
+from seer.data.records.harness import LAUNCH_GAP_MS, UNVERIFIED, call_kernels
 from seer.evaluate.metrics import format_table
 from seer.evaluate.report import evaluation_records, repeat_runs, write_out
 from seer.evaluate.selection import selection_floor
@@ -53,14 +53,12 @@ def launch_gaps(rec: pd.DataFrame) -> pd.DataFrame:
     if not need <= set(rec.columns):
         return pd.DataFrame()
     r = rec[(rec["status"] == "ok") & rec["call_id"].notna()]
-    r = r.assign(
-        k=pd.to_numeric(r["kernel_time_ms"], errors="coerce"),
-        n=pd.to_numeric(r["launches"], errors="coerce").fillna(1),
-        span=pd.to_numeric(r["gpu_span_ms"], errors="coerce"),
-    )
-    calls = r.groupby(["gpu", "call_id"], sort=False).agg(k=("k", "sum"), n=("n", "sum"), span=("span", "first"))
-    calls = calls[(calls["n"] > 1) & (calls["k"] / calls["n"] > LONG_KERNEL_MS) & (calls["span"] >= calls["k"])]
-    gap_us = (1e3 * (calls["span"] - calls["k"]) / (calls["n"] - 1)).rename("gap_us")
+    keys = ["gpu", "call_id"]
+    span = pd.to_numeric(r["gpu_span_ms"], errors="coerce").groupby([r[k] for k in keys], sort=False).first()
+    calls = call_kernels(r, keys).assign(span=span)
+    k, n = calls["kernel_ms"], calls["launches"]
+    calls = calls[(n > 1) & (k / n > LONG_KERNEL_MS) & (calls["span"] >= k)]
+    gap_us = (1e3 * (calls["span"] - calls["kernel_ms"]) / (calls["launches"] - 1)).rename("gap_us")
     out = gap_us.groupby(level="gpu").describe(percentiles=[0.1, 0.5, 0.9])
     out = out.astype({"count": int})
     return out.rename(columns={"count": "calls", "10%": "p10_us", "50%": "median_us", "90%": "p90_us"})[

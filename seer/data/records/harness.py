@@ -117,14 +117,23 @@ def busy_ms(df: pd.DataFrame) -> np.ndarray:
     measured = _measured_busy(df)
     if "kernel_time_ms" not in df or "call_id" not in df:
         return measured
+    c = call_kernels(df, ["call_id"]).reindex(df["call_id"].to_numpy())  # each row's call
+    busy = c["kernel_ms"] + (c["launches"] - 1) * LAUNCH_GAP_MS
+    summed = busy.where(c["whole"] & (c["launches"] > 1)).to_numpy(dtype=float, na_value=np.nan)
+    return np.where(np.isfinite(measured), measured, summed)
+
+
+def call_kernels(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per call (rows grouped by the columns `keys`; rows of no call left out): its kernels'
+    times summed (`kernel_ms`: each launch's median, rows without one left out), its launches
+    (`launches`; a row without the column is one) and whether every row has a kernel time
+    (`whole`). What a call's busy time (busy_ms) and the GPU's own launch gap
+    (seer.evaluate.noise.launch_gaps) are worked out from."""
     kernel = pd.to_numeric(df["kernel_time_ms"], errors="coerce")
     launches = pd.to_numeric(df["launches"], errors="coerce").fillna(1) if "launches" in df else 1.0
-    calls = pd.DataFrame({"k": kernel, "n": launches, "call": df["call_id"]}).groupby("call", sort=False)
-    whole = calls["k"].transform("count") == calls["k"].transform("size")
-    n = calls["n"].transform("sum")
-    busy = calls["k"].transform("sum") + (n - 1) * LAUNCH_GAP_MS
-    summed = busy.where(whole & (n > 1)).to_numpy(dtype=float, na_value=np.nan)
-    return np.where(np.isfinite(measured), measured, summed)
+    calls = pd.DataFrame({"k": kernel, "n": launches}, index=df.index).groupby([df[k] for k in keys], sort=False)
+    out = calls.agg(kernel_ms=("k", "sum"), launches=("n", "sum"), timed=("k", "count"), rows=("k", "size"))
+    return out.assign(whole=out["timed"] == out["rows"]).drop(columns=["timed", "rows"])
 
 
 def _measured_busy(df: pd.DataFrame) -> np.ndarray:
