@@ -76,7 +76,7 @@ class ForwardDual:
 
     @classmethod
     def from_dict(cls, d: dict) -> ForwardDual:
-        spread = d.get("spread")
+        optional = lambda k: None if d.get(k) is None else float(d[k])  # files before 2026-11-27 have neither
         return cls(
             str(d["op"]),
             str(d["algo"]),
@@ -84,8 +84,8 @@ class ForwardDual:
             float(d["rmspe"]),
             float(d["own_rmspe"]),
             int(d["n"]),
-            None if spread is None else float(spread),
-            None if d.get("own_spread") is None else float(d["own_spread"]),
+            optional("spread"),
+            optional("own_spread"),
         )
 
 
