@@ -430,6 +430,15 @@ def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None
 _LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
 GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 FILTER_COLUMNS = [5, 6]  # its filter's height and width
+CHANNEL_COLUMNS = [1, 2]  # its input and output channels
+
+
+def per_group(points: np.ndarray) -> np.ndarray:
+    """Convolution log-configurations with channels per group (C/G, K/G) for channels: the
+    sizes each group's kernel works on. An ungrouped point is unchanged (G = 1)."""
+    out = points.copy()
+    out[:, CHANNEL_COLUMNS] -= points[:, [GROUPS_COLUMN]]
+    return out
 
 
 def _log_config(op: str, s: Mapping[str, np.ndarray], extra: Mapping[str, np.ndarray]) -> np.ndarray:

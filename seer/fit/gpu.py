@@ -106,8 +106,8 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
             g = g.assign(key=nearest_modelled(g, set(models), op))
         g = g[g["key"].isin(list(models))]
         if len(g):
-            near, trees = _rules(g, models, target[g.index], op, options.tree_products)
-            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], near, trees).to_dict()
+            r = _rules(g, models, target[g.index], op, options.tree_products)
+            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group).to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
@@ -262,16 +262,17 @@ def library_picks(rec: pd.DataFrame) -> pd.DataFrame:
 
 def _rules(
     g: pd.DataFrame, models: dict[str, VariantFit], target: np.ndarray, op: str, products: bool = True
-) -> tuple[int | None, dict[bool, candidates.Rule]]:
-    """How a convolution family's chooser proposes variants (seer.models.candidates): (the count
-    of nearest configurations that compete, by leave-one-out; the tree that replaces them within
-    the data, per kind of row (grouped or not), by cross-validation; trees on the products too
+) -> candidates.Rules:
+    """How a convolution family's chooser proposes variants (seer.models.candidates): the count
+    of nearest configurations that compete, by leave-one-out; whether they are measured in
+    channels per group for grouped rows, by cross-validation; the tree that replaces them within
+    the data, per kind of row (grouped or not), by cross-validation (trees on the products too
     compete where `products`).
     GEMM families keep the fastest of the 5 nearest (cuBLAS's heuristic aims at the fastest
     kernel for each shape; leave-one-out picked fewer and NeuSight's held-out linear rows came
     out worse on four of five GPUs)."""
     if op not in records.CONV_OPS or g["key"].nunique() < 2:
-        return None, {}  # one variant: nothing to choose
+        return candidates.Rules(None)  # one variant: nothing to choose
     keys = g["key"].to_numpy()
     rows = g.reset_index(drop=True)
     pts = points_of(rows, op)
@@ -281,8 +282,10 @@ def _rules(
 
     k = candidates.choose(candidates.loo_rmspe(pts, keys, target, predict))
     if k is None:
-        return None, {}
-    return k, candidates.tree_rules(pts, keys, target, predict, k, kinds=kind_of(pts, op), products=products)
+        return candidates.Rules(None)
+    kinds = kind_of(pts, op)
+    pg = candidates.per_group_wins(pts, keys, target, predict, k, kinds)
+    return candidates.Rules(k, candidates.tree_rules(pts, keys, target, predict, k, kinds, products, pg), pg)
 
 
 def trained_dtypes(rec: pd.DataFrame) -> list[str]:

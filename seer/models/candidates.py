@@ -29,12 +29,13 @@ the choice, not the models.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
 from scipy.spatial import cKDTree
 
+from seer.data import configs
 from seer.models.tree import fit_tree
 
 CHOICES = (1, 2, 3, 5)
@@ -90,6 +91,17 @@ class Rule:
     products: bool = False
 
 
+@dataclass(frozen=True)
+class Rules:
+    """A convolution family's chooser rules: the count of nearest configurations that compete
+    (None: one variant, nothing to choose), the tree per kind of row that replaces them within
+    the data, and whether grouped rows' nearest are found by channels per group."""
+
+    k: int | None
+    trees: dict[bool, Rule] = field(default_factory=dict)
+    per_group: bool = False
+
+
 # The trees tried, simplest (largest leaves) first. Not leaves of one row: such a tree is the
 # nearest rule again with axis-aligned distances, each row's variant reaching halfway to the
 # next row on every axis; with the direct convolution's per-channel term it won the GEMM
@@ -107,6 +119,7 @@ def tree_rules(
     k: int,
     kinds: np.ndarray | None = None,
     products: bool = False,
+    per_group: bool = False,
 ) -> dict[bool, Rule]:
     """The tree that replaces the nearest-`k` rule within the data, per kind of row (grouped or
     not; a kind absent where the nearest stay): the first of the nearest rule and the trees
@@ -118,7 +131,7 @@ def tree_rules(
     Test-set-II layer the grouped direct kernel, predicted 9x its time."""
     trees = [Rule(True, m, p) for p in ((False, True) if products else (False,)) for m in LEAVES]
     rules = [Rule(False, k), *trees]
-    errors = cv_errors(points, labels, times, predict, kinds, rules)
+    errors = cv_errors(points, labels, times, predict, kinds, rules, per_group)
     kinds = np.zeros(len(points), dtype=bool) if kinds is None else kinds
     out = {}
     for kind in np.unique(kinds):
@@ -126,6 +139,32 @@ def tree_rules(
         if win is not None and win.tree:
             out[bool(kind)] = win
     return out
+
+
+def per_group_wins(
+    points: np.ndarray,
+    labels: np.ndarray,
+    times: np.ndarray,
+    predict: Callable[[str, np.ndarray], np.ndarray],
+    k: int,
+    kinds: np.ndarray,
+) -> bool:
+    """Whether the nearest-`k` rule proposes grouped convolutions' variants better with their
+    channels counted per group (configs.per_group): cross-validated on the grouped rows as
+    `tree_rules` judges, the sizes as they are winning within TOLERANCE. cuDNN runs a depthwise
+    kernel for one channel per group and loops over the groups for many: by C, K and G the
+    H100's nearest configurations to a depthwise backward-data layer of 88 channels were
+    4-to-32-group layers of 128 channels, whose looped variant was predicted 22x its time."""
+    if not kinds.any():
+        return False
+    rule = Rule(False, k)
+
+    def score(per_group: bool) -> float:
+        err = cv_errors(points, labels, times, predict, kinds, [rule], per_group).get(rule)
+        return _mean_scored(err[kinds]) if err is not None else np.nan
+
+    raw, pg = score(False), score(True)
+    return bool(np.isfinite(pg) and not raw <= pg * (1 + TOLERANCE))  # a NaN raw score loses
 
 
 def _mean_scored(err: np.ndarray) -> float:
@@ -148,11 +187,13 @@ def cv_errors(
     predict: Callable[[str, np.ndarray], np.ndarray],
     kinds: np.ndarray | None,
     rules: Sequence[Rule],
+    per_group: bool = False,
 ) -> dict[Rule, np.ndarray]:
     """Each row's cross-validated |log(predicted / measured)| under each rule (inf where the
     proposed variant has no finite time). `predict(label, rows)` is a variant model's time for
     the training rows `rows`; `kinds` (grouped or not) keeps each row's candidates among rows of
-    its kind. Rows whose kind has no other fold's rows are not scored (NaN); no rows scored, {}."""
+    its kind; `per_group`: the nearest rule measures channels per group (configs.per_group).
+    Rows whose kind has no other fold's rows are not scored (NaN); no rows scored, {}."""
     n = len(points)
     if not n or not rules:
         return {}
@@ -161,6 +202,7 @@ def cv_errors(
     code = np.array([uniq.index(lab) for lab in labels.tolist()], dtype=int)
     pred = np.column_stack([predict(lab, np.arange(n)) for lab in uniq])
     folds = fold_of(n)
+    near = configs.per_group(points) if per_group else points
     chosen = {r: np.full(n, -1) for r in rules}
     for f in range(FOLDS):
         for kind in np.unique(kinds):
@@ -168,7 +210,7 @@ def cv_errors(
             train = np.flatnonzero((folds != f) & (kinds == kind))
             if len(test) and len(train):
                 for r in rules:
-                    chosen[r][test] = _propose(r, points, code, pred, train, test)
+                    chosen[r][test] = _propose(r, near if not r.tree else points, code, pred, train, test)
     rows = np.flatnonzero(chosen[rules[0]] >= 0)
     if not len(rows):
         return {}

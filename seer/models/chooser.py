@@ -75,14 +75,17 @@ class Space:
     in one group (one coordinate: their sum / sqrt(m), which is sqrt(m) x the size on the
     points); `fixed`: the sizes constant over them, at `const`. The squared distance of a config
     to a point is the tree's squared distance plus `offset` (the fixed sizes' distance, and
-    the config's spread around its mean within each group: zero on the points)."""
+    the config's spread around its mean within each group: zero on the points). With
+    `per_group`, a convolution's channels are counted per group (configs.per_group) before all that."""
 
     groups: tuple[np.ndarray, ...]
     fixed: np.ndarray
     const: np.ndarray
+    per_group: bool = False
 
     @classmethod
-    def of(cls, points: np.ndarray) -> Space:
+    def of(cls, points: np.ndarray, per_group: bool = False) -> Space:
+        points = configs.per_group(points) if per_group else points
         d = points.shape[1]
         const = [j for j in range(d) if np.all(points[:, j] == points[0, j])]
         if len(const) == d:
@@ -94,7 +97,7 @@ class Space:
                 groups.append([j])
             else:
                 home.append(j)
-        return cls(tuple(np.asarray(g) for g in groups), np.asarray(const, dtype=int), points[0, const])
+        return cls(tuple(np.asarray(g) for g in groups), np.asarray(const, dtype=int), points[0, const], per_group)
 
     @property
     def offsets(self) -> bool:
@@ -102,12 +105,14 @@ class Space:
         return bool(len(self.fixed)) or any(len(g) > 1 for g in self.groups)
 
     def project(self, x: np.ndarray) -> np.ndarray:
+        x = configs.per_group(x) if self.per_group else x
         out = np.empty((len(x), len(self.groups)))
         for i, g in enumerate(self.groups):
             out[:, i] = x[:, g[0]] if len(g) == 1 else x[:, g].sum(axis=1) / np.sqrt(len(g))
         return out
 
     def offset(self, x: np.ndarray) -> np.ndarray:
+        x = configs.per_group(x) if self.per_group else x
         off = ((x[:, self.fixed] - self.const) ** 2).sum(axis=1)
         for g in self.groups:
             if len(g) > 1:
@@ -132,6 +137,9 @@ class Chooser:
     # H100's FFT Test-set-I row 128 x 64 -> 1024 on 10 x 10, 9 x 9: 1.12 from a training config,
     # 2.87 from a kept one, given a variant predicted 16x its time; FFT's RMSPE 145.7% -> 38.3%)
     voters: int | None = None
+    # the nearest rule measures grouped convolutions in channels per group (Space.per_group),
+    # where that proposed the variants better (seer.models.candidates.per_group_wins)
+    per_group: bool = False
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
@@ -147,7 +155,7 @@ class Chooser:
         coordinate, their mean scaled, and a config's spread across them adds to its distance.
         The distances are the full space's: no size is ignored."""
         if self._tree is None:
-            self._space = Space.of(self.points)
+            self._space = Space.of(self.points, self.per_group)
             self._tree = cKDTree(
                 self._space.project(self.points), leafsize=32, balanced_tree=False, compact_nodes=False
             )
@@ -304,6 +312,8 @@ class Chooser:
     def rule(self) -> str:
         """How the variant is chosen, in words (what `seer.fit` reports)."""
         near = f"the fastest of the {self.k} nearest's variants" if self.k > 1 else "the nearest's variant"
+        if self.per_group:
+            near += " (a grouped convolution's nearest by channels per group)"
         if self.filter_variants():
             return f"{self._rule(near)}; a filter shape that ran one variant, that variant"
         return self._rule(near)
@@ -365,7 +375,15 @@ class Chooser:
             if voters == 0:  # no voter of this kind: its points vote
                 voters = None
             self._kinds[key] = Chooser(
-                self.op, self.algo, self.labels, self.points[keep], self.label_idx[keep], self.candidates, trees, voters
+                self.op,
+                self.algo,
+                self.labels,
+                self.points[keep],
+                self.label_idx[keep],
+                self.candidates,
+                trees,
+                voters,
+                self.per_group and grouped,
             )
         return self._kinds[key]
 
@@ -387,6 +405,7 @@ class Chooser:
             "points": encode(self.points),
             "label_idx": self.label_idx.tolist(),
             **({"voters": self.voters} if self.voters is not None else {}),
+            **({"per_group": True} if self.per_group else {}),
             **({"candidates": self.candidates} if self.candidates is not None else {}),
             **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
         }
@@ -402,7 +421,8 @@ class Chooser:
         points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
         trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
         voters = int(d["voters"]) if "voters" in d else None
-        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters)
+        per_group = bool(d.get("per_group", False))
+        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters, per_group)
 
 
 def _widened(cand: np.ndarray, width: int) -> np.ndarray:
@@ -427,11 +447,13 @@ def fit_chooser(
     keys: pd.Series,
     candidates: int | None = None,
     trees: Mapping[bool, Rule] | None = None,
+    per_group: bool = False,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
-    nearest configurations (`candidates` of them compete) and, for each kind of row (grouped or
-    not) that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it
-    splits the convolution's products too), which answers within the trust distance."""
+    nearest configurations (`candidates` of them compete; with `per_group`, a grouped
+    convolution's nearest by channels per group) and, for each kind of row (grouped or not)
+    that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it splits
+    the convolution's products too), which answers within the trust distance."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
@@ -442,11 +464,11 @@ def fit_chooser(
         for kind, rule in (trees or {}).items()
         if (kinds == kind).any()
     }
-    voters = condense(pts, idx)
+    voters = condense(configs.per_group(pts) if per_group else pts, idx)
     if len(voters) == len(pts):
-        return Chooser(op, algo, labels, pts, idx, candidates, fitted)
+        return Chooser(op, algo, labels, pts, idx, candidates, fitted, per_group=per_group)
     order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
-    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters))
+    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group)
 
 
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it

@@ -163,3 +163,39 @@ def test_folds_are_fixed_and_even():
         )
         == {}
     )
+
+
+def _grouped_points(seed=0):
+    """Log-configurations of grouped convolutions (log_config's 14 columns) whose variant turns
+    on whether each group has one channel: depthwise layers of 32-1024 channels and layers of
+    2-32 channels per group."""
+    rng = np.random.default_rng(seed)
+    n = 200
+    dw = rng.random(n) < 0.5
+    c = rng.choice([32, 64, 128, 256, 512, 1024], n).astype(float)
+    g = np.where(dw, c, c / rng.choice([2, 4, 8, 16, 32], n))
+    g = np.maximum(g, 2)
+    ones = np.ones(n)
+    cols = [rng.choice([1, 8, 64], n), c, c, rng.choice([7, 14, 28, 56], n), ones, 3 * ones, 3 * ones, g]
+    cols[4] = cols[3]
+    cols += [ones, ones, 2 * ones, 2 * ones, ones, ones]
+    pts = np.log2(np.column_stack(cols))
+    return pts, np.where(g == c, "depthwise", "looped").astype(object)
+
+
+def test_per_group_channels_win_where_one_channel_per_group_decides():
+    pts, labels = _grouped_points()
+    kinds = np.ones(len(pts), dtype=bool)
+    assert candidates.per_group_wins(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), 1, kinds)
+    assert not candidates.per_group_wins(
+        pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), 1, ~kinds
+    )  # no grouped rows
+
+
+def test_a_tie_keeps_the_sizes_as_they_are():
+    # the variant turns on the image size alone, far apart: both measures find it every time
+    pts, _ = _grouped_points(seed=1)
+    labels = np.where(pts[:, 3] >= np.log2(28), "big", "small").astype(object)
+    pts[:, 3:5] *= 10
+    kinds = np.ones(len(pts), dtype=bool)
+    assert not candidates.per_group_wins(pts, labels, np.ones(len(pts)), _wrong_is_3x(labels), 1, kinds)

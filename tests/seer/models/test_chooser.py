@@ -255,3 +255,55 @@ def test_a_filter_shape_that_decides_the_variant_gets_it_however_far_the_config(
     ch = chooser.fit_chooser(both, "conv_fwd", "WINOGRAD_NONFUSED", pd.concat([keys, pd.Series(["wn_4x4"] * 5)]))
     assert ch.filter_variants() == {} and "filter" not in ch.rule
     assert (ch.propose(lq, radius=1.5)[0] == ch.nearest(lq, k=ch.k)[1]).all()
+
+
+def _grouped(channels, groups, n_each=1):
+    """Grouped convolutions of 14 x 14 3x3 layers at batch 64, c_in = c_out, one row per
+    (channels, groups) pair (repeated n_each times)."""
+    pairs = [(c, g) for c, g in zip(channels, groups, strict=True) for _ in range(n_each)]
+    return pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": 64,
+            "c_in": [c for c, _ in pairs],
+            "h_in": 14,
+            "w_in": 14,
+            "c_out": [c for c, _ in pairs],
+            "kh": 3,
+            "kw": 3,
+            "stride_h": 1,
+            "stride_w": 1,
+            "pad_h": 1,
+            "pad_w": 1,
+            "dil_h": 1,
+            "dil_w": 1,
+            "groups": [g for _, g in pairs],
+        }
+    )
+
+
+def test_per_group_channels_find_a_depthwise_layer_its_depthwise_neighbours():
+    # cuDNN runs a depthwise kernel where each group has one channel and loops over the groups
+    # where each has many. By C, K and G a depthwise layer of 96 channels lies nearer a 16-group
+    # layer of 128 channels (8 per group) than a depthwise one of 512; by channels per group the
+    # depthwise ones are nearest. Ungrouped rows are the same points either way.
+    train = pd.concat([_grouped([512, 1024], [512, 1024], 3), _grouped([128], [16], 3), _convs(60)], ignore_index=True)
+    keys = pd.Series(
+        np.select([train["groups"] == train["c_in"], train["groups"] > 1], ["depthwise", "looped"], "flat")
+    )
+    q = _grouped([80, 96], [80, 96])
+    flat_q = _convs(40, seed=5)
+    raw = chooser.fit_chooser(train, "conv_fwd", "IMPLICIT_GEMM", keys, candidates=1)
+    pg = chooser.fit_chooser(train, "conv_fwd", "IMPLICIT_GEMM", keys, candidates=1, per_group=True)
+    assert (raw.choose(q) == "looped").all()
+    assert (pg.choose(q) == "depthwise").all()
+    assert (pg.choose(flat_q) == raw.choose(flat_q)).all()
+    from seer.data import configs
+
+    lq = configs.log_config(q, "conv_fwd")
+    cand, _ = pg.of_kind(True).propose(lq, radius=1.5)
+    assert {pg.labels[i] for i in cand.ravel()} == {"depthwise"}
+    back = chooser.Chooser.from_dict(pg.to_dict())
+    assert back.per_group and (back.choose(q) == "depthwise").all()
+    assert "per group" in pg.rule and "per group" not in raw.rule
+    assert "per_group" not in raw.to_dict()

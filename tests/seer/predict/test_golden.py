@@ -94,7 +94,10 @@ bound; no rank order moved). Then (issue 25, tenth session) a Winograd non-fused
 transform paying for its batched GEMMs' products (seer.models.features.helper_names, `xgemm_G`)
 and a filter shape that decides the variant giving it (seer.models.chooser.Chooser.by_filter),
 h100-sxm refitted: only h100-sxm's WINOGRAD_NONFUSED rank time entries, its rank order and best
-entries, and the L4's WINOGRAD_NONFUSED conv and rank time entries moved."""
+entries, and the L4's WINOGRAD_NONFUSED conv and rank time entries moved. Then (issue 25, eleventh
+session) grouped convolutions' nearest configurations found by channels per group where that
+cross-validates better (seer.models.candidates.per_group_wins), h100-sxm refitted: only the L4's
+GEMM and IMPLICIT_GEMM conv and rank entries moved (2 rows each)."""
 
 from __future__ import annotations
 
