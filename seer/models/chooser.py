@@ -15,6 +15,7 @@ configuration's distance.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -137,8 +138,9 @@ class Chooser:
     # H100's FFT Test-set-I row 128 x 64 -> 1024 on 10 x 10, 9 x 9: 1.12 from a training config,
     # 2.87 from a kept one, given a variant predicted 16x its time; FFT's RMSPE 145.7% -> 38.3%)
     voters: int | None = None
-    # the nearest rule measures grouped convolutions in channels per group (Space.per_group),
-    # where that proposed the variants better (seer.models.candidates.per_group_wins)
+    # the nearest rule finds a grouped convolution's nearest by channels per group (Space.per_group)
+    # where that proposed the variants better (seer.models.candidates.per_group_wins); the
+    # trust distance stays the sizes' own (_trust)
     per_group: bool = False
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
@@ -147,6 +149,7 @@ class Chooser:
     # other candidates builds its own
     _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _filters: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _plain: Chooser | None = field(default=None, init=False, repr=False, compare=False)  # _trust's
 
     def _index(self) -> cKDTree:
         """The k-d tree in the full configuration space, kept small (Space): sizes constant over
@@ -189,9 +192,20 @@ class Chooser:
         if order is not None:
             dist, idx = _unsort(dist, order), _unsort(idx, order)
         nearest = dist if dist.ndim == 1 else dist[:, 0]
-        if self._space.offsets:  # the share of the sizes outside the tree
+        if self.per_group:  # the trust distance stays the sizes' own
+            nearest = self._trust().nearest(logcfg, 1, order)[0]
+        elif self._space.offsets:  # the share of the sizes outside the tree
             nearest = self._with_offset(nearest, logcfg)
         return nearest, (labels[idx][:, None] if k == 1 else labels[idx])
+
+    def _trust(self) -> Chooser:
+        """This chooser in the sizes as they are (per_group off), which measures the trust
+        distance: counting channels per group only picks whose variants are proposed. Measured
+        per group, a 4-group layer of 56 channels a group lay within the H200's grouped tree's
+        data, whose leaf gave IMPLICIT_PRECOMP_GEMM a variant 6x faster than the one cuDNN ran."""
+        if self._plain is None:
+            self._plain = dataclasses.replace(self, per_group=False, _tree=None, _voter_tree=None, _space=None)
+        return self._plain
 
     def _voter_index(self) -> cKDTree:
         """The k-d tree of the voters, in the coordinates of `_index` (a config's offset is the
@@ -336,6 +350,8 @@ class Chooser:
         scanned (a tree of at most its leaf size holds one leaf, which the tree scans the same
         way: same sums, same minimum); else the tree is asked only about points inside the
         radius (a hair more: the bound is a strict one)."""
+        if self.per_group:
+            return self._trust().within(logcfg, radius, order)
         tree = self._index()
         assert self._space is not None
         n = len(logcfg)

@@ -303,6 +303,11 @@ def test_per_group_channels_find_a_depthwise_layer_its_depthwise_neighbours():
     lq = configs.log_config(q, "conv_fwd")
     cand, _ = pg.of_kind(True).propose(lq, radius=1.5)
     assert {pg.labels[i] for i in cand.ravel()} == {"depthwise"}
+    # the trust distance stays the sizes' own: only which neighbours propose changes
+    for sub_pg, sub_raw in ((pg, raw), (pg.of_kind(True), raw.of_kind(True))):
+        assert np.array_equal(sub_pg.nearest(lq)[0], sub_raw.nearest(lq)[0])
+        for radius in (1.0, 2.0, 3.0):
+            assert np.array_equal(sub_pg.within(lq, radius), sub_raw.within(lq, radius))
     back = chooser.Chooser.from_dict(pg.to_dict())
     assert back.per_group and (back.choose(q) == "depthwise").all()
     assert "per group" in pg.rule and "per group" not in raw.rule
