@@ -179,24 +179,36 @@ class Chooser:
         assert self._space is not None
         q = self._space.project(logcfg if order is None else logcfg[order])
         workers = query_workers(len(q))
+        dist = None
         if self.voters is None:
             k = min(k, len(self.points))
             dist, idx = tree.query(q, k=k, workers=workers)
             labels = self.label_idx
-        else:  # the distance to every point, the variants of the voters'
-            dist, _ = tree.query(q, k=1, workers=workers)
+        else:  # the variants of the voters', the distance to every point (below)
             k = min(k, self.voters)
             _, idx = self._voter_index().query(q, k=k, workers=workers)
             labels = self.label_idx[: self.voters]
-            dist = dist[:, None] if k > 1 else dist
         if order is not None:
-            dist, idx = _unsort(dist, order), _unsort(idx, order)
-        nearest = dist if dist.ndim == 1 else dist[:, 0]
-        if self.per_group:  # the trust distance stays the sizes' own
-            nearest = self._trust().nearest(logcfg, 1, order)[0]
-        elif self._space.offsets:  # the share of the sizes outside the tree
-            nearest = self._with_offset(nearest, logcfg)
+            idx = _unsort(idx, order)
+        if dist is None or self.per_group:  # the trust distance stays the sizes' own (_trust)
+            nearest = (self._trust() if self.per_group else self).distance(logcfg, order)
+        else:
+            nearest = _unsort(dist, order) if order is not None else dist
+            nearest = nearest if nearest.ndim == 1 else nearest[:, 0]
+            if self._space.offsets:  # the share of the sizes outside the tree
+                nearest = self._with_offset(nearest, logcfg)
         return nearest, (labels[idx][:, None] if k == 1 else labels[idx])
+
+    def distance(self, logcfg: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+        """The log2 distance of each row to the nearest training config (every point, in this
+        chooser's space; `order` as in `nearest`)."""
+        tree = self._index()
+        assert self._space is not None
+        q = self._space.project(logcfg if order is None else logcfg[order])
+        dist, _ = tree.query(q, k=1, workers=query_workers(len(q)))
+        if order is not None:
+            dist = _unsort(dist, order)
+        return self._with_offset(dist, logcfg) if self._space.offsets else dist
 
     def _trust(self) -> Chooser:
         """This chooser in the sizes as they are (per_group off), which measures the trust
