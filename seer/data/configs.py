@@ -220,6 +220,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             NKPQ=lambda s: s["NPQ"] * s["K"],  # output elements: a direct kernel's threads
             F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
             FB=lambda s: s["F"] * _half_spectrum(s["F"]),  # an F x F real FFT's frequency bins
+            RS=lambda s: s["R"] * s["S"],  # a filter's taps (geometry.Packed: how many fit a block)
         )
     return _Lazy(rules)
 

@@ -331,6 +331,10 @@ def _geometry(c: _Doc, g: dict, w: str, op: str) -> None:
             for k in ("expr",) + (("expr2",) if kind == "mulceil" else ()):
                 c.text(c.get(r, k, aw, f"a size of op {op}"), _at(aw, k), tuple(sorted(names)))
             c.num(c.get(r, "div", aw, "a whole number >= 1"), _at(aw, "div"), 1, whole=True)
+        elif kind == "packed":
+            for k in ("expr", "per"):
+                c.text(c.get(r, k, aw, f"a size of op {op}"), _at(aw, k), tuple(sorted(names)))
+            c.num(c.get(r, "div", aw, "a whole number >= 1"), _at(aw, "div"), 1, whole=True)
         elif kind == "prod":
             exprs = c.get(r, "exprs", aw, f"a list of 2 or 3 sizes of op {op}")
             if not isinstance(exprs, list) or not 2 <= len(exprs) <= 3:

@@ -190,6 +190,8 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False, 
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
         helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile())
+    if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
+        kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB
     tm, tn = geom.tiles()
     if geom.op == "conv_bwd_filter" and tm > 1 and tn > 1 and geom.exact():  # a tiled kernel, its grid known
         kb = kb / reduction_split(blocks, s, tm, tn)

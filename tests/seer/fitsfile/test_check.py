@@ -177,6 +177,23 @@ def _product(exprs, divs, field, expected):
     return mutate
 
 
+def _packed(fields, field, expected):
+    """A ceil rule of a convolution turned into whole channels packed a block
+    (seer.models.geometry.Packed) with `fields`."""
+
+    def mutate(doc):
+        def ceil_conv(v):
+            return v["op"].startswith("conv") and any(r["kind"] == "ceil" for r in v["geometry"]["axes"].values())
+
+        k = _variant(doc, ceil_conv)
+        axes = doc["variants"][k]["geometry"]["axes"]
+        axis = next(a for a, r in axes.items() if r["kind"] == "ceil")
+        axes[axis] = {"kind": "packed", **fields, "match": 1.0}
+        return f'variants["{k}"].geometry.axes.{axis}.{field} must be {expected}'
+
+    return mutate
+
+
 def _type_chooser_on_bounds(doc):
     k = _plain(doc)
     doc["variants"][k]["type_chooser"] = next(iter(doc["choosers"].values()))
@@ -255,7 +272,12 @@ BAD = {
     "chooser key": (_chooser(_rekeyed), "(its op:algo)"),
     "geometry expr": (_geometry("expr", "Z", "one of"), 'got "Z"'),
     "geometry div": (_geometry("div", 0, "a whole number >= 1"), "got 0"),
-    "geometry kind": (_geometry("kind", "table", 'one of "ceil", "mulceil", "prod", "const", "knn"'), 'got "table"'),
+    "geometry kind": (
+        _geometry("kind", "table", 'one of "ceil", "mulceil", "prod", "packed", "const", "knn"'),
+        'got "table"',
+    ),
+    "geometry packed width": (_packed({"expr": "C", "per": "Z", "div": 64}, "per", "one of"), 'got "Z"'),
+    "geometry packed tile": (_packed({"expr": "C", "per": "RS", "div": 0}, "div", "a whole number >= 1"), "got 0"),
     "geometry product size": (_product(["batch", "Z"], [16, 16], "exprs[1]", "one of"), 'got "Z"'),
     "geometry product length": (_product(["batch"], [16], "exprs", "a list of 2 or 3 sizes"), '["batch"]'),
     "geometry product tiles": (_product(["batch", "m"], [16], "divs", "a list of 2"), "got a list of 1"),

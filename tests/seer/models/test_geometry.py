@@ -110,3 +110,32 @@ def test_a_filter_gradients_reduction_is_split_over_the_blocks_beyond_its_output
     assert reduction_split(blocks, s, 32.0, 32.0).tolist() == [3200.0, 1.0]
     # the tiles counted either way round: a grid laid K-major or C-major splits nothing
     assert reduction_split(np.array([16.0 * 4]), {k: v[1:] for k, v in s.items()}, 32.0, 64.0).tolist() == [1.0]
+
+
+def test_a_grid_of_whole_channels_a_block_is_packed_and_its_blocks_take_the_calls_work():
+    """cuDNN's backward-data ALGO_1 kernel (dgrad2d_alg1_1) gives a block the filter taps of
+    floor(64 / (R*S)) input channels, one where a filter has more than 64 taps, and a block row
+    per image: a 3-channel 7x7 layer runs 3 blocks an image, whatever its size."""
+    from seer.data import configs
+    from seer.models.features import inputs
+
+    rec = conv_records(300, seed=3)
+    rec = rec[rec["algo"] == "GEMM"].assign(op="conv_bwd_data", algo="ALGO_1")
+    rs = rec["kh"] * rec["kw"]
+    rec["grid_x"] = np.ceil(rec["c_in"] / np.maximum(np.floor(64 / rs), 1))
+    rec["grid_y"], rec["grid_z"] = rec["batch"], 1
+    assert len(rec) >= geometry.PRODUCT_MIN_ROWS
+    g = geometry.fit_geometry(rec, "conv_bwd_data")
+    rule = g.axes["grid_x"]
+    assert isinstance(rule, geometry.Packed) and (rule.expr, rule.per, rule.div, rule.match) == ("C", "RS", 64, 1.0)
+    assert geometry.Geometry.from_dict(g.to_dict()).describe() == g.describe() and g.packs()
+
+    layer = rec.head(1).assign(batch=2, c_in=3, h_in=800, w_in=1088, c_out=64, kh=7, kw=7, stride_h=2, stride_w=2)
+    assert g.grid(layer)["grid_x"].tolist() == [3.0]  # the best ceiling, ceil(C*R*S / 64), says 3 too here
+    # but on a 3x3 filter 7 channels share a block: 64 channels take 10 blocks, not ceil(576/64) = 9
+    assert g.grid(layer.assign(c_in=64, kh=3, kw=3))["grid_x"].tolist() == [10.0]
+    # its blocks tile no GEMM output: each does the call's multiply-adds over the blocks
+    b = configs.ConfigBatch.of(layer, "conv_bwd_data").with_algo("ALGO_1")
+    s = b.sizes
+    x = inputs(b, g, "ALGO_1")
+    assert np.allclose(x.kb, s["gm"] * s["gn"] * s["gk"] / 6 * 1e-6)

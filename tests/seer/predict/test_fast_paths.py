@@ -15,7 +15,7 @@ from seer.data import configs
 from seer.data.configs import ConfigBatch
 from seer.data.records import CONV_OPS, conv_output_hw
 from seer.errors import SeerError
-from seer.models import features
+from seer.models import features, geometry
 from seer.models.chooser import Chooser, sq_distances
 from seer.models.features import Design, design, inputs
 from seer.models.keys import FeatureSet
@@ -280,11 +280,10 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             view.update(dict.fromkeys(("ALGO_0", "ALGO_1", "ALGO_3"), (K, s["CRS"], s["NPQ"])))
         gm, gn, gk = view.get(algo, (s["NPQ"], K, s["CRS"]))
         s["FB"] = s["F"] * (s["F"] / 2 + 1)
+        s["RS"] = R * S  # a filter's taps
         # Winograd non-fused: a GEMM per point; FFT: one complex GEMM per frequency bin, FFT_TILING per tile's bin
         tile_bins = np.where(pieces, np.floor(length / 2) + 1, 32 * 17)
-        gbatch = {"WINOGRAD_NONFUSED": s["WP"], "FFT": s["FB"], "FFT_TILING": tile_bins}.get(
-            algo, np.ones(len(df))
-        )
+        gbatch = {"WINOGRAD_NONFUSED": s["WP"], "FFT": s["FB"], "FFT_TILING": tile_bins}.get(algo, np.ones(len(df)))
         s.update(gm=gm, gn=gn, gk=gk, gbatch=gbatch)
         cols = [
             N,
@@ -332,12 +331,15 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         else:
             h += [el * s["K"] * s["CRS"]]
+    if any(isinstance(r, geometry.Packed) for r in geom.axes.values()):  # whole channels a block: no GEMM tile
+        kb = s["gm"] * s["gn"] * s["gk"] / blocks * features.MB
     tm, tn = geom.tiles()
     if fit.op == "conv_bwd_filter" and tm > 1 and tn > 1 and all(r.match >= 1 for r in geom.axes.values()):
         # blocks beyond the output's tiles (either way round) split the reduction
-        tiles = np.maximum(
-            np.ceil(s["gm"] / tm) * np.ceil(s["gn"] / tn), np.ceil(s["gm"] / tn) * np.ceil(s["gn"] / tm)
-        ) * s["gbatch"]
+        tiles = (
+            np.maximum(np.ceil(s["gm"] / tm) * np.ceil(s["gn"] / tn), np.ceil(s["gm"] / tn) * np.ceil(s["gn"] / tm))
+            * s["gbatch"]
+        )
         kb = kb / np.maximum(np.round(blocks / tiles), 1.0)
     read, write = s["read_bytes"] * features.MB, s["write_bytes"] * features.MB
     tile = el * blocks * kb * (tm + tn)
@@ -412,7 +414,9 @@ def test_every_feature_set_designs_as_written_out():
             want = _reference_design(df.iloc[rows].reset_index(drop=True), fit, fs)
             for kind in ("compute", "memory", "helpers", "under"):
                 np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{fs} {kind}")
-            assert got.names["helpers"] == (features.helper_names("conv_fwd", fit.algo, fit.kernel) if fs.helpers else [])
+            assert got.names["helpers"] == (
+                features.helper_names("conv_fwd", fit.algo, fit.kernel) if fs.helpers else []
+            )
         part = x.take(np.arange(0, len(rows), 3))
         np.testing.assert_array_equal(part.tile_mb, x.tile_mb[::3])
         assert list(part.helpers) == list(x.helpers)
