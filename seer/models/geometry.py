@@ -174,8 +174,9 @@ class Packed(AxisRule):
     fit its tile, each `per` wide. cuDNN's backward-data ALGO_1 kernels (dgrad2d_alg1_1) give a
     block the filter taps of floor(64 / (R*S)) input channels, one channel where a filter has
     more than 64 taps: 100% of both GPUs' grids, where the best ceiling (ceil(C*R*S / 64))
-    reproduced 2-67% and their 3-channel first layers were predicted 20-100x fast, launched
-    on 2-768 blocks of 16 threads."""
+    reproduced 2-67%. Their 3-channel layers on large images run on a few blocks of 16 x 32
+    threads each (6 for a 2-image 800 x 1088 layer, 47.7 ms), and were predicted 50-180x fast;
+    4-6x with the packed grid (features.inputs)."""
 
     expr: str
     per: str
