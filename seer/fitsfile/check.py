@@ -315,6 +315,10 @@ def _features(c: _Doc, r: dict, w: str, expected: list[str], fs: str) -> None:
         c.fail(_at(w, "features"), f"{json.dumps(expected)} (feature set {fs})", got=json.dumps(r["features"]))
 
 
+# grid rules of one size and a tile ("expr", "div"), with the other sizes each names
+SIZED_RULES = {"ceil": (), "mulceil": ("expr2",), "packed": ("per",)}
+
+
 def _geometry(c: _Doc, g: dict, w: str, op: str) -> None:
     c.text(c.get(g, "op", w, "an op"), _at(w, "op"), (op,))
     axes = c.obj(c.get(g, "axes", w, "an object"), _at(w, "axes"))
@@ -327,12 +331,8 @@ def _geometry(c: _Doc, g: dict, w: str, op: str) -> None:
         kind = c.text(c.get(r, "kind", aw, "a rule kind"), _at(aw, "kind"), RULE_KINDS)
         if "match" in r:
             c.num(r["match"], _at(aw, "match"), 0, 1)
-        if kind in ("ceil", "mulceil"):
-            for k in ("expr",) + (("expr2",) if kind == "mulceil" else ()):
-                c.text(c.get(r, k, aw, f"a size of op {op}"), _at(aw, k), tuple(sorted(names)))
-            c.num(c.get(r, "div", aw, "a whole number >= 1"), _at(aw, "div"), 1, whole=True)
-        elif kind == "packed":
-            for k in ("expr", "per"):
+        if kind in SIZED_RULES:
+            for k in ("expr", *SIZED_RULES[kind]):
                 c.text(c.get(r, k, aw, f"a size of op {op}"), _at(aw, k), tuple(sorted(names)))
             c.num(c.get(r, "div", aw, "a whole number >= 1"), _at(aw, "div"), 1, whole=True)
         elif kind == "prod":

@@ -370,13 +370,8 @@ PRODUCT_TILE = 1024
 def _packed(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> Packed | None:
     """The first Packed rule (PACKED's sizes, TILES' tiles) that reproduces every row of `y`;
     None if there is none."""
-    for e, per in PACKED:
-        if e in names and per in names:
-            units = np.maximum(np.floor(np.asarray(TILES, dtype=float)[:, None] / s[per][None, :]), 1.0)
-            hit = np.flatnonzero((np.ceil(s[e][None, :] / units) == y[None, :]).all(axis=1))
-            if len(hit):
-                return Packed(e, per, TILES[hit[0]], match=1.0)
-    return None
+    rules = (Packed(e, per, t, match=1.0) for e, per in PACKED if e in names and per in names for t in TILES)
+    return next((r for r in rules if np.array_equal(r(s, None), y)), None)
 
 
 def _factors(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
