@@ -22,7 +22,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer import __version__
-from seer.data import records
+from seer.data import configs, records
 from seer.data.keys import PER_GROUP
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
@@ -129,7 +129,12 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
 
 def nearest_modelled(g: pd.DataFrame, modelled: set[str], op: str) -> pd.Series:
     """Each convolution row's variant key, or, for a variant too few rows modelled, the key of
-    the nearest row whose variant has a model (of its kind, grouped or not, where one has):
+    the nearest row whose variant has a model (of its kind, grouped or not, where one has; and
+    of its filter shape where the modelled variants of that shape ran on no other: cuDNN's
+    Winograd non-fused runs other transforms on 3x3 and 5x5 filters, and the H200's
+    backward-filter 3x3 calls of a rare GEMM tile that took a 5x5 call's key sent the tree to
+    the 5x5 transform for 3x3 layers, 3-6x too slow. Not where shapes share variants: the FFT's
+    tiles follow the image size, and its rare tiles keyed by shape mislabelled the H100's):
     what a configuration that chooses it is predicted with, and the filter shapes its algorithm
     ran stay in the chooser (seer.models.support; a shape whose every row fell in such variants
     was refused as never run: the H200's FFT 1x3 filters)."""
@@ -138,12 +143,17 @@ def nearest_modelled(g: pd.DataFrame, modelled: set[str], op: str) -> pd.Series:
         return g["key"]
     pts = points_of(g, op)
     kinds = kind_of(pts, op)
+    shapes = pts[:, configs.FILTER_COLUMNS]
     out = g["key"].to_numpy(dtype=object).copy()
     for kind in np.unique(kinds[~has]):
         src = has & (kinds == kind) if (has & (kinds == kind)).any() else has
-        dst = ~has & (kinds == kind)
-        _, idx = cKDTree(pts[src]).query(pts[dst])
-        out[dst] = out[src][idx]
+        for shape in np.unique(shapes[~has & (kinds == kind)], axis=0):
+            same = (shapes == shape).all(axis=1)
+            dst = ~has & (kinds == kind) & same
+            mine, others = set(out[src & same]), set(out[src & ~same])
+            near = src & same if mine and not mine & others else src  # the shape decides the variant
+            _, idx = cKDTree(pts[near]).query(pts[dst])
+            out[dst] = out[near][idx]
     return pd.Series(out, index=g.index)
 
 

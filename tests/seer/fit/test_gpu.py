@@ -78,6 +78,24 @@ def test_a_variant_too_few_rows_modelled_keeps_its_shapes_in_the_chooser_under_i
     assert nearest_modelled(g, {"a", "b", "g", "rare"}, "conv_fwd").equals(g["key"])
 
 
+def test_a_rare_variants_rows_take_a_variant_of_their_filter_shape_where_the_shape_decides_the_variant():
+    from seer.fit.gpu import nearest_modelled
+
+    base = {"op": "conv_bwd_filter", "h_in": 28, "w_in": 28, "stride_h": 1, "stride_w": 1, "pad_h": 0, "pad_w": 0}
+    base |= {"dil_h": 1, "dil_w": 1, "batch": 8, "groups": 1}
+    rows = [
+        {"c_in": 64, "c_out": 64, "kh": 3, "kw": 3, "key": "gemm"},  # Winograd's 3x3 transform and GEMM
+        {"c_in": 512, "c_out": 512, "kh": 5, "kw": 5, "key": "wn_9x9"},  # its 5x5 transform
+        {"c_in": 480, "c_out": 512, "kh": 3, "kw": 3, "key": "rare"},  # a rare tile, nearest the 5x5 row
+    ]
+    g = pd.DataFrame([{**base, **r} for r in rows])
+    assert list(nearest_modelled(g, {"gemm", "wn_9x9"}, "conv_bwd_filter")) == ["gemm", "wn_9x9", "gemm"]
+    # where the shapes share a variant (the FFT's tiles follow the image), the nearest row of any shape
+    shared = pd.concat([g, pd.DataFrame([{**base, **rows[1], "kh": 3, "kw": 3, "c_in": 16, "key": "wn_9x9"}])])
+    got = nearest_modelled(shared.reset_index(drop=True), {"gemm", "wn_9x9"}, "conv_bwd_filter")
+    assert list(got) == ["gemm", "wn_9x9", "wn_9x9", "wn_9x9"]
+
+
 def test_a_kernel_whose_every_tile_is_too_rare_is_modelled_across_its_tiles_where_nothing_predicts_it_better():
     from synthetic import conv_records
 
