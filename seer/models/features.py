@@ -25,6 +25,10 @@ HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kin
     "gemm": ["splitk_MB", "splitk"],
     "WINOGRAD_NONFUSED": ["in_MB", "out_MB", "xin_MB", "xout_MB", "xfilter_MB"],
     "GEMM": ["in_MB", "out_MB", "im2col_MB", "direct_G"],
+    # the FFTs' GEMMs read the filters' spectra, K x C complex values a frequency bin: the filter's
+    # R x S taps (filter_MB) say nothing of them, and FFT_TILING's tile model fitted with them
+    # was 22-30% short on 2x2 and 3x3 filters and 24% long on 9x9 (the H200's 64x64 tile)
+    "FFT": ["in_MB", "out_MB", "spectrum_MB"],
     "conv": ["in_MB", "out_MB", "filter_MB"],
 }
 
@@ -68,6 +72,8 @@ def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
         return HELPERS["gemm"]
     if algo == "WINOGRAD_NONFUSED" and "winograd" in kernel.lower():
         return [*HELPERS[algo], "xgemm_G"]
+    if algo in ("FFT", "FFT_TILING"):
+        return HELPERS["FFT"]
     return HELPERS[algo] if algo in ("WINOGRAD_NONFUSED", "GEMM") else HELPERS["conv"]
 
 
@@ -138,14 +144,19 @@ BATCH_TILED = ("xin_MB", "xout_MB", "xgemm_G")
 
 class _Helpers(Mapping):
     """A convolution's helper terms, each read from the batch on first use (feature sets
-    without helper terms read none); `batch_tile` images to a block of the variant's grid."""
+    without helper terms read none); `batch_tile` images to a block of the variant's grid;
+    `own` the terms of the algorithm's GEMM view (per_row's are the configuration's alone)."""
 
-    def __init__(self, batch: ConfigBatch, names: list[str], batch_tile: int = 1):
-        self.batch, self.names, self.batch_tile = batch, names, batch_tile
+    def __init__(
+        self, batch: ConfigBatch, names: list[str], batch_tile: int = 1, own: Mapping[str, np.ndarray] | None = None
+    ):
+        self.batch, self.names, self.batch_tile, self.own = batch, names, batch_tile, own or {}
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in self.names:
             raise KeyError(key)
+        if key in self.own:
+            return self.own[key]
         out = per_row(self.batch, key)
         if key in BATCH_TILED and self.batch_tile > 1:
             n = self.batch.shapes["N"]
@@ -189,7 +200,11 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False, 
         extra = np.where(split > 1, 1.0, 0.0)
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
-        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile())
+        names = helper_names(geom.op, algo, kernel)
+        own = None
+        if "spectrum_MB" in names:  # the filters' spectra: K x C/G complex values a bin
+            own = {"spectrum_MB": 2 * el * s["gn"] * s["gk"] / batch.shapes["G"] * s["gbatch"]}
+        helpers = _Helpers(batch, names, geom.batch_tile(), own)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB
     tm, tn = geom.tiles()

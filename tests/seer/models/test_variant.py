@@ -309,3 +309,29 @@ def test_a_winograd_call_keyed_by_its_transform_pays_for_its_gemms():
         assert models.VariantFit.from_dict(m.to_dict()).law.helpers.names == m.law.helpers.names
         err[kernel] = np.median(np.abs(m.predict(df) / df["time_ms"] - 1))
     assert err[transform] < 0.05 < err["volta_sgemm_128x64_nn"], err
+
+
+def test_the_ffts_pay_for_the_filters_spectra_not_their_taps():
+    # cuDNN's FFT GEMMs multiply every frequency bin of the input by the filters' spectra, K x C/G
+    # complex values a bin whatever the filter's R x S: fitted with the filter's taps instead, the
+    # H200's FFT_TILING tile model was 22-30% short on 3x3 filters and 24% long on 9x9
+    from seer.data import configs
+    from seer.data.configs import ConfigBatch
+    from seer.models import features, geometry
+
+    sizes = dict(batch=8, c_in=64, c_out=128, h_in=28, w_in=28, stride_h=1, stride_w=1, pad_h=0, pad_w=0)
+    df = conv_records(20).head(4).assign(algo="FFT", **sizes)
+    geom = geometry.Geometry("conv_fwd", {"grid_x": geometry.Ceil("K", 64, 1.0)})
+
+    def spectrum(**sizes):
+        b = ConfigBatch.of(df.assign(**sizes), "conv_fwd")
+        x = features.inputs(b, geom, "FFT")
+        assert list(x.helpers) == ["in_MB", "out_MB", "spectrum_MB"]
+        return x.helpers["spectrum_MB"], configs.shapes(df.assign(**sizes))["FB"]
+
+    three, bins = spectrum(kh=3, kw=3, groups=1)
+    np.testing.assert_allclose(three, 2 * 4e-6 * 128 * 64 * bins, rtol=1e-12)  # complex FP32, a bin each
+    np.testing.assert_allclose(spectrum(kh=9, kw=9, groups=1)[0], three, rtol=1e-12)  # the taps do not count
+    np.testing.assert_allclose(spectrum(kh=3, kw=3, groups=4)[0], three / 4, rtol=1e-12)  # K x C/G
+    assert "spectrum_MB" in features.helper_names("conv_bwd_data", "FFT_TILING")
+    assert "filter_MB" in features.helper_names("conv_fwd", "IMPLICIT_GEMM")

@@ -329,6 +329,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
                 h += [1e-9 * (wp * wt * s["C"] / s["G"] * s["K"]) * pad]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
+        elif algo in ("FFT", "FFT_TILING"):  # the filters' spectra: K x C/G complex values a bin
+            h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"]]
         else:
             h += [el * s["K"] * s["CRS"]]
     if any(isinstance(r, geometry.Packed) for r in geom.axes.values()):  # whole channels a block: no GEMM tile

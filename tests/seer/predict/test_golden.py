@@ -97,7 +97,12 @@ h100-sxm refitted: only h100-sxm's WINOGRAD_NONFUSED rank time entries, its rank
 entries, and the L4's WINOGRAD_NONFUSED conv and rank time entries moved. Then (issue 25, eleventh
 session) grouped convolutions' nearest configurations found by channels per group where that
 cross-validates better (seer.models.candidates.per_group_wins), h100-sxm refitted: only the L4's
-GEMM and IMPLICIT_GEMM conv and rank entries moved (2 rows each)."""
+GEMM and IMPLICIT_GEMM conv and rank entries moved (2 rows each). Then (issue 25, thirteenth
+session) the FFTs' helper term of the filters' spectra, K x C/G a frequency bin, in place of their
+taps (seer.models.features, `spectrum_MB`), h100-sxm and a100-80gb-pcie refitted: h100-sxm's FFT
+and FFT_TILING conv and rank entries with its rank order and best entries, and every conv, rank
+and best entry of a100-80gb-pcie (the drift its conv file's fit removes moved with its FFT
+residuals) and of the L4 moved; no memory-bound, GEMM or bmm entry."""
 
 from __future__ import annotations
 
