@@ -145,10 +145,15 @@ BATCH_TILED = ("xin_MB", "xout_MB", "xgemm_G")
 class _Helpers(Mapping):
     """A convolution's helper terms, each read from the batch on first use (feature sets
     without helper terms read none); `batch_tile` images to a block of the variant's grid;
-    `own` the terms of the algorithm's GEMM view (per_row's are the configuration's alone)."""
+    `own` the terms of the algorithm's GEMM view, each computed on use (per_row's are the
+    configuration's alone)."""
 
     def __init__(
-        self, batch: ConfigBatch, names: list[str], batch_tile: int = 1, own: Mapping[str, np.ndarray] | None = None
+        self,
+        batch: ConfigBatch,
+        names: list[str],
+        batch_tile: int = 1,
+        own: Mapping[str, Callable[[], np.ndarray]] | None = None,
     ):
         self.batch, self.names, self.batch_tile, self.own = batch, names, batch_tile, own or {}
 
@@ -156,7 +161,7 @@ class _Helpers(Mapping):
         if key not in self.names:
             raise KeyError(key)
         if key in self.own:
-            return self.own[key]
+            return self.own[key]()
         out = per_row(self.batch, key)
         if key in BATCH_TILED and self.batch_tile > 1:
             n = self.batch.shapes["N"]
@@ -200,11 +205,9 @@ def inputs(batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False, 
         extra = np.where(split > 1, 1.0, 0.0)
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
-        names = helper_names(geom.op, algo, kernel)
-        own = None
-        if "spectrum_MB" in names:  # the filters' spectra: K x C/G complex values a bin
-            own = {"spectrum_MB": 2 * el * s["gn"] * s["gk"] / batch.shapes["G"] * s["gbatch"]}
-        helpers = _Helpers(batch, names, geom.batch_tile(), own)
+        # the filters' spectra: K x C/G complex values a bin
+        spectrum = {"spectrum_MB": lambda: 2 * el * s["gn"] * s["gk"] / batch.shapes["G"] * s["gbatch"]}
+        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), spectrum)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB
     tm, tn = geom.tiles()
