@@ -232,7 +232,7 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     try:
         models.FeatureSet.parse(fs)
     except ValueError:
-        c.fail(_at(w, "feature_set"), "seer, waves or types, optionally with +helpers and +clock", fs)
+        c.fail(_at(w, "feature_set"), "seer, waves or types, optionally with +helpers, +clock and +loops", fs)
     _geometry(c, c.obj(c.get(v, "geometry", w, "an object"), _at(w, "geometry")), _at(w, "geometry"), op)
     c.num(c.get(v, "blocks_per_sm", w, "a whole number >= 1"), _at(w, "blocks_per_sm"), 1, whole=True)
     c.num(c.get(v, "sms", w, "a whole number >= 1"), _at(w, "sms"), 1, whole=True)

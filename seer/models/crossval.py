@@ -28,10 +28,13 @@ def select(
     helpers = any(np.any(v != 0) for v in x.helpers.values())  # e.g. no split-K: no helpers
     stair = staircase(x, y, cands, sms, FeatureSet("waves", helpers), floor, options)
     scores: dict[FeatureSet, float] = {}
-    designs: dict[tuple[str, bool], Design] = {}  # a clock changes the law, not the design
-    plain: dict[tuple[str, bool, int], Segmented] = {}  # each fold's bounds without a clock
-    for fs in FeatureSet.candidates(helpers, types is not None):
-        terms = (fs.base, fs.helpers)
+    designs: dict[tuple[str, bool, bool], Design] = {}  # a clock changes the law, not the design
+    plain: dict[tuple[str, bool, bool, int], Segmented] = {}  # each fold's bounds without a clock
+    # the blocks' loops over outputs, where each held-out fold has a variant's worth of rows
+    # (min_rows): on fewer, 3 folds chose them for Winograd's 15-row transforms on noise
+    loops = x.varied_loops and len(y) >= folds * options.min_rows
+    for fs in FeatureSet.candidates(helpers, types is not None, loops):
+        terms = (fs.base, fs.helpers, fs.loops)
         D = designs.setdefault(terms, design(x, stair.bps, sms, fs))
         typed = types if fs.typed else None
         errs = np.full(len(y), np.inf)
@@ -53,5 +56,9 @@ def select(
                 plain[(*terms, f)] = fitted
             errs[te] = (fitted.law.time(D.take(te)) - y[te]) / y[te]
         scores[fs] = float(np.sqrt(np.mean(errs**2)))
-    fs = near_best(scores, options.tie_rtol)
+    fs = near_best({k: v for k, v in scores.items() if not k.loops}, options.tie_rtol)
+    if loops:  # the loops where they win by a margin: not on a hair of noise in the folds
+        looped = near_best({k: v for k, v in scores.items() if k.loops}, options.tie_rtol)
+        if scores[looped] < (1 - options.loops_gain) * scores[fs]:
+            fs = looped
     return scores[fs], fs, stair

@@ -19,11 +19,13 @@ A `ForwardDual` is that scale, fitted per GPU, gradient op and algorithm on the 
 training calls: the median of measured / forward-predicted time (a median, not a least-squares
 fit: a few calls the forward model misses by 10x pulled a least-squares scale to half the
 typical ratio). It is used where its typical error on those calls (`spread`) is no larger than
-the gradient's own models' (seer.fit.duals): theirs is in-sample, fitted to those very calls,
-and an RMSPE is a few calls' (the H200's backward-filter Winograd: the dual's 146% against the
-own models' 87%, its typical error 29.4% against their 29.6%; on Test-set-I's held-out calls the
-own models erred 74.9% RMSPE, 41.1% median, the dual 30.6%, 17.1%). The fits file keeps
-every figure either way; a file without spreads compares RMSPEs.
+the gradient's own models' (seer.fit.duals), an RMSPE being a few calls' (the H200's
+backward-filter Winograd: the dual's 146% against the own models' 87%, its typical error 29.4%
+against their 29.6%). The own models were fitted to those very calls, so each call's error is
+first scaled to what its model errs on rows it did not learn from (seer.fit.duals.held_out):
+in-sample, the H200's backward-filter Winograd models erred 16.6% typically against the dual's
+27.4%, and on Test-set-I's held-out calls 84.7% RMSPE, the dual 39.8%. The fits file keeps every
+figure either way; a file without spreads compares RMSPEs.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class ForwardDual:
     own_rmspe: float  # of the gradient's own variant models on the same calls
     n: int  # training calls both answered
     spread: float | None = None  # its typical error there (SPREAD): the ranking weighs it; None: rmspe (older files)
-    own_spread: float | None = None  # the own models' typical error on the same calls (in-sample)
+    own_spread: float | None = None  # the own models' typical error on the same calls, held out (fit_dual)
 
     @property
     def risk(self) -> float:
@@ -95,10 +97,19 @@ def unstrided(batch: ConfigBatch) -> np.ndarray:
     return one("stride_h") & one("stride_w")
 
 
-def fit_dual(op: str, algo: str, measured: np.ndarray, forward: np.ndarray, own: np.ndarray) -> ForwardDual | None:
+def fit_dual(
+    op: str,
+    algo: str,
+    measured: np.ndarray,
+    forward: np.ndarray,
+    own: np.ndarray,
+    held_out: np.ndarray | None = None,
+) -> ForwardDual | None:
     """The dual of (op, algo) from training calls' measured times and the forward's and the
     gradient's own predictions of them (NaN where a model has no answer); None where no call
-    has all three."""
+    has all three. `held_out`: for each call, how much larger the error of the own model that
+    timed it is on rows it did not learn from (its variant's cross-validated over training
+    RMSPE, 1 at least); the own models' spread is of their errors so scaled."""
     ok = np.isfinite(measured) & np.isfinite(forward) & np.isfinite(own) & (measured > 0) & (forward > 0)
     if not ok.any():
         return None
@@ -107,4 +118,5 @@ def fit_dual(op: str, algo: str, measured: np.ndarray, forward: np.ndarray, own:
     rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
     err, own_err = scale * f / t - 1.0, o / t - 1.0  # the dual's and the own models' relative error on each call
     typical = lambda e: float(SPREAD * np.median(np.abs(e)))
-    return ForwardDual(op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), typical(own_err))
+    own_spread = typical(own_err if held_out is None else own_err * np.maximum(held_out[ok], 1.0))
+    return ForwardDual(op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), own_spread)

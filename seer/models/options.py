@@ -35,6 +35,10 @@ class FitOptions:
     # A variant chooser's tree may split the convolution's products (N*P*Q, C*R*S, the im2col
     # buffer: seer.data.configs.conv_products) as well as its sizes, where cross-validation says so.
     tree_products: bool = True
+    # A variant's model counts its blocks' loops over outputs (features.output_loops) where that
+    # cross-validates this fraction better than the best model without them, and only on a
+    # variant of folds x min_rows training rows at least.
+    loops_gain: float = 0.05
 
     def to_dict(self) -> dict:
         return asdict(self)

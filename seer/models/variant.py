@@ -81,7 +81,14 @@ class VariantFit:
         return reps * self._time(batch)
 
     def _time(self, batch: ConfigBatch) -> np.ndarray:
-        x = inputs(batch, self.geometry, self.algo, logcfg=self.law.type_chooser is not None, kernel=self.kernel)
+        x = inputs(
+            batch,
+            self.geometry,
+            self.algo,
+            logcfg=self.law.type_chooser is not None,
+            kernel=self.kernel,
+            loops=self.feature_set.loops,
+        )
         return self.law.time(design(x, self.blocks_per_sm, self.sms, self.feature_set))
 
     def to_dict(self) -> dict:

@@ -55,6 +55,7 @@ class _Stub:
     def __init__(self):
         self.choosers = {family_key(op, a): None for op in ("conv_fwd", "conv_bwd_data") for a in ("FFT", "FFT_TILING")}
         self.choosers[family_key("conv_bwd_filter", "WINOGRAD_NONFUSED")] = None  # no forward models of it
+        self.variants = {}  # no variant keys: the own models' errors are taken as they are
 
     def algorithm_times(self, df, op, algos):
         t = np.full((len(df), 1), 2.0 if op == "conv_fwd" else 1.0)

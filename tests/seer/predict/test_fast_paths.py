@@ -345,6 +345,11 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
         kb = kb / np.maximum(np.round(blocks / tiles), 1.0)
     read, write = s["read_bytes"] * features.MB, s["write_bytes"] * features.MB
     tile = el * blocks * kb * (tm + tn)
+    ceils = all(r.factors or isinstance(r, geometry.Const) for r in geom.axes.values())
+    if fs.loops and geom.op not in configs.GEMM_OPS and ceils:  # the output tiles a block computes in turn
+        covered = blocks * np.prod([div for r in geom.axes.values() for _, div in r.factors])
+        loops = np.maximum(s["gm"] * s["gn"] * s["gbatch"] / covered, 1.0)
+        kb, tile = kb * loops, tile * loops
     bps, sms = fit.blocks_per_sm, fit.sms
     W = np.ceil(blocks / (bps * sms))
     S = np.ceil(blocks / sms)
@@ -411,7 +416,7 @@ def test_every_feature_set_designs_as_written_out():
         if fit.op != "conv_fwd":
             continue
         x = inputs(ConfigBatch.of(df, "conv_fwd").take(rows), fit.geometry, fit.algo, logcfg=True, kernel=fit.kernel)
-        for fs in FeatureSet.candidates(helpers=True, types=True):
+        for fs in FeatureSet.candidates(helpers=True, types=True, loops=True):
             got = design(x, fit.blocks_per_sm, fit.sms, fs)
             want = _reference_design(df.iloc[rows].reset_index(drop=True), fit, fs)
             for kind in ("compute", "memory", "helpers", "under"):

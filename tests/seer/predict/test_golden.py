@@ -102,7 +102,13 @@ session) the FFTs' helper term of the filters' spectra, K x C/G a frequency bin,
 taps (seer.models.features, `spectrum_MB`), h100-sxm and a100-80gb-pcie refitted: h100-sxm's FFT
 and FFT_TILING conv and rank entries with its rank order and best entries, and every conv, rank
 and best entry of a100-80gb-pcie (the drift its conv file's fit removes moved with its FFT
-residuals) and of the L4 moved; no memory-bound, GEMM or bmm entry."""
+residuals) and of the L4 moved; no memory-bound, GEMM or bmm entry. Then (issue 25, fourteenth
+session) a block's loops over the outputs its grid does not reach counted in its reduction where
+that cross-validates 5% better (seer.models.features.output_loops, FeatureSet.loops: the FFT's
+spectra product loops over the images) and the gradients' own models judged against their
+forward duals by their held-out error (seer.fit.duals.held_out), h100-sxm refitted: only the FFT
+conv and rank time entries of h100-sxm and the L4, their rank order and h100-sxm's best entries
+moved (the FFT 2-4x slower on large layers: the spectra product's N x C steps a block)."""
 
 from __future__ import annotations
 
