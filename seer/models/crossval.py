@@ -35,7 +35,9 @@ def select(
     loops = x.varied_loops and len(y) >= folds * options.min_rows
     for fs in FeatureSet.candidates(helpers, types is not None, loops):
         terms = (fs.base, fs.helpers, fs.loops)
-        D = designs.setdefault(terms, design(x, stair.bps, sms, fs))
+        if terms not in designs:  # built once: the clock's candidates share it
+            designs[terms] = design(x, stair.bps, sms, fs)
+        D = designs[terms]
         typed = types if fs.typed else None
         errs = np.full(len(y), np.inf)
         for f in range(folds):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from seer.data.configs import GEMM_OPS, ConfigBatch, winograd_macs, winograd_tiles
-from seer.models.geometry import Const, Geometry
+from seer.models.geometry import Geometry
 from seer.models.keys import FeatureSet
 
 MB = 1e-6
@@ -246,11 +246,10 @@ def output_loops(blocks: np.ndarray, s: Mapping[str, np.ndarray], geom: Geometry
     (`pointwise_mult_and_sum_complex<float2, 8, 4>`, grid ceil(K/4) x ceil(FB/32)): its
     reduction per block is N x C, not the GEMM's C: timed by C alone its model's cross-validated
     RMSPE was 40.2% on the H100 (37.6% on the H200), with the loops 23.4% (21.4%). None where
-    a grid rule is no ceil of sizes (the nearest training row's grid, packed channels): the
-    tile it covers is not known."""
-    if not all(r.factors or isinstance(r, Const) for r in geom.axes.values()):
+    the tile is not known (Geometry.tile_area)."""
+    tile = geom.tile_area()
+    if tile is None:
         return None
-    tile = float(np.prod([div for r in geom.axes.values() for _, div in r.factors]))
     with np.errstate(invalid="ignore", divide="ignore"):
         loops = s["gm"] * s["gn"] * s["gbatch"] / (blocks * tile)
     return np.where(np.isfinite(loops) & (loops > 1), loops, 1.0)

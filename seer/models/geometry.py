@@ -277,6 +277,14 @@ class Geometry:
         divs = [r.tile for r in self.axes.values() if r.tile > 1] + [1, 1]
         return float(divs[0]), float(divs[1])
 
+    def tile_area(self) -> float | None:
+        """The outputs one block's tile covers: the product of every ceil rule's tile; None
+        where an axis is neither a ceil of sizes nor a constant (the nearest training row's
+        grid: the tile is not known)."""
+        if not all(r.factors or isinstance(r, Const) for r in self.axes.values()):
+            return None
+        return float(np.prod([div for r in self.axes.values() for _, div in r.factors]))
+
     def to_dict(self) -> dict:
         return {"op": self.op, "axes": {a: r.to_dict() for a, r in self.axes.items()}}
 
