@@ -22,11 +22,12 @@ from seer.hardware import gpus
 from . import libs, ncu_pass
 from .configs import TORCH_CONFIGS
 from .cost import CostModel
+from .coverage import measure_order
 from .env import Env, open_env
 from .errors import BenchError, DiskFull, is_disk_full
 from .measure import measure
 from .options import Options
-from .plan import Plan, interleave, make_plan, only_calls
+from .plan import Plan, make_plan, only_calls
 from .redo import calls_to_redo
 from .runtime import DeviceInfo
 from .store import Store, utc_now, write_json
@@ -295,8 +296,9 @@ def run(opts: Options, env: Env, log: Callable[[str], None] | None = None, watch
     todo = [
         only_calls(i, stores[i.suite].calls_of(i.key), cost) for i in plan.items if not stores[i.suite].is_done(i.key)
     ]
-    if opts.interleave:  # what is new, in turns by suite share: a run stopped early spread its time
-        todo = interleave(todo)
+    # what the stored data leave uncovered first; with --interleave each part in turns by suite
+    # share: a run stopped early spread its time
+    todo = measure_order(todo, [k for st in stores.values() for k in st.done], interleaved=opts.interleave)
     todo.sort(key=lambda i: i.key not in stores[i.suite].again)  # known-wrong data before new configurations
     redone = sum(i.key in stores[i.suite].again for i in todo)
     skipped = len(plan.items) - len(todo)

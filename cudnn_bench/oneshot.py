@@ -18,7 +18,8 @@ the SEER grid's: those calls only, each configuration's other calls kept as stor
 turns by their shares of the time (`--interleave`: conv_grid 0.4, the gradients of conv_grid's
 core 0.35, the rest of the SEER grid 0.25), each in stratified order (any prefix is a spread-out
 sample; conv_grid's core of real CNN layers and the first points of its space-filling design
-first), until the reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some
+first), first every suite's configurations beyond the trust distance of what is stored
+(coverage.measure_order), until the reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some
 of its suite, each at most a fixed time a call): 5 the memory-bound suite (PyTorch's kernels on
 the harness's stream), 6 the convolution gradients of Test-set-II's layers (`conv_bwd`: cuDNN's
 backward-data and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32,
@@ -51,9 +52,10 @@ from seer.hardware import gpus
 from .argtypes import redo_reasons, shard, whole
 from .cli import Parser
 from .cost import CostModel
+from .coverage import measure_order, within_trust
 from .errors import BenchError
 from .packing import Snapshot, pack, snapshot
-from .plan import Budget, Plan, PlanItem, interleave, make_plan, only_calls, prefix
+from .plan import Budget, Plan, PlanItem, make_plan, only_calls, prefix
 from .redo import calls_to_redo
 from .runtime import BACKENDS
 from .store import suite_file
@@ -474,7 +476,10 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     lines.append(
         f"  then, with the time left (about {max(0.0, left) / 60:.1f} minutes), in turns by their shares of it:"
     )
-    taken = prefix(interleave([i for state in states.values() for i in state.new]), max(0.0, left))
+    unstored = {i.key for state in states.values() for i in state.new}
+    stored = [i.key for plan in plans.values() for i in plan.items if i.key not in unstored]
+    todo = measure_order([i for state in states.values() for i in state.new], stored, interleaved=True)
+    taken = prefix(todo, max(0.0, left))  # as collect orders it
     for suite, state in states.items():
         full = plans[suite]
         got = [i for i in taken if i.suite == suite]
@@ -486,12 +491,15 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
             else "a stratified spread (filter size x stride)"
         )
         rest = sum(i.est_s for i in state.new)
+        before = within_trust(full.items, stored).mean()
+        after = within_trust(full.items, stored + [i.key for i in got]).mean()
         lines.append(
             f"  {suite}: {len(got)} of {n} plannable configurations ({100 * len(got) / max(1, n):.0f}%) in "
             f"{sum(i.est_s for i in got) / 60:.1f} minutes"
             + (f" ({state.stored} stored before)" if state.stored else "")
-            + f", {what}; what is not stored is about {rest / 60:.0f} GPU minutes, about "
-            f"{rest / max(1.0, limit_s - fixed):.0f} such calls"
+            + f", {what}, those beyond the trust distance of what is measured first (within it: "
+            f"{100 * before:.0f}% of the suite -> {100 * after:.0f}%); what is not stored is about "
+            f"{rest / 60:.0f} GPU minutes, about {rest / max(1.0, limit_s - fixed):.0f} such calls"
         )
     lines += [
         "  each later call resumes where the last stopped; --shard I/N splits the grids between machines",

@@ -4,7 +4,8 @@ deterministically.
 Each suite is put in a stratified hash order (any prefix is a spread-out sample), optionally cut
 to a shard, and taken until a `--budget` is spent: seconds, shared out by suite weights against
 the cost model (cudnn_bench.cost), or a count of configurations. Nothing but the configurations
-themselves decides the order, so reruns, shards and separate machines agree.
+themselves decides the plan, so reruns, shards and separate machines agree; a run then measures
+what its stored data leave uncovered first (cudnn_bench.coverage.measure_order).
 """
 
 from __future__ import annotations

@@ -221,7 +221,9 @@ def unmodelled_first(pred: np.ndarray, heur: np.ndarray, no_rank: np.ndarray) ->
 
 
 def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndarray]:
-    """Column index of each method's pick, and the model's predicted time per algorithm. Where
+    """Column index of each method's pick (and `model_inside`: whether the model's pick lies within
+    the trust distance of its algorithm's training data), and the model's predicted time per
+    algorithm. Where
     the fits have no models of the table's direction or math, the model falls back to the
     heuristic: an FMA model ranking TF32/BF16/FP16 calls picked within 10% of the fastest on
     67-80% of the H100's tensor-core Test-set-II layers, the heuristic on 92-97%. So it does
@@ -231,6 +233,7 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndar
     meas = table[[f"t:{a}" for a in algos]].to_numpy(dtype=float)
     avail = ~np.isnan(meas)
     pred = np.full(meas.shape, np.nan)
+    inside = np.zeros(meas.shape, dtype=bool)  # within the trust distance of the algorithm's data
     order = np.full(meas.shape, np.inf)  # the model's ranking (extrapolations last)
     for name, idx in table.groupby("gpu").indices.items():
         f = fits_by_gpu[name]
@@ -241,6 +244,8 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndar
             j = algos.index(a)
             mine = ranked["algo"] == a
             pred[idx, j] = ranked.loc[mine, "time_ms"].to_numpy()
+            if "fitted_range" in ranked:
+                inside[idx, j] = ranked.loc[mine, "fitted_range"].to_numpy(dtype=bool)
             # no time: no model of this kind of layer (a grouped one from ungrouped kernels)
             order[idx, j] = np.where(np.isnan(pred[idx, j]), np.inf, ranked.loc[mine, "rank"].to_numpy())
     cand = np.where(avail, order, np.inf)
@@ -259,8 +264,15 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndar
     )
     model = np.where(none, heur, model)
     heur = np.where(no_rank, default, heur)
+    within = inside[np.arange(len(model)), model]
     return pd.DataFrame(
-        {"model": model, "cudnn_heuristic": heur, "fixed_default": default, "model_fallback": none}
+        {
+            "model": model,
+            "cudnn_heuristic": heur,
+            "fixed_default": default,
+            "model_fallback": none,
+            "model_inside": within,
+        }
     ), pred
 
 
@@ -323,7 +335,46 @@ def selection_tables(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) ->
             )
     if rows:
         tables["network_time"] = pd.DataFrame(rows)
+    missed = misses(table, pk, pred)
+    if not missed.empty:
+        tables["misses"] = missed
     return tables
+
+
+MISS = 0.10  # a pick this much slower than the fastest is a miss (within_10pct's complement)
+_MISS_FIELDS = ("gpu", "layer", "batch", "c_in", "c_out", "h_in", "w_in", "kh", "kw", "stride_h", "pad_h", "groups")
+
+
+def misses(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) -> pd.DataFrame:
+    """The layers whose model pick runs more than MISS slower than the fastest measured, worst
+    first: each with the pick and the fastest, predicted and measured, and whether the pick's
+    configuration lies beyond the trust distance of its algorithm's training data (a miss there
+    is the data's to mend, one within it the model's)."""
+    algos = np.asarray(_algos(table), dtype=object)
+    meas = table[[f"t:{a}" for a in algos]].to_numpy(dtype=float)
+    n = np.arange(len(table))
+    pick = pk["model"].to_numpy()
+    best = np.nanargmin(np.where(np.isnan(meas), np.inf, meas), axis=1)
+    slow = meas[n, pick] / meas[n, best] - 1
+    rows = np.flatnonzero(slow > MISS)
+    rows = rows[np.argsort(-slow[rows], kind="stable")]
+    out = table.iloc[rows][[c for c in _MISS_FIELDS if c in table]].reset_index(drop=True)
+    p, b = pick[rows], best[rows]
+    out["slowdown"] = slow[rows]
+    out["pick"], out["pick_pred_ms"], out["pick_ms"] = algos[p], pred[rows, p], meas[rows, p]
+    out["fastest"], out["fastest_pred_ms"], out["fastest_ms"] = algos[b], pred[rows, b], meas[rows, b]
+    inside = pk["model_inside"].to_numpy(dtype=bool) if "model_inside" in pk else np.ones(len(table), dtype=bool)
+    out["beyond_trust"] = ~inside[rows] & ~pk["model_fallback"].to_numpy(dtype=bool)[rows]
+    return out
+
+
+def _show_misses(t: pd.DataFrame, most: int = 15) -> str:
+    shown = t.head(most).copy()
+    shown["slowdown"] = shown["slowdown"].map(lambda v: f"{100 * v:.0f}%")
+    for c in ("pick_pred_ms", "pick_ms", "fastest_pred_ms", "fastest_ms"):
+        shown[c] = shown[c].map(lambda v: f"{v:.3g}")
+    text = shown.to_string(index=False)
+    return text + (f"\n... and {len(t) - most} more (--out writes them all)" if len(t) > most else "")
 
 
 def _show(t: pd.DataFrame) -> str:
@@ -533,6 +584,14 @@ def _report(op: str, math: str, table: pd.DataFrame, pk: pd.DataFrame, tables: d
         what = "convolution" if op == "conv_fwd" else f"{CONV_DIRECTION[op]} gradient"
         print(f"Whole-network {what} time with the model's picks, predicted vs measured:\n")
         print(nt.to_string(index=False))
+    if "misses" in tables and not pk["model_fallback"].all():
+        m = tables["misses"]
+        print(
+            f"\nMisses: the {len(m)} layers whose pick runs more than {100 * MISS:.0f}% slower than the fastest, "
+            f"worst first; {int(m['beyond_trust'].sum())} of them picked beyond the trust distance of the "
+            "algorithm's training data (beyond_trust: the data's to mend, the others the model's):\n"
+        )
+        print(_show_misses(m))
     if pk["model_fallback"].any() and not pk["model_fallback"].all():
         print(
             f"\n{int(pk['model_fallback'].sum())} configs had no available algorithm with a model, or "
@@ -544,7 +603,7 @@ def _report(op: str, math: str, table: pd.DataFrame, pk: pd.DataFrame, tables: d
     if not floor.empty:
         part["noise_floor"] = floor.to_dict(orient="records")
     for name, t in tables.items():
-        if name == "network_time":
+        if name in ("network_time", "misses"):
             part[name] = t.to_dict(orient="records")
             continue
         part[name] = {

@@ -164,3 +164,44 @@ def test_the_floor_filters_by_each_column_a_run_has():
     assert list(selection._only(runs.drop(columns="math"), suite="test_set_ii", math="fma")["x"]) == [1]
     assert list(selection._only(runs.drop(columns="suite"), suite="test_set_ii", math="fma")["x"]) == [1, 2]
     assert list(selection._only(runs.assign(math=["bf16", "fma"]), suite="test_set_ii", math="fma")["x"]) == []
+
+
+def test_the_misses_are_the_layers_picked_beyond_ten_percent_worst_first_with_where_they_lie():
+    algos = selection.op_algos("conv_bwd_data")
+    a0, a1 = algos.index("ALGO_0"), algos.index("ALGO_1")
+
+    class Fits:  # ALGO_1 predicted the faster everywhere; the second layer beyond the data
+        def algorithms_of(self, op):
+            return ["ALGO_0", "ALGO_1"]
+
+        def rank_algorithms(self, df):
+            n = len(df)
+            inside = [True, True, False, False, True, True]
+            return pd.DataFrame(
+                {
+                    "algo": ["ALGO_1", "ALGO_0"] * n,
+                    "time_ms": [1.0, 2.0] * n,
+                    "rank": [1, 2] * n,
+                    "fitted_range": inside[: 2 * n],
+                }
+            )
+
+    meas = np.full((3, len(algos)), np.nan)
+    meas[:, [a0, a1]] = [[1.0, 1.05], [1.0, 4.0], [1.0, 1.5]]  # ALGO_1 5%, 300%, 50% slower
+    table = pd.concat(
+        [
+            pd.DataFrame({"gpu": "g", "math": "fma", "layer": ["x", "y", "z"], "batch": 8}, index=range(3)),
+            pd.DataFrame(meas, columns=[f"t:{a}" for a in algos]),
+            pd.DataFrame(np.ones((3, len(algos))), columns=[f"rank:{a}" for a in algos]),
+        ],
+        axis=1,
+    )
+    table.attrs["op"] = "conv_bwd_data"
+    pk, pred = selection.picks(table, {"g": Fits()})
+    assert list(pk["model_inside"]) == [True, False, True]
+    m = selection.misses(table, pk, pred)
+    assert list(m["layer"]) == ["y", "z"] and np.allclose(m["slowdown"], [3.0, 0.5])
+    assert list(m["pick"]) == ["ALGO_1", "ALGO_1"] and list(m["fastest"]) == ["ALGO_0", "ALGO_0"]
+    assert list(m["pick_pred_ms"]) == [1.0, 1.0] and list(m["fastest_ms"]) == [1.0, 1.0]
+    assert list(m["beyond_trust"]) == [True, False]
+    assert "misses" in selection.selection_tables(table, pk, pred)
