@@ -131,7 +131,7 @@ def _labelled(cfgs: Sequence[tuple[ConvConfig, str]]) -> tuple[np.ndarray, np.nd
     """Log points and a label each of what a configuration's distance is measured against:
     its direction, kind (grouped or not) and math."""
     if not cfgs:
-        return np.zeros((0, 14)), np.zeros(0, dtype=object)
+        return np.zeros((0, 0)), np.zeros(0, dtype=object)  # no label: never searched
     labels = np.array([f"{c.op}:{c.groups > 1}:{m}" for c, m in cfgs], dtype=object)
     return log_points([c for c, _ in cfgs]), labels
 

@@ -19,10 +19,10 @@ turns by their shares of the time (`--interleave`: conv_grid 0.4, the gradients 
 core 0.35, the rest of the SEER grid 0.25), each in stratified order (any prefix is a spread-out
 sample; conv_grid's core of real CNN layers and the first points of its space-filling design
 first), first every suite's configurations beyond the trust distance of what is stored
-(coverage.measure_order), until the reserve for the side steps (`SIDE_STEPS`, each only while the data lacks some
-of its suite, each at most a fixed time a call): 5 the memory-bound suite (PyTorch's kernels on
-the harness's stream), 6 the convolution gradients of Test-set-II's layers (`conv_bwd`: cuDNN's
-backward-data and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32,
+(coverage.measure_order), until the reserve for the side steps (`SIDE_STEPS`, each only while
+the data lacks some of its suite, each at most a fixed time a call): 5 the memory-bound suite
+(PyTorch's kernels on the harness's stream), 6 the convolution gradients of Test-set-II's layers
+(`conv_bwd`: cuDNN's backward-data and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32,
 BF16, FP16); 8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also
 measures again, first, what the older harness got wrong of Test-set-II and the GEMM layers. The
 backend is the pure-ctypes `driver` one (nothing to build); if it cannot start, the core step is
@@ -492,7 +492,7 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         )
         rest = sum(i.est_s for i in state.new)
         before = within_trust(full.items, stored).mean()
-        after = within_trust(full.items, stored + [i.key for i in got]).mean()
+        after = within_trust(full.items, stored + [i.key for i in taken]).mean()  # any suite's cover
         lines.append(
             f"  {suite}: {len(got)} of {n} plannable configurations ({100 * len(got) / max(1, n):.0f}%) in "
             f"{sum(i.est_s for i in got) / 60:.1f} minutes"
