@@ -22,8 +22,8 @@ first), first every suite's configurations beyond the trust distance of what is 
 (coverage.measure_order), until the reserve for the side steps (`SIDE_STEPS`, each only while
 the data lacks some of its suite, each at most a fixed time a call): 5 the memory-bound suite
 (PyTorch's kernels on the harness's stream), 6 the convolution gradients of Test-set-II's layers
-(`conv_bwd`: cuDNN's backward-data and backward-filter), 7 Test-set-II and the GEMM layers with tensor cores (TF32,
-BF16, FP16); 8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also
+(`conv_bwd`: cuDNN's backward-data and backward-filter), 7 Test-set-II and the GEMM layers with
+tensor cores (TF32, BF16, FP16); 8 the ncu counters of a stratified sample; 9 `cudnn_bench report`. Step 2 also
 measures again, first, what the older harness got wrong of Test-set-II and the GEMM layers. The
 backend is the pure-ctypes `driver` one (nothing to build); if it cannot start, the core step is
 retried once with CuPy, and if CUPTI cannot, once without kernel names (Test-set-II's scoring
@@ -44,6 +44,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from seer.data.records import BLOCK_KEY, read_raw
 from seer.errors import SeerError
@@ -480,6 +482,10 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
     stored = [i.key for plan in plans.values() for i in plan.items if i.key not in unstored]
     todo = measure_order([i for state in states.values() for i in state.new], stored, interleaved=True)
     taken = prefix(todo, max(0.0, left))  # as collect orders it
+    grid = [i for plan in plans.values() for i in plan.items]
+    suite_of = np.array([i.suite for i in grid], dtype=object)
+    before = within_trust(grid, stored)  # each grid item, once for every suite
+    after = within_trust(grid, stored + [i.key for i in taken])  # any suite's calls cover
     for suite, state in states.items():
         full = plans[suite]
         got = [i for i in taken if i.suite == suite]
@@ -491,15 +497,14 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
             else "a stratified spread (filter size x stride)"
         )
         rest = sum(i.est_s for i in state.new)
-        before = within_trust(full.items, stored).mean()
-        after = within_trust(full.items, stored + [i.key for i in taken]).mean()  # any suite's cover
+        mine = suite_of == suite
         lines.append(
             f"  {suite}: {len(got)} of {n} plannable configurations ({100 * len(got) / max(1, n):.0f}%) in "
             f"{sum(i.est_s for i in got) / 60:.1f} minutes"
             + (f" ({state.stored} stored before)" if state.stored else "")
             + f", {what}, those beyond the trust distance of what is measured first (within it: "
-            f"{100 * before:.0f}% of the suite -> {100 * after:.0f}%); what is not stored is about "
-            f"{rest / 60:.0f} GPU minutes, about {rest / max(1.0, limit_s - fixed):.0f} such calls"
+            f"{100 * before[mine].mean():.0f}% of the suite -> {100 * after[mine].mean():.0f}%); what is not "
+            f"stored is about {rest / 60:.0f} GPU minutes, about {rest / max(1.0, limit_s - fixed):.0f} such calls"
         )
     lines += [
         "  each later call resumes where the last stopped; --shard I/N splits the grids between machines",
