@@ -103,7 +103,10 @@ class VariantPredictor:
         return self._predict(df, with_inside=True)
 
     def _predict(self, df: pd.DataFrame, with_inside: bool) -> tuple[np.ndarray, np.ndarray]:
-        op = str(df["op"].iat[0])
+        ops = df["op"].unique()
+        if len(ops) > 1:  # a batch is of one op: the rows of the others would be timed as it
+            raise SeerError(f"one op per call, got {', '.join(map(str, ops))}: Fits.predict groups the rows by op")
+        op = str(ops[0])
         batch = ConfigBatch.of(df, op)
         out = np.empty(len(df))
         inside = np.zeros(len(df), dtype=bool)

@@ -236,12 +236,13 @@ def test_grouped_convolutions_of_several_channels_a_group_rank_by_the_slowest_va
     from seer.predict.variants import may_loop
 
     h100 = seer.load("h100-sxm")
-    # a conv_grid configuration: GEMM the fastest measured (4.70 ms), IMPLICIT_PRECOMP_GEMM 12.3 ms
+    # a conv_grid configuration: GEMM the fastest measured (4.70 ms), IMPLICIT_PRECOMP_GEMM 12.3 ms.
+    # Until the sixteenth session's data IMPLICIT_PRECOMP_GEMM's chooser proposed its direct
+    # kernel (2.2 ms) and the looping one only ranked it; now it proposes the loop itself
     layer = dict(batch=128, c_in=128, h_in=128, w_in=128, c_out=128, kh=3, kw=3, groups=64)
     r = h100.rank_algorithms(**layer).set_index("algo")
-    assert r.loc["IMPLICIT_PRECOMP_GEMM", "ranked_ms"] > 2 * r.loc["IMPLICIT_PRECOMP_GEMM", "time_ms"]
-    by_time = (r["time_ms"] * (1 + r["cv_rmspe"])).idxmin()
-    assert by_time == "IMPLICIT_PRECOMP_GEMM" and h100.best_algorithm(**layer) == "GEMM"
+    assert r.loc["IMPLICIT_PRECOMP_GEMM", "ranked_ms"] > 2 * 4.70 and h100.best_algorithm(**layer) == "GEMM"
+    assert (r["ranked_ms"] >= r["time_ms"]).all() and (r["ranked_ms"] > r["time_ms"]).any()
     # ungrouped and depthwise layers rank by their predicted time
     for other in (dict(layer, groups=1), dict(layer, groups=128)):
         o = h100.rank_algorithms(**other)

@@ -108,7 +108,11 @@ that cross-validates 5% better (seer.models.features.output_loops, FeatureSet.lo
 spectra product loops over the images) and the gradients' own models judged against their
 forward duals by their held-out error (seer.fit.duals.held_out), h100-sxm refitted: only the FFT
 conv and rank time entries of h100-sxm and the L4, their rank order and h100-sxm's best entries
-moved (the FFT 2-4x slower on large layers: the spectra product's N x C steps a block)."""
+moved (the FFT 2-4x slower on large layers: the spectra product's N x C steps a block). Then
+(issue 26, sixteenth session) h100-sxm refitted on 626 more conv_grid and 630 more conv_bwd_grid
+configurations, measured where the stored data left the trust distance uncovered: the conv, rank
+and best entries of h100-sxm and the L4 moved (the L4's WINOGRAD_NONFUSED conv too); no
+memory-bound, GEMM or bmm entry."""
 
 from __future__ import annotations
 
