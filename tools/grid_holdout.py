@@ -47,7 +47,7 @@ def held_out(keys: pd.Series, share: float) -> pd.Series:
     return bucket < round(share * 1000)
 
 
-def main(folder: Path, share: float, transferred: bool = False) -> None:
+def main(folder: Path, share: float, transferred: bool = False, since: Path | None = None) -> None:
     rec = training_records(records.load(folder))
     grid = rec["suite"] == SUITE
     if not grid.any():
@@ -76,6 +76,13 @@ def main(folder: Path, share: float, transferred: bool = False) -> None:
     print(f"  of them, {int(loops.sum())} grouped configurations of several channels a group:")
     part = table[loops].reset_index(drop=True)
     print("\n".join(selection.method_lines(part, pk[loops].reset_index(drop=True), indent="    ")))
+    if since is not None:
+        before = set(training_records(records.load(since))["config_key"].astype(str))
+        for was, label in ((True, f"in {since} too"), (False, f"new since {since}")):
+            part = (table["config_key"].astype(str).isin(before) == was).to_numpy()
+            print(f"  of them, {int(part.sum())} {label}:")
+            sub = table[part].reset_index(drop=True)
+            print("\n".join(selection.method_lines(sub, pk[part].reset_index(drop=True), indent="    ")))
 
 
 if __name__ == "__main__":
@@ -83,5 +90,11 @@ if __name__ == "__main__":
     ap.add_argument("folder", nargs="?", type=Path, default=Path("data/h200"))
     ap.add_argument("--share", type=float, default=0.3, help="share of the grid's configurations held out")
     ap.add_argument("--transferred", action="store_true", help="score the GPU's transferred fits on the whole grid")
+    ap.add_argument(
+        "--since",
+        type=Path,
+        help="an earlier copy of the folder (git archive REV data/h100-sxm | tar -x -C /tmp/old): the scores "
+        "also split into configurations it holds and new ones, so fits of more data compare on the same",
+    )
     a = ap.parse_args()
-    main(a.folder, a.share, a.transferred)
+    main(a.folder, a.share, a.transferred, a.since)

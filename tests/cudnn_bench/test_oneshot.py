@@ -401,11 +401,13 @@ def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_pat
     memory, _, tensor = O.SIDE_STEPS
     assert session()[-5:] == ["grid", "memory", "backward", "tensor", "counters"]
     for side in O.SIDE_STEPS:
-        t = next(t for name, argv, t in steps if name.startswith(side.name))
+        timeout = next(t for name, argv, t in steps if name.startswith(side.name))
         argv = next(argv for name, argv, t in steps if name.startswith(side.name))
+        t = O.side_time(side, folder)
         assert argv[argv.index("--suite") + 1] == ",".join(side.suites) and side.start_s < t <= side.max_s
         assert argv[argv.index("--math") + 1] == ",".join(side.maths)
-        assert O.side_time(side, folder) == t
+        # measured until the step's time (its start-up counted in it), then the grace to stop
+        assert argv[argv.index("--stop-after") + 1] == f"{int(t)}s" and timeout == t + O.STOP_GRACE_S
     assert O.side_time(tensor, folder) == tensor.max_s  # three math modes of the core take longer
     K.run(K.Options(**{**vars(opts), "suites": ["memory_ops"], "limit": None}), fake_env(), log=lambda s: None)
     assert O.side_time(memory, folder) == 0 and "memory" not in session()  # all stored: no step, no reserve
