@@ -29,11 +29,11 @@ from seer.evaluate.set_one import test_set_one
 ROW = ["op", "algo", "call_id", "key"]
 
 
-def held_out(folder: Path, fits: Path) -> pd.DataFrame:
-    """Test-set-I's rows of `folder`, predicted by `fits` from the configuration alone."""
+def held_out(rec: pd.DataFrame, fits: Path) -> pd.DataFrame:
+    """Test-set-I's rows of the training records `rec`, predicted by `fits` from the configuration alone."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SeerWarning)
-        return test_set_one(training_records(records.load(folder)), fits, log=lambda *a: None)
+        return test_set_one(rec, fits, log=lambda *a: None)
 
 
 def scores(t: pd.DataFrame) -> str:
@@ -42,9 +42,10 @@ def scores(t: pd.DataFrame) -> str:
 
 
 def main(old_folder: Path, old_fits: Path, new_folder: Path, new_fits: Path) -> None:
-    new_rows = held_out(new_folder, new_fits)
-    both = new_rows.merge(held_out(old_folder, old_fits)[ROW], on=ROW)
-    old = held_out(new_folder, old_fits).merge(both[ROW], on=ROW)  # the old fits on the same rows
+    new_rec = training_records(records.load(new_folder))  # read once, scored by both fits
+    new_rows = held_out(new_rec, new_fits)
+    both = new_rows.merge(held_out(training_records(records.load(old_folder)), old_fits)[ROW], on=ROW)
+    old = held_out(new_rec, old_fits).merge(both[ROW], on=ROW)  # the old fits on the same rows
     print(f"{len(both)} of the {len(new_rows)} rows {new_folder}'s split holds out were held out by {old_folder}'s too")
     print(f"{'op':16} {'algo':24} {'rows':>5}   old: rmspe median   new: rmspe median")
     groups = [([op, algo], g) for (op, algo), g in both.groupby(["op", "algo"])]

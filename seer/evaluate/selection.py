@@ -244,8 +244,7 @@ def picks(table: pd.DataFrame, fits_by_gpu: dict) -> tuple[pd.DataFrame, np.ndar
             j = algos.index(a)
             mine = ranked["algo"] == a
             pred[idx, j] = ranked.loc[mine, "time_ms"].to_numpy()
-            if "fitted_range" in ranked:
-                inside[idx, j] = ranked.loc[mine, "fitted_range"].to_numpy(dtype=bool)
+            inside[idx, j] = ranked.loc[mine, "fitted_range"].to_numpy(dtype=bool)
             # no time: no model of this kind of layer (a grouped one from ungrouped kernels)
             order[idx, j] = np.where(np.isnan(pred[idx, j]), np.inf, ranked.loc[mine, "rank"].to_numpy())
     cand = np.where(avail, order, np.inf)
@@ -363,8 +362,9 @@ def misses(table: pd.DataFrame, pk: pd.DataFrame, pred: np.ndarray) -> pd.DataFr
     out["slowdown"] = slow[rows]
     out["pick"], out["pick_pred_ms"], out["pick_ms"] = algos[p], pred[rows, p], meas[rows, p]
     out["fastest"], out["fastest_pred_ms"], out["fastest_ms"] = algos[b], pred[rows, b], meas[rows, b]
-    inside = pk["model_inside"].to_numpy(dtype=bool) if "model_inside" in pk else np.ones(len(table), dtype=bool)
-    out["beyond_trust"] = ~inside[rows] & ~pk["model_fallback"].to_numpy(dtype=bool)[rows]
+    out["beyond_trust"] = (
+        ~pk["model_inside"].to_numpy(dtype=bool)[rows] & ~pk["model_fallback"].to_numpy(dtype=bool)[rows]
+    )
     return out
 
 

@@ -38,7 +38,9 @@ def test_the_heuristic_pick_stands_where_the_model_has_no_time_for_it():
 
         def rank_algorithms(self, df):
             n = len(df)
-            return pd.DataFrame({"algo": ["ALGO_0", "ALGO_1"] * n, "time_ms": [1.0, 2.0] * n, "rank": [1, 2] * n})
+            return pd.DataFrame(
+                {"algo": ["ALGO_0", "ALGO_1"] * n, "time_ms": [1.0, 2.0] * n, "rank": [1, 2] * n, "fitted_range": True}
+            )
 
     meas = np.full((3, len(algos)), np.nan)
     meas[:, [a0, a1, wn]] = [[1.0, 2.0, 0.5], [1.0, 2.0, 0.5], [1.0, 2.0, np.nan]]
