@@ -358,6 +358,30 @@ def build_parser() -> Parser:
         "ncu needed; for a pass whose merge failed, or exports copied from the GPU machine)",
     )
 
+    cs = sub.add_parser(
+        "census",
+        help="ask cuDNN which kernel it would launch, for many configurations (no timing)",
+        description="For every configuration of the census design (each real layer of "
+        "cudnn_bench.families at each batch size of its family, and about 32,000 space-filling points), "
+        "each direction's workspace query for every algorithm and cuDNN's heuristic order, from "
+        "descriptors alone: no buffers, no kernels. The forward GEMM algorithm and the backward-filter "
+        "ALGO_1 ask for no workspace exactly when cuDNN runs its direct fallback kernel, 10-20x slower; "
+        "seer.fit's variant choosers learn that choice from these labels. Rows go to "
+        "OUT/<gpu-slug>/census/; a stopped run keeps what it asked and the same command asks the rest.",
+    )
+    cs.add_argument("--out", type=folder, default=Path("data"), help="data folder of <gpu-slug>/ (default: data)")
+    cs.add_argument("--math", choices=MATHS, default="fma", help="the math family asked about (default: fma)")
+    cs.add_argument(
+        "--stop-after",
+        type=budget,
+        default=Budget(),
+        metavar="TIME",
+        help="stop after TIME (e.g. 45s); the same command later asks the rest",
+    )
+    cs.add_argument("--limit", type=whole(1), default=None, metavar="N", help="at most N configurations")
+    cs.add_argument("--backend", choices=BACKENDS, default="auto", help="GPU runtime, as for collect (default: auto)")
+    cs.add_argument("--device", type=whole(0), default=0, help="CUDA device number (default: 0)")
+
     e = sub.add_parser(
         "export-excel",
         help="SEER-format workbooks from records",
@@ -459,6 +483,21 @@ def cmd_collect(a: argparse.Namespace) -> int:
         store=a.shard_store,
     )
     collect_ray(opts, cl)
+    return 0
+
+
+def cmd_census(a: argparse.Namespace) -> int:
+    from . import census
+    from .env import open_env
+
+    opts = Options(out=a.out, backend=a.backend, device=a.device, launch_meta="none", progress=False)
+    env = open_env(opts, need_conv=True, need_gemm=False, trace=False)
+    try:
+        census.run(env, a.out, a.math, a.stop_after.seconds, a.limit)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        env.close()
     return 0
 
 
@@ -564,6 +603,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if a.command == "counters":
             return cmd_counters(a)
+        if a.command == "census":
+            return cmd_census(a)
         if a.command == "export-excel":
             from .export import export_seer_excel
 

@@ -148,6 +148,19 @@ def sobol_config(v: Iterable[int], cats: list[Structure], cum: list[float], i: i
     return ConvConfig(n, c_in, h, w, c_out, kh, kw, s, s, ph, pw, d, d, g, name=f"sobol.{i}")
 
 
+def weights_of(cats: list[Structure], real: Iterable[Structure]) -> list[float]:
+    """The cumulative weights the design draws structures by (all but the last): each half
+    its share of the real layers' structures `real`, half uniform."""
+    count = collections.Counter(real)
+    total = sum(count[c] for c in cats) or 1
+    weights = [0.5 * count[c] / total + 0.5 / len(cats) for c in cats]
+    cum, acc = [], 0.0
+    for wt in weights[:-1]:
+        acc += wt
+        cum.append(acc / sum(weights))
+    return cum
+
+
 def design(exclude: Iterable[str] = ()) -> Design:
     """The whole suite; `exclude`: configuration keys never to include (Test-set-II's)."""
     exclude = set(exclude)
@@ -180,13 +193,7 @@ def design(exclude: Iterable[str] = ()) -> Design:
         tails += [(layer, batches[(start + t) % len(batches)], name) for t in TAIL_BATCHES if t < len(batches)]
     # the space-filling design, weighted towards the real layers' structures
     cats = structures()
-    real = collections.Counter(structure_of(layer) for layer, _, _ in shapes.values())
-    total = sum(real[c] for c in cats) or 1
-    weights = [0.5 * real[c] / total + 0.5 / len(cats) for c in cats]
-    cum, acc = [], 0.0
-    for wt in weights[:-1]:
-        acc += wt
-        cum.append(acc / sum(weights))
+    cum = weights_of(cats, [structure_of(layer) for layer, _, _ in shapes.values()])
     pts = sobol_indices(SOBOL_TOTAL, 7)  # a whole base-2 net: every prefix of 2^k points is balanced
     for i, v in enumerate(pts):
         add(sobol_config(v, cats, cum, i), 0 if i < SOBOL_CORE else 1, "sobol")

@@ -132,4 +132,20 @@ def report(data: str | Path) -> str:
                 f"{k} {v}" + (f" ({seen[k]} measured again)" if seen[k] else "") for k, v in sorted(wrong.items())
             )
         )
+    if data.is_dir() and (data / "census").is_dir():
+        lines.append(census_line(data / "census"))
     return "\n".join(lines)
+
+
+def census_line(folder: Path) -> str:
+    """What a GPU's census folder holds (cudnn_bench.census)."""
+    from .census import DIMS, read
+
+    rows = read(folder)
+    configs = len(rows.drop_duplicates(list(DIMS)))
+    gemm = rows[(rows["op"] == "conv_fwd") & (rows["algo"] == "GEMM") & (rows["status"] == "ok")]
+    direct = int((gemm["workspace_bytes"] == 0).sum())
+    return (
+        f"census: {configs} configurations asked, {len(rows)} calls ({(rows['status'] == 'ok').mean() * 100:.0f}% "
+        f"answered); forward GEMM without workspace (cuDNN's direct kernel) on {direct} of {len(gemm)}"
+    )

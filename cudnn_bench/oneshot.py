@@ -73,6 +73,11 @@ PACK_EVERY_S = 60.0
 STOP_GRACE_S = 15.0  # SIGINT first (the harness saves and stops), SIGKILL after this
 # a collect process's start-up (Python, CUDA, cuDNN), which its --stop-after clock counts
 STEP_START_S = 8.0
+# the census (cudnn_bench.census): cuDNN's kernel choices asked of descriptors, right after the
+# core; at most this a call until the GPU's census folder holds the whole design (its rate on a
+# real GPU is unknown until the first call's log says it)
+CENSUS_S = 45.0
+CENSUS_STEP = "census: cuDNN's kernel choices by workspace query (no timing)"
 CORE_SUITES = ("gemm_layers", "test_set_ii")
 # the grid step's suites (after the redo), measured in turns by their shares (plan.interleave)
 GRID_SUITES = ("conv_grid", "seer_grid", "conv_bwd_grid")
@@ -109,7 +114,7 @@ SIDE_STEPS = (
     ),
 )
 # what --skip may leave out, in the order the steps run (the core step opens the data folder every later step needs)
-SKIPPABLE = ("traces", "grid", *(s.name for s in SIDE_STEPS), "counters")
+SKIPPABLE = ("census", "traces", "grid", *(s.name for s in SIDE_STEPS), "counters")
 
 
 # ====================================================================== running steps
@@ -302,6 +307,21 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
         sess.log("nothing was measured: see the lines above")
         return 1
     sess.pack()
+    if "census" not in args.skip and census_left(folder):
+        t = max(0.0, min(CENSUS_S, sess.left() - reserve))
+        argv = [
+            py,
+            "-m",
+            "cudnn_bench",
+            "census",
+            "--out",
+            str(data),
+            "--stop-after",
+            f"{t:.0f}s",
+            "--backend",
+            backend,
+        ]
+        step(sess, CENSUS_STEP, argv + extra[:2], t + STEP_START_S + STOP_GRACE_S)  # --limit of --max-configs
     if "traces" not in args.skip:  # torch_traces keeps the traces recorded before: it adds what is missing
         step(
             sess,
@@ -358,6 +378,13 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
     (sess.out_dir / "report.txt").write_text(text)
     sess.log(text.strip())
     return 0 if any(rows_by_suite(folder).values()) else 1
+
+
+def census_left(folder: Path) -> int:
+    """How many configurations of the census design `folder` (a data/<gpu-slug>) holds no answers of."""
+    from . import census
+
+    return len(census.design(exclude=census.held_out()).left(folder / "census"))
 
 
 def side_time(side: SideStep, folder: Path) -> float:
@@ -426,7 +453,8 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         data / gpus.slug_for(spec.name) if data is not None and (data / gpus.slug_for(spec.name)).is_dir() else None
     )
     core = resume(make_plan(list(CORE_SUITES), ["fma"], Budget(), cost), folder, cost)
-    fixed = VERSIONS_S + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
+    census_s = CENSUS_S if folder is None or census_left(folder) else 0.0
+    fixed = VERSIONS_S + census_s + TRACES_S + COUNTERS_S * 1.5 + FINISH_S
     core_s = sum(i.est_s for i in core.new + core.redo)
     side_lines, sides_s = [], 0.0
     for side in SIDE_STEPS:
@@ -453,7 +481,9 @@ def session_coverage(gpu: str = "h100-sxm", limit_s: float = LIMIT_S, calls: int
         f"{calls} one-shot call(s) of {limit_s / 60:.1f} min on {spec.name} (cudnn_bench/gpu_oneshot.sh), "
         "by the planner's cost model (datasheet peaks, calibrated on the first H100 run; `report` shows how "
         "far off it was)" + (f", resuming {folder}:" if folder else ", from nothing stored:"),
-        f"  fixed: versions {VERSIONS_S:.0f} s, traces {TRACES_S:.0f} s (first call), ncu sample "
+        f"  fixed: versions {VERSIONS_S:.0f} s, "
+        + (f"census {census_s:.0f} s a call until whole, " if census_s else "census whole, ")
+        + f"traces {TRACES_S:.0f} s (first call), ncu sample "
         f"{COUNTERS_S * 1.5:.0f} s, report and packing {FINISH_S:.0f} s",
         (
             f"  test_set_ii: all {n_ii} configurations (AlexNet, VGG-16, ResNet-50, MobileNetV2 x batch 1, 32, "

@@ -16,13 +16,14 @@ import dataclasses
 import datetime as _dt
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer import __version__
-from seer.data import configs, records
+from seer.data import census, configs, records
 from seer.data.keys import PER_GROUP
 from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
@@ -34,9 +35,11 @@ from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
 from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
+from seer.models.gate import call_labels, census_labels, fit_gate, workspace_coded
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
 from seer.models.solver import rmspe
+from seer.models.tree import Tree
 
 
 def _fit_variants(
@@ -81,8 +84,16 @@ def _drift(
     return out
 
 
-def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, options: FitOptions = DEFAULT) -> dict:
-    """Fit one GPU's records: the variants, choosers and drift sections of its fits file."""
+def fit_gpu(
+    rec: pd.DataFrame,
+    spec: gpus.GPUSpec,
+    *,
+    drift: bool = True,
+    options: FitOptions = DEFAULT,
+    census_rows: pd.DataFrame | None = None,
+) -> dict:
+    """Fit one GPU's records: the variants, choosers and drift sections of its fits file
+    (`census_rows`: the GPU's census, seer.data.census, labels for the choosers' gates)."""
     rec = adopt_algorithms(rec[rec["op"].isin(VARIANT_OPS)])
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
@@ -107,7 +118,9 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         g = g[g["key"].isin(list(models))]
         if len(g):
             r = _rules(g, models, target[g.index], op, options.tree_products)
-            choosers[family_key(op, algo)] = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group).to_dict()
+            gate = _gate(rec, op, algo, census_rows) if op in records.CONV_OPS else None
+            chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate)
+            choosers[family_key(op, algo)] = chooser.to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
@@ -125,6 +138,27 @@ def fit_gpu(rec: pd.DataFrame, spec: gpus.GPUSpec, *, drift: bool = True, option
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
+
+
+def _gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None) -> Tree | None:
+    """The gate of a convolution family (seer.models.gate), where its timed training calls ask
+    for no workspace exactly when they run the direct kernel (the census can label its
+    configurations): grown on those calls and the census's configurations of the algorithm
+    (less those the family timed, whose calls label them, training or held out)."""
+    fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
+    calls = call_labels(fam[fam["split"] == "train"])
+    if calls.empty or not workspace_coded(calls):
+        return None
+    pts, direct = points_of(calls, op), calls["direct"].to_numpy(dtype=bool)
+    if census_rows is not None:
+        asked = census_labels(census_rows, op, algo)
+        if len(asked):
+            timed = {tuple(p) for p in points_of(fam.drop_duplicates("call_id"), op)}
+            more = points_of(asked, op)
+            new = np.array([tuple(p) not in timed for p in more], dtype=bool)
+            pts = np.vstack([pts, more[new]])
+            direct = np.concatenate([direct, asked["direct"].to_numpy(dtype=bool)[new]])
+    return fit_gate(pts, direct)
 
 
 def nearest_modelled(g: pd.DataFrame, modelled: set[str], op: str) -> pd.Series:
@@ -357,7 +391,9 @@ def fit_one(args: tuple) -> tuple[str, dict, float]:
     except SeerError as exc:
         raise SeerError(f"records of GPU {name!r} cannot be fitted: {exc}") from None
     t0 = time.perf_counter()
-    body = fit_gpu(g, spec, drift=drift, options=options)
+    where = census.folder_of(Path(data_path), spec.slug)
+    asked = census.read(where) if where is not None else None
+    body = fit_gpu(g, spec, drift=drift, options=options, census_rows=asked)
     memory = fit_memory(g)
     doc = {
         "schema": SCHEMA,
@@ -369,6 +405,7 @@ def fit_one(args: tuple) -> tuple[str, dict, float]:
             "rows": len(g),
             "content_sha256": content_hash(g),
             "sources": sorted(pd.unique(g["source"]).tolist()),
+            **({"census": {"path": str(where), "rows": len(asked)}} if where is not None and asked is not None else {}),
         },
         "split": SPLIT_RULE,
         "time_unit": "ms",

@@ -27,6 +27,7 @@ from scipy.spatial import cKDTree
 from seer.data import configs
 from seer.data.records import CONV_OPS
 from seer.models.candidates import Rule
+from seer.models.gate import gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 from seer.models.tree import Tree, fit_tree
 
@@ -142,6 +143,9 @@ class Chooser:
     # where that proposed the variants better (seer.models.candidates.per_group_wins); the
     # trust distance stays the sizes' own (_trust)
     per_group: bool = False
+    # whether cuDNN runs its direct fallback kernel (seer.models.gate): where fitted, every row's
+    # candidates are kept to its answer
+    gate: Tree | None = None
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
@@ -266,14 +270,29 @@ class Chooser:
                 cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
             else:
                 cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-            return self.by_filter(logcfg, cand), inside
+            return self._gated(logcfg, self.by_filter(logcfg, cand)), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
         if treed.any():
             members = self.tree_candidates(logcfg[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
-        return self.by_filter(logcfg, cand), inside
+        return self._gated(logcfg, self.by_filter(logcfg, cand)), inside
+
+    def _gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """The candidates kept to the gate's answer (seer.models.gate), where there is a gate."""
+        if self.gate is None:
+            return cand
+        return gated(
+            self.gate,
+            logcfg,
+            cand,
+            self.labels,
+            self.points,
+            self.label_idx,
+            kind_of(self.points, self.op),
+            kind_of(logcfg, self.op),
+        )
 
     def filter_variants(self) -> dict[tuple, int]:
         """The variant of each filter shape, where the training rows show that the filter shape
@@ -340,9 +359,12 @@ class Chooser:
         near = f"the fastest of the {self.k} nearest's variants" if self.k > 1 else "the nearest's variant"
         if self.per_group:
             near += " (a grouped convolution's nearest by channels per group)"
+        rule = self._rule(near)
         if self.filter_variants():
-            return f"{self._rule(near)}; a filter shape that ran one variant, that variant"
-        return self._rule(near)
+            rule += "; a filter shape that ran one variant, that variant"
+        if self.gate is not None:
+            rule += "; kept to a tree's answer to whether cuDNN runs its direct kernel (seer.models.gate)"
+        return rule
 
     def _rule(self, near: str) -> str:
         if not self.trees:
@@ -412,6 +434,7 @@ class Chooser:
                 trees,
                 voters,
                 self.per_group and grouped,
+                self.gate,
             )
         return self._kinds[key]
 
@@ -423,7 +446,7 @@ class Chooser:
             batch = configs.ConfigBatch.of(batch, self.op)
         x = batch.logcfg
         cand = self.tree_candidates(x) if self.trees else self.nearest(x)[1]
-        return np.asarray(self.labels, dtype=object)[self.by_filter(x, cand)[:, 0]]
+        return np.asarray(self.labels, dtype=object)[self._gated(x, self.by_filter(x, cand))[:, 0]]
 
     def to_dict(self) -> dict:
         return {
@@ -436,6 +459,7 @@ class Chooser:
             **({"per_group": True} if self.per_group else {}),
             **({"candidates": self.candidates} if self.candidates is not None else {}),
             **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
+            **({"gate": self.gate.to_dict()} if self.gate is not None else {}),
         }
 
     @property
@@ -450,7 +474,10 @@ class Chooser:
         trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
         voters = int(d["voters"]) if "voters" in d else None
         per_group = bool(d.get("per_group", False))
-        return cls(d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters, per_group)
+        gate = Tree.from_dict(d["gate"]) if "gate" in d else None
+        return cls(
+            d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters, per_group, gate
+        )
 
 
 def _widened(cand: np.ndarray, width: int) -> np.ndarray:
@@ -476,12 +503,14 @@ def fit_chooser(
     candidates: int | None = None,
     trees: Mapping[bool, Rule] | None = None,
     per_group: bool = False,
+    gate: Tree | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
     nearest configurations (`candidates` of them compete; with `per_group`, a grouped
     convolution's nearest by channels per group) and, for each kind of row (grouped or not)
     that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it splits
-    the convolution's products too), which answers within the trust distance."""
+    the convolution's products too), which answers within the trust distance; `gate`, where
+    given, keeps every answer to its kind of kernel (seer.models.gate)."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
@@ -494,9 +523,9 @@ def fit_chooser(
     }
     voters = condense(configs.per_group(pts) if per_group else pts, idx)
     if len(voters) == len(pts):
-        return Chooser(op, algo, labels, pts, idx, candidates, fitted, per_group=per_group)
+        return Chooser(op, algo, labels, pts, idx, candidates, fitted, per_group=per_group, gate=gate)
     order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
-    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group)
+    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate)
 
 
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it

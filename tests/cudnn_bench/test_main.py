@@ -27,14 +27,15 @@ def _run(*args, timeout=120):
 def test_help():
     r = _run("--help")
     assert r.returncode == 0
-    for cmd in ("collect", "plan", "counters", "export-excel", "info"):
+    for cmd in ("collect", "plan", "counters", "census", "export-excel", "info"):
         assert cmd in r.stdout
     r = _run("collect", "--help")
     assert r.returncode == 0 and "--budget" in r.stdout and "--counters" in r.stdout and "--backend" in r.stdout
 
 
 @pytest.mark.skipif(has_driver(), reason="this machine has an NVIDIA driver")
-@pytest.mark.parametrize("args", [("collect",), ("collect", "--suite", "gemm_grid", "--budget", "1m"), ("info",)])
+@pytest.mark.parametrize("args", [("collect",), ("collect", "--suite", "gemm_grid", "--budget", "1m"), ("info",),
+                                  ("census", "--limit", "1")])
 def test_no_gpu_is_one_sentence_and_exit_2(args):
     r = _run(*args)
     assert r.returncode == 2
@@ -58,6 +59,7 @@ def test_no_cudnn_is_one_sentence_and_exit_2(monkeypatch, capsys):
 @pytest.mark.parametrize("args", [("collect", "--math", "fp64"), ("collect", "--budget", "soon"),
                                   ("collect", "--suite", "resnet"), ("plan", "--max-bytes", "lots"),
                                   ("collect", "--algos", "0-9"), ("collect", "--workspace-limit", "big"),
+                                  ("census", "--stop-after", "soon"), ("census", "--limit", "0"),
                                   ("frobnicate",)])
 def test_bad_arguments_are_one_line_and_exit_2(args, capsys):
     with pytest.raises(SystemExit) as info:

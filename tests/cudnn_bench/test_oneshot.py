@@ -259,7 +259,8 @@ def test_oneshot_packs_what_it_measured_and_a_second_call_resumes(tmp_path):
         names = tar.getnames()
     assert {"data/simulated-gpu/test_set_ii.csv", "data/simulated-gpu/gemm_layers.csv",
             "data/simulated-gpu/seer_grid.csv", "data/simulated-gpu/memory_ops.csv",
-            "data/simulated-gpu/conv_bwd.csv", "data/simulated-gpu/device.json"} <= set(names)
+            "data/simulated-gpu/conv_bwd.csv", "data/simulated-gpu/device.json",
+            "data/simulated-gpu/census/census-000000.csv.gz"} <= set(names)
     assert not [n for n in names if n.endswith(".lock")]
     steps = {s["name"]: s["rc"] for s in json.loads((out / "steps.json").read_text())}
     assert steps["core: Test-set-II and GEMM layers"] == 0 and steps[O.GRID_STEP] == 0
@@ -400,6 +401,9 @@ def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_pat
     folder = K.run(opts, fake_env(), log=lambda s: None).folder
     memory, _, tensor = O.SIDE_STEPS
     assert session()[-5:] == ["grid", "memory", "backward", "tensor", "counters"]
+    census = next(argv for name, argv, _ in steps if name == O.CENSUS_STEP)  # right after the core
+    names = [n.split(":")[0] for n, _, _ in steps]
+    assert names.index("census") == names.index("core") + 1 and census[census.index("--stop-after") + 1] == "45s"
     for side in O.SIDE_STEPS:
         timeout = next(t for name, argv, t in steps if name.startswith(side.name))
         argv = next(argv for name, argv, t in steps if name.startswith(side.name))

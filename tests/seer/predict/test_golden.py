@@ -112,7 +112,10 @@ moved (the FFT 2-4x slower on large layers: the spectra product's N x C steps a 
 (issue 26, sixteenth session) h100-sxm refitted on 626 more conv_grid and 630 more conv_bwd_grid
 configurations, measured where the stored data left the trust distance uncovered: the conv, rank
 and best entries of h100-sxm and the L4 moved (the L4's WINOGRAD_NONFUSED conv too); no
-memory-bound, GEMM or bmm entry."""
+memory-bound, GEMM or bmm entry. Then (issue 25, seventeenth session) the forward GEMM
+algorithm's gate of cuDNN's direct kernel (seer.models.gate), h100-sxm refitted: only the GEMM
+algorithm's conv and rank time entries of h100-sxm and the L4 moved, and the rank order with
+them; no best entry."""
 
 from __future__ import annotations
 

@@ -1,0 +1,206 @@
+"""The census: which kernel cuDNN would launch, asked of its descriptors alone, for many configurations.
+
+cuDNN runs some of its legacy algorithms as a direct fallback kernel (conv2d_grouped_direct,
+wgrad2d_grouped_direct) on configurations nothing in their sizes singles out, 10-20x slower than
+the kernel it runs on their neighbours. Which one it runs is the library's own deterministic
+choice, and its workspace query shows it for two algorithms: the forward GEMM algorithm and the
+backward-filter ALGO_1 ask for no workspace exactly when they run the direct kernel
+(`python tools/direct_fallback.py data/h100-sxm data/h200`: all 6,622 and 923 of the H100's
+timed calls; no kernel changed in 2,867 repeated configuration x algorithm pairs, nor between
+the H100 and the H200 on the 29,095 pairs both ran). seer.fit's variant choosers learn the
+choice from labelled configurations, and a timed configuration costs about a tenth of a second
+where a workspace query costs microseconds; on the forward GEMM's 4,612 ungrouped FP32
+configurations a tree's cross-validated error fell from 10.7% to 4.7% as its training
+configurations grew eightfold, to about 3,690 (same command).
+
+So this step asks, for every configuration of a space-filling design and every real layer at
+every batch size of its family, each direction's workspace query for every algorithm and cuDNN's
+heuristic order (cudnnGetConvolution<Direction>Algorithm_v7): no buffers, no kernels, no timing.
+Rows go to `<data>/<gpu>/census/census-<n>.csv.gz`, one part per chunk of configurations (a
+stopped run keeps what it asked; a later run asks the rest), outside the timed records
+(seer.data.records reads no subfolder).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from seer.data.census import COLUMNS, DIMS, PARTS, read
+from seer.data.records import CONV_OPS
+from seer.data.variants import CONV_OP_ALGOS
+
+from .configs import ConvConfig
+from .conv_grid import _hash, sobol_config, sobol_indices, structure_of, structures, weights_of
+from .cudnn import ConvProblem, Cudnn
+from .errors import CudnnError, status_of
+from .families import FAMILIES
+from .maths import MATH_DTYPE
+
+SOBOL_POINTS = 1 << 15  # the space-filling design's points (a whole base-2 net)
+CHUNK = 4096  # configurations a part file holds at most
+WRITE_EVERY_S = 15.0  # a part at least this often (a killed run loses less)
+PART = "census-{:06d}.csv.gz"  # seer.data.census.PARTS
+
+@dataclass(frozen=True)
+class Census:
+    """The configurations asked about, in the order asked: real layers and design points
+    alternating, so a run stopped anywhere has asked about both."""
+
+    configs: tuple[ConvConfig, ...]
+
+    def left(self, folder: Path) -> list[ConvConfig]:
+        """The configurations `folder` (a GPU's census folder) holds no answers of yet."""
+        done = asked(folder)
+        return [c for c in self.configs if dims_of(c) not in done]
+
+
+def dims_of(cfg: ConvConfig) -> tuple[int, ...]:
+    return tuple(int(getattr(cfg, f)) for f in DIMS)
+
+
+def design(sobol_points: int = SOBOL_POINTS, exclude: Sequence[ConvConfig] = ()) -> Census:
+    """The census's configurations: every distinct real layer (cudnn_bench.families) at every
+    batch size of its family, and the conv_grid design's space-filling points continued to
+    `sobol_points`, less `exclude` (Test-set-II's layers: their labels stay held out)."""
+    held = {dims_of(c) for c in exclude}
+    shapes: dict[tuple, tuple] = {}
+    for fam in FAMILIES:
+        for hw in fam.sizes:
+            for layer in fam.build(hw):
+                shapes.setdefault(layer.shape(), (layer, fam.batches, f"{layer.name}@{hw[0]}x{hw[1]}"))
+    ordered = sorted(shapes.values(), key=lambda t: _hash(t[2]))
+    rounds = max(len(b) for _, b, _ in ordered)
+    layers = [  # round r: every layer at the r-th batch of its list, each layer's list starting elsewhere
+        layer.config(batches[(i + r) % len(batches)], name)
+        for r in range(rounds)
+        for i, (layer, batches, name) in enumerate(ordered)
+        if r < len(batches)
+    ]
+    cats = structures()
+    cum = weights_of(cats, [structure_of(layer) for layer, _, _ in ordered])
+    points = [sobol_config(v, cats, cum, i) for i, v in enumerate(sobol_indices(sobol_points, 7))]
+    out: list[ConvConfig] = []
+    seen = set(held)
+    for pair in _alternate(layers, points):
+        d = dims_of(pair)
+        if pair.valid and d not in seen:
+            seen.add(d)
+            out.append(pair)
+    return Census(tuple(out))
+
+
+def _alternate(a: list, b: list) -> Iterator:
+    for i in range(max(len(a), len(b))):
+        if i < len(a):
+            yield a[i]
+        if i < len(b):
+            yield b[i]
+
+
+def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str) -> list[dict]:
+    """One configuration's rows: for each direction and algorithm, the workspace it asks for
+    (status not_supported where cuDNN refuses it) and its place in cuDNN's heuristic order."""
+    base = {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": dnn.version_str()}
+    rows = []
+    with ConvProblem(dnn, **cfg.dims(), math=math, layout=cfg.layout) as p:
+        for op in CONV_OPS:
+            try:
+                order = dnn.heuristic(handle, p.x, p.w, p.conv, p.y, op=op)
+            except CudnnError:
+                order = []
+            rank = {a.algo: i for i, a in enumerate(order)}
+            for algo, name in CONV_OP_ALGOS[op].items():
+                try:
+                    ws, status = dnn.workspace_size(handle, p.x, p.w, p.conv, p.y, algo, op=op), "ok"
+                except CudnnError as exc:
+                    ws, status = None, status_of(exc)
+                rows.append(
+                    {
+                        **base,
+                        "op": op,
+                        "algo": name,
+                        "workspace_bytes": ws,
+                        "heuristic_rank": rank.get(algo),
+                        "status": status,
+                    }
+                )
+    return rows
+
+
+def refused(cfg: ConvConfig, math: str, gpu: str, version: str, status: str) -> list[dict]:
+    """The rows of a configuration whose descriptors cuDNN refused: each call, that status."""
+    base = {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": version}
+    return [
+        {**base, "op": op, "algo": name, "workspace_bytes": None, "heuristic_rank": None, "status": status}
+        for op in CONV_OPS
+        for name in CONV_OP_ALGOS[op].values()
+    ]
+
+
+def asked(folder: Path) -> set[tuple[int, ...]]:
+    """The configurations the census parts in `folder` answer."""
+    done: set[tuple[int, ...]] = set()
+    for part in sorted(folder.glob(PARTS)):
+        done.update(map(tuple, read(part)[list(DIMS)].drop_duplicates().itertuples(index=False, name=None)))
+    return done
+
+
+def _write(folder: Path, rows: list[dict]) -> Path:
+    """A new part (named after the parts before it, so parts of several runs never collide)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    n = len(list(folder.glob(PARTS)))
+    path = folder / PART.format(n)
+    while path.exists():
+        n += 1
+        path = folder / PART.format(n)
+    tmp = path.with_suffix(".tmp")
+    pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
+    tmp.replace(path)
+    return path
+
+
+def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limit: int | None = None, log=print) -> int:
+    """Ask about the census's configurations `out` lacks (at most `limit`, until `stop_after`
+    seconds); returns how many were asked."""
+    from seer.hardware import gpus
+
+    folder = Path(out) / gpus.slug_for(env.device.name) / "census"
+    todo = design(exclude=held_out()).left(folder)
+    if limit is not None:
+        todo = todo[:limit]
+    dnn, handle = env.cudnn()
+    log(f"census: {len(todo)} configurations to ask about ({MATH_DTYPE[math]}, {math}), into {folder}")
+    t0 = last = time.monotonic()
+    rows: list[dict] = []
+    done = 0
+    try:
+        for cfg in todo:
+            now = time.monotonic()
+            if stop_after is not None and now - t0 >= stop_after:
+                log(f"census: --stop-after reached after {done} configurations")
+                break
+            if rows and (done % CHUNK == 0 or now - last >= WRITE_EVERY_S):
+                _write(folder, rows)
+                rows, last = [], now
+                log(f"census: {done} asked, {done / (now - t0):.0f} a second")
+            try:
+                rows += answers(dnn, handle, cfg, math, env.device.name)
+            except CudnnError as exc:  # descriptors cuDNN refuses (a tensor too large): every call refused
+                rows += refused(cfg, math, env.device.name, dnn.version_str(), status_of(exc))
+            done += 1
+    finally:
+        if rows:
+            _write(folder, rows)
+    log(f"census: {done} configurations in {time.monotonic() - t0:.1f} s; {len(todo) - done} left")
+    return done
+
+
+def held_out() -> list[ConvConfig]:
+    from .suites import test_set_ii
+
+    return test_set_ii()

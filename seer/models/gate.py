@@ -1,0 +1,114 @@
+"""Whether cuDNN runs its direct fallback kernel: a gate in front of a variant chooser.
+
+cuDNN runs several legacy algorithms as a direct kernel (conv2d_grouped_direct,
+wgrad2d_grouped_direct) on some configurations and as a GEMM-like kernel on their neighbours,
+10-20x apart, on a rule its sizes do not show plainly. The choosers' trees and nearest
+configurations learn it among every variant's label, and miss it: on the H100's Test-set-I the
+GEMM algorithm's 12 rows predicted over twice their time were all given the direct kernel where
+cuDNN ran the explicit GEMM; without them its RMSPE is 25.7%, with them 65.0% (docs/harness.md,
+the census). A gate is a classification tree of that one question, grown on every labelled
+configuration of the family, both kinds, and asked of every row, within the trust distance or
+beyond it: the chooser's candidates are kept to the gate's answer (the direct variants, or the
+others), and a row whose candidates hold none of that answer takes the variant of the nearest
+training configuration that ran it (of the row's kind where it has one).
+
+Labels: the family's timed training calls (whether one of a call's kernels is the direct one)
+and, where `python -m cudnn_bench census` asked cuDNN, its workspace queries. A family gets a
+gate only where its timed calls ask for no workspace exactly when they run the direct kernel, so
+that the census can label it (the forward GEMM algorithm and the backward-filter ALGO_1 on the
+H100 and the H200: tools/direct_fallback.py): grown on the calls alone of IMPLICIT_GEMM and
+IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace does not tell, gates raised
+their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the H100). And only from GATE_MIN
+labelled configurations: a tree's error on the forward GEMM was 10.7%, 8.4%, 6.7% and 4.7% from
+about 460, 920, 1,850 and 3,690 of them; in a trial the backward-filter ALGO_1's gates,
+grown on 581 and 575 timed calls, took that algorithm's Test-set-I RMSPE from 626.4% to 53.2%
+on the H100 and from 36.2% to 79.2% on the H200, where the forward GEMM's, grown on 4,257 and
+3,368, lowered it on both (65.0% -> 61.9%, 89.5% -> 40.1%; 2026-11-28, docs/results.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from seer.data import census
+from seer.models.tree import Tree, fit_tree
+
+DIRECT = "grouped_direct"  # what a direct kernel's variant key holds
+GATE_MIN = 2000  # labelled configurations a gate is grown from, at least
+GATE_LEAF = 3  # the smallest leaf (as the choosers' smallest tree)
+
+
+def is_direct(keys) -> np.ndarray:
+    """Whether each variant key (an array of any shape) is a direct kernel's."""
+    return np.char.find(np.asarray(keys, dtype=str), DIRECT) >= 0
+
+
+def call_labels(train: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed call of a family's training rows, `direct` whether a kernel of it is
+    the direct one (a call's rows are its kernels: the explicit GEMM's im2col and GEMM)."""
+    direct = train.groupby("call_id", sort=False)["key"].agg(lambda k: bool(is_direct(k).any())).rename("direct")
+    return train.drop_duplicates("call_id").join(direct, on="call_id")
+
+
+def workspace_coded(calls: pd.DataFrame) -> bool:
+    """Whether the calls ask for no workspace exactly when they run the direct kernel (then a
+    census's workspace queries label configurations no call timed), and ran both."""
+    ws = pd.to_numeric(calls["workspace_bytes"], errors="coerce")
+    direct = calls["direct"].to_numpy(dtype=bool)
+    return bool(ws.notna().all() and direct.any() and not direct.all() and ((ws == 0).to_numpy() == direct).all())
+
+
+def census_labels(rows: pd.DataFrame, op: str, algo: str, math: str = "fma") -> pd.DataFrame:
+    """The census's answered queries of one algorithm: its configurations and `direct` (it
+    asked for no workspace)."""
+    if rows.empty:
+        return rows.assign(direct=pd.Series(dtype=bool))
+    mine = rows[(rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)]
+    return mine.assign(direct=pd.to_numeric(mine["workspace_bytes"]) == 0)[[*census.DIMS, "op", "direct"]]
+
+
+def fit_gate(points: np.ndarray, direct: np.ndarray) -> Tree | None:
+    """The gate grown on labelled log-configurations (None below GATE_MIN of them or where all
+    share a label)."""
+    direct = np.asarray(direct, dtype=bool)
+    if len(points) < GATE_MIN or direct.all() or not direct.any():
+        return None
+    return fit_tree(points, direct.astype(np.int64), GATE_LEAF, products=True)
+
+
+def gated(
+    gate: Tree,
+    logcfg: np.ndarray,
+    cand: np.ndarray,
+    labels: list[str],
+    points: np.ndarray,
+    label_idx: np.ndarray,
+    kinds: np.ndarray,
+    row_kinds: np.ndarray,
+) -> np.ndarray:
+    """Candidate label rows kept to the gate's answer: each row's candidates of that kind of
+    kernel (the others replaced by its first such candidate), or, where it has none, the label
+    of the nearest training point of that kind of kernel (and of the row's kind, grouped or
+    not, where there is one)."""
+    want = gate.predict(logcfg).astype(bool)
+    direct = is_direct(labels)
+    ok = direct[cand] == want[:, None]
+    cand = cand.copy()
+    lost = np.flatnonzero(~ok.any(axis=1))
+    if len(lost):
+        point_direct = direct[label_idx]
+        for d in (False, True):
+            for kind in (False, True):
+                rows = lost[(want[lost] == d) & (row_kinds[lost] == kind)]
+                if not len(rows):
+                    continue
+                pool = np.flatnonzero((point_direct == d) & (kinds == kind))
+                pool = pool if len(pool) else np.flatnonzero(point_direct == d)
+                if len(pool):
+                    _, i = cKDTree(points[pool]).query(logcfg[rows])
+                    cand[rows, 0] = label_idx[pool[np.atleast_1d(i)]]
+                    ok[rows, 0] = True
+    first = cand[np.arange(len(cand)), np.argmax(ok, axis=1)]
+    return np.where(ok, cand, first[:, None])

@@ -1,0 +1,140 @@
+"""The gate in front of a variant chooser: whether cuDNN runs its direct fallback kernel."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from seer.data import census
+from seer.data.configs import log_config
+from seer.fit.gpu import _gate
+from seer.models import chooser, gate
+
+DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
+
+
+def _convs(n, seed=0):
+    rng = np.random.default_rng(seed)
+    h = rng.choice([7, 10, 14, 20, 28, 40, 56, 80, 112], n)
+    k = rng.choice([16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512], n)
+    return pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256], n),
+            "c_in": rng.choice([16, 32, 64, 128, 256, 512, 1024], n),
+            "h_in": h,
+            "w_in": h,
+            "c_out": k,
+            "kh": 1,
+            "kw": 1,
+            "stride_h": 1,
+            "stride_w": 1,
+            "pad_h": 0,
+            "pad_w": 0,
+            "dil_h": 1,
+            "dil_w": 1,
+            "groups": 1,
+        }
+    )
+
+
+def _runs_direct(df):
+    """The rule of the synthetic library: the direct kernel below 128 output channels on large
+    images, the explicit GEMM elsewhere (no single size decides it)."""
+    return ((df["c_out"] < 128) & (df["h_in"] * df["w_in"] * df["batch"] > 4096)).to_numpy()
+
+
+def test_a_gate_needs_enough_labels_of_both_kinds():
+    df = _convs(gate.GATE_MIN)
+    pts = log_config(df, "conv_fwd")
+    assert gate.fit_gate(pts[:-1], _runs_direct(df)[:-1]) is None  # one short
+    assert gate.fit_gate(pts, np.zeros(len(df), dtype=bool)) is None  # one kind only
+    g = gate.fit_gate(pts, _runs_direct(df))
+    test = _convs(500, seed=1)
+    assert (g.predict(log_config(test, "conv_fwd")).astype(bool) == _runs_direct(test)).mean() > 0.97
+
+
+def test_the_gate_keeps_each_rows_candidates_to_its_answer():
+    tr = _convs(3000)
+    keys = pd.Series(np.where(_runs_direct(tr), DIRECT, EXPLICIT))
+    plain = chooser.fit_chooser(tr, "conv_fwd", "GEMM", keys, candidates=1)
+    g = gate.fit_gate(log_config(tr, "conv_fwd"), _runs_direct(tr))
+    gated = chooser.fit_chooser(tr, "conv_fwd", "GEMM", keys, candidates=1, gate=g)
+    # queries beyond the data (batch 4096): the nearest configuration's variant is no guide there
+    q = _convs(400, seed=2).assign(batch=4096)
+    truth = np.where(_runs_direct(q), DIRECT, EXPLICIT)
+    assert (gated.choose(q) == truth).mean() > 0.99 > (plain.choose(q) == truth).mean() + 0.03
+    cand, _ = gated.propose(log_config(q, "conv_fwd"), radius=1.5)
+    want = g.predict(log_config(q, "conv_fwd")).astype(bool)
+    assert (gate.is_direct(np.asarray(gated.labels)[cand]) == want[:, None]).all()
+    back = chooser.Chooser.from_dict(gated.to_dict())
+    assert back.gate is not None and (back.choose(q) == gated.choose(q)).all()
+    assert "direct kernel" in back.rule and "direct kernel" not in plain.rule
+    assert "gate" not in plain.to_dict()
+
+
+def test_a_row_without_a_candidate_of_the_gates_answer_takes_the_nearest_that_ran_it():
+    labels = ["a_" + EXPLICIT, "b_" + DIRECT]
+    points = np.array([[0.0, 0.0], [0.0, 5.0], [5.0, 5.0]])
+    label_idx = np.array([0, 1, 1])
+    kinds = np.zeros(3, dtype=bool)
+
+    class Always:  # a gate that always answers "direct"
+        def predict(self, x):
+            return np.ones(len(x), dtype=np.int64)
+
+    cand = np.array([[0, 0], [0, 1]])
+    q = np.array([[4.0, 5.0], [0.0, 0.0]])
+    out = gate.gated(Always(), q, cand, labels, points, label_idx, kinds, np.zeros(2, dtype=bool))
+    assert out.tolist() == [[1, 1], [1, 1]]  # no direct candidate: the nearest direct point's; else its own
+
+
+def _family(n, seed, split="train"):
+    df = _convs(n, seed)
+    direct = _runs_direct(df)
+    return df.assign(
+        algo="GEMM",
+        split=split,
+        call_id=[f"{split}{seed}-{i}" for i in range(n)],
+        key=np.where(direct, DIRECT, EXPLICIT),
+        workspace_bytes=np.where(direct, 0, 4096),
+    )
+
+
+def _asked(df):
+    direct = _runs_direct(df)
+    return df.assign(algo="GEMM", math="fma", status="ok", workspace_bytes=np.where(direct, 0, 4096))
+
+
+def test_the_fit_grows_a_gate_from_timed_calls_and_the_census_where_the_workspace_tells():
+    few = _family(500, 0)
+    held = _family(200, 1, split="test")
+    assert _gate(pd.concat([few, held]), "conv_fwd", "GEMM", None) is None  # 500 calls: too few
+    asked = _asked(_convs(3000, seed=3))
+    g = _gate(pd.concat([few, held]), "conv_fwd", "GEMM", asked)
+    assert g is not None
+    # a census row of a timed configuration, held out or not, is left out: its calls label it
+    clash = _asked(pd.concat([few, held]).drop(columns=["algo", "split", "call_id", "key", "workspace_bytes"]))
+    clash["workspace_bytes"] = np.where(_runs_direct(clash), 4096, 0)  # the opposite of the calls
+    g2 = _gate(pd.concat([few, held]), "conv_fwd", "GEMM", pd.concat([asked, clash]))
+    pts = log_config(pd.concat([few, held]), "conv_fwd")
+    assert np.array_equal(g2.predict(pts), g.predict(pts))
+    # where the timed calls' workspace does not tell, no gate
+    blind = few.assign(workspace_bytes=0)
+    assert _gate(pd.concat([blind, held]), "conv_fwd", "GEMM", asked) is None
+
+
+def test_the_census_folder_of_a_gpu(tmp_path):
+    assert census.folder_of(tmp_path, "h100-sxm") is None
+    folder = tmp_path / "h100-sxm" / "census"
+    folder.mkdir(parents=True)
+    assert census.folder_of(tmp_path, "h100-sxm") is None  # no parts yet
+    _asked(_convs(5)).assign(op="conv_fwd").to_csv(folder / "census-000000.csv.gz", index=False)
+    assert census.folder_of(tmp_path, "h100-sxm") == folder
+    assert census.folder_of(tmp_path / "h100-sxm", "h100-sxm") == folder
+    assert len(census.read(folder)) == 5
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_workspace_coding_needs_both_kernels(direct):
+    calls = pd.DataFrame({"workspace_bytes": [0, 0], "direct": [direct, direct]})
+    assert not gate.workspace_coded(calls)

@@ -1,0 +1,107 @@
+"""Where cuDNN runs its direct fallback kernel, and whether its workspace query tells: the case for the census.
+
+    python tools/direct_fallback.py data/h100-sxm [data/h200]
+
+Prints, from a GPU's timed records (every suite and math mode, one line per convolution
+algorithm that ever ran a grouped-direct kernel): its calls, the share that ran the direct
+kernel, and how often "asks for no workspace" and "runs the direct kernel" agree; whether a
+repeat of the same calls (`repeat/`) ever ran the other kernel; with a second GPU folder, on
+how many shared configuration x algorithm pairs the two GPUs ran the other kernel or asked for
+another workspace; and, for the forward GEMM algorithm's ungrouped FP32 configurations, how
+well a classification tree (leaves of >= 3 rows, on the sizes and their products, as the
+variant choosers grow them) learns the choice from 1/8, 1/4, 1/2 and all of the other folds
+(5-fold cross-validation): the learning curve the census extends.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from seer.data import records
+from seer.data.configs import conv_products, log_config
+
+DIMS = ["batch", "c_in", "h_in", "w_in", "c_out", "kh", "kw", "stride_h", "stride_w"]
+DIMS += ["pad_h", "pad_w", "dil_h", "dil_w", "groups"]
+DIRECT = "grouped_direct"
+
+
+def calls(rec: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed convolution call: its configuration, algorithm, math, workspace and
+    whether a kernel it launched is the direct one."""
+    rec = rec[rec["op"].str.startswith("conv") & (rec["kernel"].fillna("").str.len() > 0)]
+    direct = rec.groupby("call_id")["kernel"].apply(lambda k: k.str.contains(DIRECT).any()).rename("direct")
+    return rec.drop_duplicates("call_id").join(direct, on="call_id")
+
+
+def agreement(c: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for (op, algo), g in c.groupby(["op", "algo"]):
+        if g["direct"].any():
+            none = g["workspace_bytes"] == 0
+            out.append((op, algo, len(g), g["direct"].mean(), (none == g["direct"]).mean()))
+    return pd.DataFrame(out, columns=["op", "algo", "calls", "direct", "no_workspace_iff_direct"])
+
+
+def labels(c: pd.DataFrame) -> pd.DataFrame:
+    return c.groupby(["op", "algo", "math", *DIMS]).agg(direct=("direct", "any"), ws=("workspace_bytes", "first"))
+
+
+def learning_curve(c: pd.DataFrame, folds: int = 5) -> dict[float, float]:
+    from sklearn.tree import DecisionTreeClassifier
+
+    g = c[(c["op"] == "conv_fwd") & (c["algo"] == "GEMM") & (c["math"] == "fma") & (c["groups"] == 1)]
+    x, y = conv_products(log_config(g, "conv_fwd")), g["direct"].to_numpy()
+    fold = np.random.default_rng(0).permutation(len(g)) % folds
+    keep = np.random.default_rng(1).random(len(g))
+    out = {}
+    for frac in (0.125, 0.25, 0.5, 1.0):
+        right = 0
+        for f in range(folds):
+            train = (fold != f) & (keep < frac)
+            tree = DecisionTreeClassifier(min_samples_leaf=3, random_state=0).fit(x[train], y[train])
+            right += int((tree.predict(x[fold == f]) == y[fold == f]).sum())
+        out[frac] = right / len(g)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if not argv or len(argv) > 2:
+        sys.stderr.write("usage: python tools/direct_fallback.py DATA/<gpu> [DATA/<other gpu>]\n")
+        return 2
+    first = calls(records.load(Path(argv[0])))
+    pd.set_option("display.width", 200)
+    print(f"{argv[0]}: {first['call_id'].nunique()} timed convolution calls")
+    print(agreement(first).round(4).to_string(index=False))
+    repeat = Path(argv[0]) / "repeat"
+    if repeat.is_dir():
+        both = labels(first).join(labels(calls(records.load(repeat))), suffixes=("", "_2"), how="inner")
+        print(
+            f"repeat: {len(both)} configuration x algorithm x math pairs run twice, the other kernel on "
+            f"{int((both['direct'] != both['direct_2']).sum())}"
+        )
+    if len(argv) == 2:
+        both = labels(first).join(labels(calls(records.load(Path(argv[1])))), suffixes=("", "_2"), how="inner")
+        print(
+            f"{argv[1]}: {len(both)} configuration x algorithm x math pairs shared, the other kernel on "
+            f"{int((both['direct'] != both['direct_2']).sum())}, another workspace on "
+            f"{int((both['ws'] != both['ws_2']).sum())}"
+        )
+    curve = learning_curve(first)
+    n = int(
+        (
+            (first["op"] == "conv_fwd") & (first["algo"] == "GEMM") & (first["math"] == "fma") & (first["groups"] == 1)
+        ).sum()
+    )
+    print(
+        f"forward GEMM, {n} ungrouped FP32 configurations, a tree's cross-validated accuracy from a share "
+        "of the training folds: " + ", ".join(f"{k:g}: {100 * v:.1f}%" for k, v in curve.items())
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
