@@ -46,6 +46,7 @@ CHUNK = 4096  # configurations a part file holds at most
 WRITE_EVERY_S = 15.0  # a part at least this often (a killed run loses less)
 PART = "census-{:06d}.csv.gz"  # seer.data.census.PARTS
 
+
 @dataclass(frozen=True)
 class Census:
     """The configurations asked about, in the order asked: real layers and design points
