@@ -103,10 +103,15 @@ def _alternate(a: list, b: list) -> Iterator:
             yield b[i]
 
 
-def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str) -> list[dict]:
+def _base(cfg: ConvConfig, math: str, gpu: str, version: str) -> dict:
+    """The fields every row of a configuration carries."""
+    return {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": version}
+
+
+def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str, version: str) -> list[dict]:
     """One configuration's rows: for each direction and algorithm, the workspace it asks for
     (status not_supported where cuDNN refuses it) and its place in cuDNN's heuristic order."""
-    base = {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": dnn.version_str()}
+    base = _base(cfg, math, gpu, version)
     rows = []
     with ConvProblem(dnn, **cfg.dims(), math=math, layout=cfg.layout) as p:
         for op in CONV_OPS:
@@ -135,7 +140,7 @@ def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str) -> list[di
 
 def refused(cfg: ConvConfig, math: str, gpu: str, version: str, status: str) -> list[dict]:
     """The rows of a configuration whose descriptors cuDNN refused: each call, that status."""
-    base = {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": version}
+    base = _base(cfg, math, gpu, version)
     return [
         {**base, "op": op, "algo": name, "workspace_bytes": None, "heuristic_rank": None, "status": status}
         for op in CONV_OPS
@@ -175,6 +180,7 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
     if limit is not None:
         todo = todo[:limit]
     dnn, handle = env.cudnn()
+    version = dnn.version_str()
     log(f"census: {len(todo)} configurations to ask about ({MATH_DTYPE[math]}, {math}), into {folder}")
     t0 = last = time.monotonic()
     rows: list[dict] = []
@@ -190,9 +196,9 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
                 rows, last = [], now
                 log(f"census: {done} asked, {done / (now - t0):.0f} a second")
             try:
-                rows += answers(dnn, handle, cfg, math, env.device.name)
+                rows += answers(dnn, handle, cfg, math, env.device.name, version)
             except CudnnError as exc:  # descriptors cuDNN refuses (a tensor too large): every call refused
-                rows += refused(cfg, math, env.device.name, dnn.version_str(), status_of(exc))
+                rows += refused(cfg, math, env.device.name, version, status_of(exc))
             done += 1
     finally:
         if rows:

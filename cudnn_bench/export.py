@@ -139,7 +139,7 @@ def report(data: str | Path) -> str:
 
 def census_line(folder: Path) -> str:
     """What a GPU's census folder holds (cudnn_bench.census)."""
-    from .census import DIMS, read
+    from seer.data.census import DIMS, read
 
     rows = read(folder)
     configs = len(rows.drop_duplicates(list(DIMS)))

@@ -22,10 +22,9 @@ import numpy as np
 import pandas as pd
 
 from seer.data import records
+from seer.data.census import DIMS
 from seer.data.configs import conv_products, log_config
 
-DIMS = ["batch", "c_in", "h_in", "w_in", "c_out", "kh", "kw", "stride_h", "stride_w"]
-DIMS += ["pad_h", "pad_w", "dil_h", "dil_w", "groups"]
 DIRECT = "grouped_direct"
 
 
