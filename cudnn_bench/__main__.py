@@ -363,11 +363,13 @@ def build_parser() -> Parser:
         help="ask cuDNN which kernel it would launch, for many configurations (no timing)",
         description="For every configuration of the census design (each real layer of "
         "cudnn_bench.families at each batch size of its family, and about 32,000 space-filling points), "
-        "each direction's workspace query for every algorithm and cuDNN's heuristic order, from "
-        "descriptors alone: no buffers, no kernels. The forward GEMM algorithm and the backward-filter "
-        "ALGO_1 ask for no workspace exactly when cuDNN runs its direct fallback kernel, 10-20x slower; "
-        "seer.fit's variant choosers learn that choice from these labels. Rows go to "
-        "OUT/<gpu-slug>/census/; a stopped run keeps what it asked and the same command asks the rest.",
+        "each direction's workspace query for every algorithm and cuDNN's heuristic order, and the "
+        "kernels each call would launch, captured into a CUDA graph that never runs (cudnn_bench.capture): "
+        "no timing. cuDNN runs a direct fallback kernel, 10-20x slower, on some configurations of six of "
+        "its algorithms (the forward GEMM algorithm and the backward-filter ALGO_1 ask for no workspace "
+        "exactly then); seer.fit's variant choosers learn that choice from these labels. Rows go to "
+        "OUT/<gpu-slug>/census/; a stopped run keeps what it asked and the same command asks the rest. "
+        "Run it in a process of its own (as this command is): the captured calls never ran.",
     )
     cs.add_argument("--out", type=folder, default=Path("data"), help="data folder of <gpu-slug>/ (default: data)")
     cs.add_argument("--math", choices=MATHS, default="fma", help="the math family asked about (default: fma)")

@@ -15,10 +15,13 @@ configurations grew eightfold, to about 3,690 (same command).
 
 So this step asks, for every configuration of a space-filling design and every real layer at
 every batch size of its family, each direction's workspace query for every algorithm and cuDNN's
-heuristic order (cudnnGetConvolution<Direction>Algorithm_v7): no buffers, no kernels, no timing.
-Rows go to `<data>/<gpu>/census/census-<n>.csv.gz`, one part per chunk of configurations (a
-stopped run keeps what it asked; a later run asks the rest), outside the timed records
-(seer.data.records reads no subfolder).
+heuristic order (cudnnGetConvolution<Direction>Algorithm_v7), and captures each call cuDNN accepts
+into a CUDA graph without running it (cudnn_bench.capture): the kernels it would launch, for every
+algorithm, where the workspace tells for two. No timing; the captured calls' pointers lie in one
+scratch allocation nothing reads or writes. Rows go to `<data>/<gpu>/census/census-<n>.csv.gz`,
+one part per chunk of configurations (a stopped run keeps what it asked; a later run asks the
+rest), outside the timed records (seer.data.records reads no subfolder). A driver that cannot
+name captured kernels leaves `capture` empty, and the workspace rows stand alone.
 """
 
 from __future__ import annotations
@@ -30,21 +33,26 @@ from pathlib import Path
 
 import pandas as pd
 
-from seer.data.census import COLUMNS, DIMS, PARTS, read
+from seer.data.census import COLUMNS, DIMS, PARTS, legend_of, read, shared
 from seer.data.records import CONV_OPS
 from seer.data.variants import CONV_OP_ALGOS
 
+from .capture import Capture, GraphCapture
 from .configs import ConvConfig
 from .conv_grid import _hash, sobol_config, sobol_indices, structure_of, structures, weights_of
 from .cudnn import ConvProblem, Cudnn
-from .errors import CudnnError, status_of
+from .errors import BenchError, CudaError, CudnnError, DeviceOutOfMemory, status_of
 from .families import FAMILIES
 from .maths import MATH_DTYPE
+from .runtime import Backend
 
 SOBOL_POINTS = 1 << 15  # the space-filling design's points (a whole base-2 net)
 CHUNK = 4096  # configurations a part file holds at most
 WRITE_EVERY_S = 15.0  # a part at least this often (a killed run loses less)
 PART = "census-{:06d}.csv.gz"  # seer.data.census.PARTS
+SCRATCH_SHARE = 0.5  # of the device memory free at the start: the most the captured calls' tensors take
+ALIGN = 256  # bytes: where each of a captured call's buffers starts in the scratch allocation
+GIVE_UP = 200  # captures failing in a row: the driver or library cannot capture here, stop trying
 
 
 @dataclass(frozen=True)
@@ -108,9 +116,81 @@ def _base(cfg: ConvConfig, math: str, gpu: str, version: str) -> dict:
     return {**{f: getattr(cfg, f) for f in DIMS}, "math": math, "gpu": gpu, "cudnn_version": version}
 
 
-def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str, version: str) -> list[dict]:
+@dataclass
+class Scratch:
+    """One device allocation the captured calls' buffers lie in (nothing runs: nothing reads or
+    writes it), grown to the largest call asked, up to `cap` bytes."""
+
+    backend: Backend
+    cap: int
+    ptr: int = 0
+    size: int = 0
+
+    def pointers(self, sizes: Sequence[int]) -> tuple[int, ...] | None:
+        """A pointer for a buffer of each of `sizes` bytes, none overlapping; None beyond the cap."""
+        offsets, total = [], 0
+        for n in sizes:
+            offsets.append(total)
+            total += -(-max(int(n), 1) // ALIGN) * ALIGN
+        if total > self.cap:
+            return None
+        if total > self.size:
+            grown = min(max(total, 2 * self.size), self.cap)
+            self.close()
+            try:
+                self.ptr, self.size = self.backend.alloc(grown), grown
+            except DeviceOutOfMemory:  # what the device would not give: ask for less from now on
+                self.cap = grown // 2
+                return None
+        return tuple(self.ptr + o for o in offsets)
+
+    def close(self) -> None:
+        if self.ptr:
+            self.backend.free(self.ptr)
+        self.ptr = self.size = 0
+
+
+@dataclass
+class Capturing:
+    """What capturing a census's calls needs: the capture, its scratch memory, the stream cuDNN's
+    handle launches on."""
+
+    capture: Capture
+    scratch: Scratch
+    stream: int
+    failed: int = 0  # captures failed in a row (GIVE_UP of them: no more tried)
+
+    @property
+    def live(self) -> bool:
+        return self.failed < GIVE_UP
+
+    def kernels(self, dnn: Cudnn, handle, p: ConvProblem, cfg: ConvConfig, op: str, algo: int, ws: int) -> dict:
+        """The captured call's row fields: `capture` "ok" (or why not), `launches`, `kernels` (its
+        distinct kernel names in launch order)."""
+        t = cfg.tensor_bytes(p.dtype)
+        ptrs = self.scratch.pointers([t["x"], t["w"], t["y"], ws])
+        if ptrs is None:
+            return {"capture": "too_large"}
+        x, w, y, space = ptrs
+        try:
+            got = self.capture.kernels(
+                self.stream, lambda: dnn.convolve(op, handle, (p.x, p.w, p.y), (x, w, y), p.conv, algo, space, ws)
+            )
+        except CudnnError as exc:
+            return {"capture": status_of(exc)}
+        except CudaError as exc:  # an invalidated capture (the call synchronized): not this row's answer
+            self.failed += 1
+            return {"capture": f"capture_failed {exc.name}"}
+        self.failed = 0
+        return {"capture": "ok", "launches": len(got), "kernels": tuple(dict.fromkeys(k.name for k in got))}
+
+
+def answers(
+    dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str, version: str, capturing: Capturing | None = None
+) -> list[dict]:
     """One configuration's rows: for each direction and algorithm, the workspace it asks for
-    (status not_supported where cuDNN refuses it) and its place in cuDNN's heuristic order."""
+    (status not_supported where cuDNN refuses it), its place in cuDNN's heuristic order, and where
+    `capturing`, the kernels the call would launch."""
     base = _base(cfg, math, gpu, version)
     rows = []
     with ConvProblem(dnn, **cfg.dims(), math=math, layout=cfg.layout) as p:
@@ -125,16 +205,17 @@ def answers(dnn: Cudnn, handle, cfg: ConvConfig, math: str, gpu: str, version: s
                     ws, status = dnn.workspace_size(handle, p.x, p.w, p.conv, p.y, algo, op=op), "ok"
                 except CudnnError as exc:
                     ws, status = None, status_of(exc)
-                rows.append(
-                    {
-                        **base,
-                        "op": op,
-                        "algo": name,
-                        "workspace_bytes": ws,
-                        "heuristic_rank": rank.get(algo),
-                        "status": status,
-                    }
-                )
+                row = {
+                    **base,
+                    "op": op,
+                    "algo": name,
+                    "workspace_bytes": ws,
+                    "heuristic_rank": rank.get(algo),
+                    "status": status,
+                }
+                if capturing is not None and capturing.live and ws is not None:
+                    row.update(capturing.kernels(dnn, handle, p, cfg, op, algo, ws))
+                rows.append(row)
     return rows
 
 
@@ -157,17 +238,32 @@ def asked(folder: Path) -> set[tuple[int, ...]]:
 
 
 def _write(folder: Path, rows: list[dict]) -> Path:
-    """A new part (named after the parts before it, so parts of several runs never collide)."""
+    """A new part (named after the parts before it, so parts of several runs never collide), its
+    kernel names first, in the legend file beside it (seer.data.census)."""
     folder.mkdir(parents=True, exist_ok=True)
     n = len(list(folder.glob(PARTS)))
     path = folder / PART.format(n)
-    while path.exists():
+    while path.exists() or legend_of(path).exists():
         n += 1
         path = folder / PART.format(n)
-    tmp = path.with_suffix(".tmp")
-    pd.DataFrame(rows, columns=list(COLUMNS)).to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
-    tmp.replace(path)
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in ("workspace_bytes", "heuristic_rank", "launches"):
+        frame[col] = frame[col].astype("Int64")
+    names: dict[str, int] = {}
+    frame["kernels"] = [
+        " ".join(str(names.setdefault(k, len(names))) for k in ks) if isinstance(ks, tuple) else None
+        for ks in frame["kernels"]
+    ]
+    if names:
+        _atomic(legend_of(path), pd.DataFrame({"id": list(names.values()), "name": list(names)}))
+    _atomic(path, frame)
     return path
+
+
+def _atomic(path: Path, frame: pd.DataFrame) -> None:
+    tmp = path.with_suffix(".tmp")
+    frame.to_csv(tmp, index=False, compression={"method": "gzip", "mtime": 0})
+    tmp.replace(path)
 
 
 def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limit: int | None = None, log=print) -> int:
@@ -175,13 +271,18 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
     seconds); returns how many were asked."""
     from seer.hardware import gpus
 
-    folder = Path(out) / gpus.slug_for(env.device.name) / "census"
+    folder = shared(Path(out), gpus.slug_for(env.device.name))  # one census an architecture
     todo = design(exclude=held_out()).left(folder)
     if limit is not None:
         todo = todo[:limit]
     dnn, handle = env.cudnn()
     version = dnn.version_str()
-    log(f"census: {len(todo)} configurations to ask about ({MATH_DTYPE[math]}, {math}), into {folder}")
+    capturing = _capturing(env, log)
+    scratch = capturing.scratch if capturing is not None else Scratch(env.backend, 0)
+    log(
+        f"census: {len(todo)} configurations to ask about ({MATH_DTYPE[math]}, {math}), into {folder}"
+        + ("" if capturing else ", without captured kernels")
+    )
     t0 = last = time.monotonic()
     rows: list[dict] = []
     done = 0
@@ -196,15 +297,33 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
                 rows, last = [], now
                 log(f"census: {done} asked, {done / (now - t0):.0f} a second")
             try:
-                rows += answers(dnn, handle, cfg, math, env.device.name, version)
+                rows += answers(dnn, handle, cfg, math, env.device.name, version, capturing)
+                if capturing is not None and not capturing.live:
+                    log(f"census: {GIVE_UP} captures failed in a row; the rest without captured kernels")
+                    capturing = None
             except CudnnError as exc:  # descriptors cuDNN refuses (a tensor too large): every call refused
                 rows += refused(cfg, math, env.device.name, version, status_of(exc))
             done += 1
     finally:
         if rows:
             _write(folder, rows)
+        scratch.close()
     log(f"census: {done} configurations in {time.monotonic() - t0:.1f} s; {len(todo) - done} left")
     return done
+
+
+def _capturing(env, log) -> Capturing | None:
+    """Capturing on `env` (its own capture, a simulated GPU's; else the driver's graph capture),
+    or None, with the reason logged, where the driver cannot name captured kernels."""
+    capture = env.capture
+    if capture is None:
+        try:
+            capture = GraphCapture.open()
+        except (BenchError, OSError, AttributeError) as exc:
+            log(f"census: no captured kernels ({exc})")
+            return None
+    free, _ = env.backend.mem_info()
+    return Capturing(capture, Scratch(env.backend, int(free * SCRATCH_SHARE)), env.stream)
 
 
 def held_out() -> list[ConvConfig]:

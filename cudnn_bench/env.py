@@ -19,6 +19,7 @@ from functools import partial
 from typing import Protocol
 
 from . import libs, runtime
+from .capture import Capture
 from .configs import TorchConfig
 from .cublaslt import CublasLt
 from .cudnn import Cudnn
@@ -69,6 +70,7 @@ class Env:
     tracer: Tracer | None = None
     nvml: ClockReader | None = None
     torch_ops: MemoryOps | None = None  # PyTorch on this stream (memory_ops.TorchOps), for memory-bound suites
+    capture: Capture | None = None  # kernels of a call learnt without running it (a fake's; the census opens the GPU's)
     versions: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 

@@ -77,7 +77,7 @@ STEP_START_S = 8.0
 # core; at most this a call until the GPU's census folder holds the whole design (its rate on a
 # real GPU is unknown until the first call's log says it)
 CENSUS_S = 45.0
-CENSUS_STEP = "census: cuDNN's kernel choices by workspace query (no timing)"
+CENSUS_STEP = "census: cuDNN's kernel choices by workspace query and graph capture (no timing)"
 CORE_SUITES = ("gemm_layers", "test_set_ii")
 # the grid step's suites (after the redo), measured in turns by their shares (plan.interleave)
 GRID_SUITES = ("conv_grid", "seer_grid", "conv_bwd_grid")
@@ -381,10 +381,13 @@ def run_session(args: argparse.Namespace, sess: Session, step: Callable = run_st
 
 
 def census_left(folder: Path) -> int:
-    """How many configurations of the census design `folder` (a data/<gpu-slug>) holds no answers of."""
+    """How many configurations of the census design the census serving `folder` (a
+    data/<gpu-slug>; seer.data.census.shared: its own or its architecture's) holds no answers of."""
+    from seer.data.census import shared
+
     from . import census
 
-    return len(census.design(exclude=census.held_out()).left(folder / "census"))
+    return len(census.design(exclude=census.held_out()).left(shared(folder.parent, folder.name)))
 
 
 def side_time(side: SideStep, folder: Path) -> float:

@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from cudnn_bench.capture import Captured
 from cudnn_bench.cublaslt import STATUS_NAMES as CUBLAS_STATUS_NAMES
 from cudnn_bench.cublaslt import CublasLt
 from cudnn_bench.cudnn import STATUS_NAMES as CUDNN_STATUS_NAMES
@@ -124,6 +125,25 @@ class FakeTracer:
 
     def close(self) -> None:
         pass
+
+
+class FakeCapture:
+    """Stands in for capture.GraphCapture: the call runs on the fake cuDNN with a tracer of its
+    own, whose kernel records are the graph's kernel nodes (nothing else sees them)."""
+
+    def __init__(self, lib: FakeCudnnLib):
+        self.lib = lib
+        self.captured = 0
+
+    def kernels(self, stream: int, call) -> list[Captured]:
+        saved, self.lib.tracer = self.lib.tracer, FakeTracer()
+        try:
+            call()
+            recs = self.lib.tracer.take()
+        finally:
+            self.lib.tracer = saved
+        self.captured += 1
+        return [Captured(r.name, r.grid, r.block) for r in recs]
 
 
 class Recorder:
@@ -679,7 +699,8 @@ def fake_env(
     `setup` and `overlap` shape the cuDNN calls' kernel records (see FakeCudnnLib)."""
     backend = FakeBackend(mem_bytes=mem_bytes)
     tr = tracer if isinstance(tracer, FakeTracer) else (FakeTracer() if tracer else None)
-    dnn = Cudnn(FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms, chunks=chunks, setup=setup, overlap=overlap))
+    dnn_lib = FakeCudnnLib(backend, tr, fail=fail, host_gap_ms=host_gap_ms, chunks=chunks, setup=setup, overlap=overlap)
+    dnn = Cudnn(dnn_lib)
     lt = CublasLt(FakeLtLib(backend, tr, n_algos=n_algos, no_algos_for=no_algos_for))
     stream = backend.new_stream()
 
@@ -701,6 +722,7 @@ def fake_env(
         tracer=tr,
         nvml=_Nvml(),
         torch_ops=FakeTorchOps(backend, tr),
+        capture=FakeCapture(dnn_lib),
         versions={
             "driver_version": "580.159.04",
             "cuda_version": "13.5",

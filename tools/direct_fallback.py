@@ -10,7 +10,10 @@ how many shared configuration x algorithm pairs the two GPUs ran the other kerne
 another workspace; and, for the forward GEMM algorithm's ungrouped FP32 configurations, how
 well a classification tree (leaves of >= 3 rows, on the sizes and their products, as the
 variant choosers grow them) learns the choice from 1/8, 1/4, 1/2 and all of the other folds
-(5-fold cross-validation): the learning curve the census extends.
+(5-fold cross-validation): the learning curve the census extends. Where the GPU's census
+(seer.data.census.folder_of) captured calls, on how many configuration x algorithm pairs a timed
+call ran the same kernels (the same distinct names) and the same kind (direct or not) as the
+captured one: the check that a capture tells what runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from seer.data import records
+from seer.data import census, records
 from seer.data.census import DIMS
 from seer.data.configs import conv_products, log_config
 
@@ -43,6 +46,33 @@ def agreement(c: pd.DataFrame) -> pd.DataFrame:
             none = g["workspace_bytes"] == 0
             out.append((op, algo, len(g), g["direct"].mean(), (none == g["direct"]).mean()))
     return pd.DataFrame(out, columns=["op", "algo", "calls", "direct", "no_workspace_iff_direct"])
+
+
+def kernel_sets(rec: pd.DataFrame) -> pd.DataFrame:
+    """Each timed FP32 call's distinct kernel names (a frozenset) by configuration and algorithm."""
+    rec = rec[rec["op"].str.startswith("conv") & (rec["kernel"].fillna("").str.len() > 0) & (rec["math"] == "fma")]
+    names = rec.groupby("call_id")["kernel"].agg(lambda k: frozenset(k.astype(str))).rename("timed")
+    return rec.drop_duplicates("call_id").join(names, on="call_id").groupby(["op", "algo", *DIMS])["timed"].first()
+
+
+def capture_agreement(rec: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """How often the census's captured calls name what the timed calls of the same pairs ran."""
+    got = rows[(rows["capture"] == "ok") & (rows["math"] == "fma")]
+    if got.empty:
+        return "census: no captured calls"
+    captured = got.set_index(["op", "algo", *DIMS])["kernels"].map(frozenset).rename("captured")
+    both = kernel_sets(rec).to_frame().join(captured, how="inner")
+    if both.empty:
+        return f"census: {len(got)} captured calls, none of a timed configuration"
+    same = (both["timed"] == both["captured"]).mean()
+    kind = (
+        both["timed"].map(lambda k: any(DIRECT in n for n in k))
+        == both["captured"].map(lambda k: any(DIRECT in n for n in k))
+    ).mean()
+    return (
+        f"census: {len(both)} timed configuration x algorithm pairs captured too; the same kernels on "
+        f"{100 * same:.1f}%, the same kind (direct or not) on {100 * kind:.1f}%"
+    )
 
 
 def labels(c: pd.DataFrame) -> pd.DataFrame:
@@ -71,7 +101,8 @@ def main(argv: list[str]) -> int:
     if not argv or len(argv) > 2:
         sys.stderr.write("usage: python tools/direct_fallback.py DATA/<gpu> [DATA/<other gpu>]\n")
         return 2
-    first = calls(records.load(Path(argv[0])))
+    rec = records.load(Path(argv[0]))
+    first = calls(rec)
     pd.set_option("display.width", 200)
     print(f"{argv[0]}: {first['call_id'].nunique()} timed convolution calls")
     print(agreement(first).round(4).to_string(index=False))
@@ -99,6 +130,9 @@ def main(argv: list[str]) -> int:
         f"forward GEMM, {n} ungrouped FP32 configurations, a tree's cross-validated accuracy from a share "
         "of the training folds: " + ", ".join(f"{k:g}: {100 * v:.1f}%" for k, v in curve.items())
     )
+    where = census.folder_of(Path(argv[0]), Path(argv[0]).name)
+    if where is not None:
+        print(capture_agreement(rec, census.read(where)))
     return 0
 
 

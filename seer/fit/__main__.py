@@ -14,6 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,7 @@ from seer.fitsfile import DEFAULT_OUT, write
 from seer.hardware import gpus
 from seer.models.chooser import Chooser
 from seer.models.memory import MIN_ROWS as MEMORY_MIN_ROWS
+from seer.models.options import DEFAULT, GATES
 
 # Where the fits of other data than the bundled files' go when --out is not given: beside the
 # bundled fits/, never over them (build/ is the project's scratch folder, ignored by git).
@@ -98,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="remove measurement drift where a file's order is random (default: auto)",
     )
+    ap.add_argument(
+        "--gates",
+        choices=GATES,
+        default=DEFAULT.gates,
+        help="which convolution algorithms get a gate for cuDNN's direct kernel (seer.models.gate): "
+        "'workspace', those whose workspace tells when it runs (default); 'captured', also every "
+        "algorithm the census captured calls of",
+    )
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
     ap.add_argument(
         "--jobs",
@@ -131,7 +141,8 @@ def _main(args: argparse.Namespace) -> int:
     folder, note = _out_dir(args.out, data, _slugs(rec), args.replace)
     out_dir = writable_dir(folder, "--out")  # before the fit, not after it
     t0 = time.perf_counter()
-    docs = fit_all(rec, data_path=data, drift=args.drift == "auto", jobs=args.jobs, ray=args.ray)
+    options = replace(DEFAULT, gates=args.gates)
+    docs = fit_all(rec, data_path=data, drift=args.drift == "auto", jobs=args.jobs, ray=args.ray, options=options)
     _refuse_empty(docs)
     if note:
         print(f"note: {note}", file=sys.stderr)

@@ -35,7 +35,7 @@ from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
 from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
-from seer.models.gate import call_labels, census_labels, fit_gate, workspace_coded
+from seer.models.gate import call_labels, captured_any, census_labels, fit_gate, workspace_coded
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
 from seer.models.solver import rmspe
@@ -118,7 +118,7 @@ def fit_gpu(
         g = g[g["key"].isin(list(models))]
         if len(g):
             r = _rules(g, models, target[g.index], op, options.tree_products)
-            gate = _gate(rec, op, algo, census_rows) if op in records.CONV_OPS else None
+            gate = _gate(rec, op, algo, census_rows, options.gates) if op in records.CONV_OPS else None
             chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate)
             choosers[family_key(op, algo)] = chooser.to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
@@ -140,18 +140,24 @@ def fit_gpu(
     }
 
 
-def _gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None) -> Tree | None:
+def _gate(
+    rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None, gates: str = "workspace"
+) -> Tree | None:
     """The gate of a convolution family (seer.models.gate), where its timed training calls ask
-    for no workspace exactly when they run the direct kernel (the census can label its
-    configurations): grown on those calls and the census's configurations of the algorithm
-    (less those the family timed, whose calls label them, training or held out)."""
+    for no workspace exactly when they run the direct kernel (the census labels its
+    configurations, captured or not), or with `gates` "captured" where the census captured calls
+    of it: grown on those calls and the census's labelled configurations of the algorithm (less
+    those the family timed, whose calls label them, training or held out)."""
     fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
     calls = call_labels(fam[fam["split"] == "train"])
-    if calls.empty or not workspace_coded(calls):
+    if calls.empty:
+        return None
+    coded = workspace_coded(calls)
+    if not coded and not (gates == "captured" and captured_any(census_rows, op, algo)):
         return None
     pts, direct = points_of(calls, op), calls["direct"].to_numpy(dtype=bool)
     if census_rows is not None:
-        asked = census_labels(census_rows, op, algo)
+        asked = census_labels(census_rows, op, algo, workspace=coded)
         if len(asked):
             timed = {tuple(p) for p in points_of(fam.drop_duplicates("call_id"), op)}
             more = points_of(asked, op)

@@ -33,6 +33,7 @@ from seer.models.drift import KNOTS
 from seer.models.dual import DUAL_ALGOS, GRADIENT_OPS
 from seer.models.geometry import AXES, RULE_KINDS
 from seer.models.memory import SCHEMA as MEMORY_SCHEMA
+from seer.models.options import GATES
 from seer.models.tree import LEAF, MAX_MEMBERS
 
 GPU_FIGURES = ("fp32_tflops", "dram_gbs", "l2_mb", "boost_mhz")
@@ -441,13 +442,16 @@ def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:
 
 
 def _options(c: _Doc, o: dict) -> None:
-    """The fit's settings (seer.models.FitOptions): switches true or false, numbers >= 0, the
-    trust distance > 0."""
+    """The fit's settings (seer.models.FitOptions): switches true or false, the gates one of
+    their names, numbers >= 0, the trust distance > 0."""
     switches = {k for k, v in models.DEFAULT.to_dict().items() if isinstance(v, bool)}
     for k, v in o.items():
         if k in switches:
             if not isinstance(v, bool):
                 c.fail(_at("options", k), "true or false", v)
+        elif k == "gates":
+            if v not in GATES:
+                c.fail(_at("options", k), "one of " + ", ".join(f'"{g}"' for g in GATES), v)
         else:
             c.num(v, _at("options", k), 0, lo_open=k == "trust_distance")
 

@@ -13,17 +13,20 @@ others), and a row whose candidates hold none of that answer takes the variant o
 training configuration that ran it (of the row's kind where it has one).
 
 Labels: the family's timed training calls (whether one of a call's kernels is the direct one)
-and, where `python -m cudnn_bench census` asked cuDNN, its workspace queries. A family gets a
-gate only where its timed calls ask for no workspace exactly when they run the direct kernel, so
-that the census can label it (the forward GEMM algorithm and the backward-filter ALGO_1 on the
-H100 and the H200: tools/direct_fallback.py): grown on the calls alone of IMPLICIT_GEMM and
-IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace does not tell, gates raised
-their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the H100). And only from GATE_MIN
-labelled configurations: a tree's error on the forward GEMM was 10.7%, 8.4%, 6.7% and 4.7% from
-about 460, 920, 1,850 and 3,690 of them; in a trial the backward-filter ALGO_1's gates,
-grown on 581 and 575 timed calls, took that algorithm's Test-set-I RMSPE from 626.4% to 53.2%
-on the H100 and from 36.2% to 79.2% on the H200, where the forward GEMM's, grown on 4,257 and
-3,368, lowered it on both (65.0% -> 61.9%, 89.5% -> 40.1%; 2026-11-28, docs/results.md).
+and, where `python -m cudnn_bench census` asked cuDNN, the kernels of its captured calls, or,
+uncaptured, its workspace queries. A family gets a gate where its timed calls ask for no
+workspace exactly when they run the direct kernel (the forward GEMM algorithm and the
+backward-filter ALGO_1 on the H100 and the H200: tools/direct_fallback.py), so that even an
+uncaptured census labels it; with FitOptions.gates "captured", also every family the census
+captured. That is not the default until a census with captures is measured: grown on the calls
+alone of IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace
+does not tell, gates raised their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the
+H100). And only from GATE_MIN labelled configurations: a tree's error on the forward GEMM was
+10.7%, 8.4%, 6.7% and 4.7% from about 460, 920, 1,850 and 3,690 of them; in a trial the
+backward-filter ALGO_1's gates, grown on 581 and 575 timed calls, took that algorithm's
+Test-set-I RMSPE from 626.4% to 53.2% on the H100 and from 36.2% to 79.2% on the H200, where the
+forward GEMM's, grown on 4,257 and 3,368, lowered it on both (65.0% -> 61.9%, 89.5% -> 40.1%;
+2026-11-28, docs/results.md).
 """
 
 from __future__ import annotations
@@ -60,13 +63,27 @@ def workspace_coded(calls: pd.DataFrame) -> bool:
     return bool(ws.notna().all() and direct.any() and not direct.all() and ((ws == 0).to_numpy() == direct).all())
 
 
-def census_labels(rows: pd.DataFrame, op: str, algo: str, math: str = "fma") -> pd.DataFrame:
-    """The census's answered queries of one algorithm: its configurations and `direct` (it
-    asked for no workspace)."""
+def census_labels(rows: pd.DataFrame, op: str, algo: str, math: str = "fma", workspace: bool = True) -> pd.DataFrame:
+    """The census's labelled configurations of one algorithm and `direct`: whether the call,
+    captured without running (cudnn_bench.capture), launched a direct kernel; where it was not
+    captured and `workspace` (the family's timed calls ask for no workspace exactly when they
+    run it: workspace_coded), whether it asked for no workspace."""
     if rows.empty:
         return rows.assign(direct=pd.Series(dtype=bool))
     mine = rows[(rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)]
-    return mine.assign(direct=pd.to_numeric(mine["workspace_bytes"]) == 0)[[*census.DIMS, "op", "direct"]]
+    captured = (mine["capture"] == "ok").to_numpy() if "capture" in mine else np.zeros(len(mine), dtype=bool)
+    ran = [isinstance(k, tuple) and bool(is_direct(list(k)).any()) for k in mine.get("kernels", [None] * len(mine))]
+    asked = (pd.to_numeric(mine["workspace_bytes"]) == 0).to_numpy(dtype=bool)
+    keep = captured | workspace
+    direct = np.where(captured, np.asarray(ran, dtype=bool), asked)
+    return mine[keep].assign(direct=direct[keep])[[*census.DIMS, "op", "direct"]]
+
+
+def captured_any(rows: pd.DataFrame | None, op: str, algo: str) -> bool:
+    """Whether the census captured any call of the algorithm (its labels need no workspace rule)."""
+    if rows is None or rows.empty or "capture" not in rows:
+        return False
+    return bool(((rows["op"] == op) & (rows["algo"] == algo) & (rows["capture"] == "ok")).any())
 
 
 def fit_gate(points: np.ndarray, direct: np.ndarray) -> Tree | None:

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from seer.errors import SeerError
+
+GATES = ("workspace", "captured")  # FitOptions.gates
+
 
 @dataclass(frozen=True)
 class FitOptions:
@@ -39,6 +43,15 @@ class FitOptions:
     # cross-validates this fraction better than the best model without them, and only on a
     # variant of folds x min_rows training rows at least.
     loops_gain: float = 0.05
+    # Which convolution families get a gate (seer.models.gate): "workspace", those whose timed
+    # calls ask for no workspace exactly when they run cuDNN's direct kernel; "captured", those
+    # and every family the census captured calls of (cudnn_bench.capture), to be measured before
+    # it becomes the default.
+    gates: str = "workspace"
+
+    def __post_init__(self) -> None:
+        if self.gates not in GATES:
+            raise SeerError(f"FitOptions.gates is one of {', '.join(GATES)}, not {self.gates!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -291,6 +291,10 @@ BAD = {
         lambda d: d.update(conv_timing="sometimes") or 'conv_timing must be one of "every_algorithm", "pick_only"',
         'got "sometimes"',
     ),
+    "gates": (
+        lambda d: d.setdefault("options", {}).update(gates="every") or 'options.gates must be one of "workspace", "captured"',
+        'got "every"',
+    ),
     "nan anywhere": (_walk, "NaN"),
 }
 
@@ -345,6 +349,7 @@ def test_valid_edge_values_pass(t4_text, tmp_path):
         "train_rmspe": 0.1,
         "train_median_ape": 0.05,
     }
+    doc.setdefault("options", {})["gates"] = "captured"
     p = tmp_path / "edge.json"
     p.write_text(json.dumps(doc))
     _read(p)

@@ -7,7 +7,7 @@ import pytest
 from seer.data import census
 from seer.data.configs import log_config
 from seer.fit.gpu import _gate
-from seer.models import chooser, gate
+from seer.models import FitOptions, chooser, gate
 
 DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
 
@@ -138,3 +138,48 @@ def test_the_census_folder_of_a_gpu(tmp_path):
 def test_workspace_coding_needs_both_kernels(direct):
     calls = pd.DataFrame({"workspace_bytes": [0, 0], "direct": [direct, direct]})
     assert not gate.workspace_coded(calls)
+
+
+def _captured(df):
+    """Census rows of captured calls: the kernels name the choice, the workspace says nothing
+    (every call asks for some, as IMPLICIT_PRECOMP_GEMM's often do)."""
+    direct = _runs_direct(df)
+    kernels = [("void cudnn::cnn::conv2d_grouped_direct_kernel<float>(float*)",) if d else ("sm90_xmma_fprop",)
+               for d in direct]
+    return _asked(df).assign(workspace_bytes=4096, capture="ok", launches=1, kernels=kernels)
+
+
+def test_captured_calls_label_the_census_whatever_their_workspace():
+    rows = pd.concat([_captured(_convs(40, seed=4)), _asked(_convs(30, seed=5)).assign(capture=np.nan)])
+    rows["op"] = "conv_fwd"
+    got = gate.census_labels(rows, "conv_fwd", "GEMM", workspace=False)  # the uncaptured rows say nothing
+    assert len(got) == 40 and np.array_equal(got["direct"].to_numpy(), _runs_direct(_convs(40, seed=4)))
+    both = gate.census_labels(rows, "conv_fwd", "GEMM")  # where the workspace tells: those too, by it
+    assert len(both) == 70 and np.array_equal(both["direct"].to_numpy()[40:], _runs_direct(_convs(30, seed=5)))
+    assert gate.captured_any(rows, "conv_fwd", "GEMM") and not gate.captured_any(rows, "conv_fwd", "FFT")
+
+
+def test_with_gates_captured_a_family_whose_workspace_does_not_tell_gets_one_from_its_captures():
+    blind = pd.concat([_family(500, 0), _family(200, 1, split="test")]).assign(workspace_bytes=4096)
+    census_rows = _captured(_convs(3000, seed=3)).assign(op="conv_fwd")
+    assert _gate(blind, "conv_fwd", "GEMM", census_rows) is None  # the default: the workspace must tell
+    g = _gate(blind, "conv_fwd", "GEMM", census_rows, gates="captured")
+    test = _convs(500, seed=6)
+    assert (g.predict(log_config(test, "conv_fwd")).astype(bool) == _runs_direct(test)).mean() > 0.97
+    assert _gate(blind, "conv_fwd", "GEMM", _asked(_convs(3000, seed=3)).assign(op="conv_fwd"), gates="captured") is None
+    with pytest.raises(Exception, match="gates"):
+        FitOptions(gates="every")
+
+
+def test_one_census_serves_every_gpu_of_an_architecture(tmp_path):
+    folder = tmp_path / "h100-sxm" / "census"
+    folder.mkdir(parents=True)
+    _asked(_convs(5)).assign(op="conv_fwd").to_csv(folder / "census-000000.csv.gz", index=False)
+    assert census.folder_of(tmp_path, "h200") == folder  # sm_90 both: the H100's census labels the H200
+    assert census.folder_of(tmp_path / "h200", "h200") == folder
+    assert census.folder_of(tmp_path, "l4") is None  # sm_89: its own, none yet
+    assert census.shared(tmp_path, "l4") == tmp_path / "l4" / "census"
+    own = tmp_path / "h200" / "census"
+    own.mkdir(parents=True)
+    _asked(_convs(3)).assign(op="conv_fwd").to_csv(own / "census-000000.csv.gz", index=False)
+    assert census.folder_of(tmp_path, "h200") == own  # a GPU's own census first
