@@ -278,7 +278,6 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
     dnn, handle = env.cudnn()
     version = dnn.version_str()
     capturing = _capturing(env, log)
-    scratch = capturing.scratch if capturing is not None else Scratch(env.backend, 0)
     log(
         f"census: {len(todo)} configurations to ask about ({MATH_DTYPE[math]}, {math}), into {folder}"
         + ("" if capturing else ", without captured kernels")
@@ -300,6 +299,7 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
                 rows += answers(dnn, handle, cfg, math, env.device.name, version, capturing)
                 if capturing is not None and not capturing.live:
                     log(f"census: {GIVE_UP} captures failed in a row; the rest without captured kernels")
+                    capturing.scratch.close()
                     capturing = None
             except CudnnError as exc:  # descriptors cuDNN refuses (a tensor too large): every call refused
                 rows += refused(cfg, math, env.device.name, version, status_of(exc))
@@ -307,7 +307,8 @@ def run(env, out: Path, math: str = "fma", stop_after: float | None = None, limi
     finally:
         if rows:
             _write(folder, rows)
-        scratch.close()
+        if capturing is not None:
+            capturing.scratch.close()
     log(f"census: {done} configurations in {time.monotonic() - t0:.1f} s; {len(todo) - done} left")
     return done
 

@@ -140,14 +140,14 @@ def report(data: str | Path) -> str:
 def census_line(folder: Path) -> str:
     """What a GPU's census folder holds (cudnn_bench.census)."""
     from seer.data.census import DIMS, read
-    from seer.models.gate import is_direct
+    from seer.models.gate import ran_direct
 
     rows = read(folder)
     configs = len(rows.drop_duplicates(list(DIMS)))
     gemm = rows[(rows["op"] == "conv_fwd") & (rows["algo"] == "GEMM") & (rows["status"] == "ok")]
     direct = int((gemm["workspace_bytes"] == 0).sum())
     captured = rows[rows["capture"] == "ok"]
-    fallback = sum(bool(is_direct(list(ks)).any()) for ks in captured["kernels"] if ks)
+    fallback = sum(ran_direct(ks) for ks in captured["kernels"] if ks)
     return (
         f"census: {configs} configurations asked, {len(rows)} calls ({(rows['status'] == 'ok').mean() * 100:.0f}% "
         f"answered); forward GEMM without workspace (cuDNN's direct kernel) on {direct} of {len(gemm)}; "

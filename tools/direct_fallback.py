@@ -27,6 +27,7 @@ import pandas as pd
 from seer.data import census, records
 from seer.data.census import DIMS
 from seer.data.configs import conv_products, log_config
+from seer.models.gate import ran_direct
 
 DIRECT = "grouped_direct"
 
@@ -65,10 +66,7 @@ def capture_agreement(rec: pd.DataFrame, rows: pd.DataFrame) -> str:
     if both.empty:
         return f"census: {len(got)} captured calls, none of a timed configuration"
     same = (both["timed"] == both["captured"]).mean()
-    kind = (
-        both["timed"].map(lambda k: any(DIRECT in n for n in k))
-        == both["captured"].map(lambda k: any(DIRECT in n for n in k))
-    ).mean()
+    kind = (both["timed"].map(ran_direct) == both["captured"].map(ran_direct)).mean()
     return (
         f"census: {len(both)} timed configuration x algorithm pairs captured too; the same kernels on "
         f"{100 * same:.1f}%, the same kind (direct or not) on {100 * kind:.1f}%"

@@ -141,7 +141,7 @@ def fit_gpu(
 
 
 def _gate(
-    rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None, gates: str = "workspace"
+    rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None, gates: str = DEFAULT.gates
 ) -> Tree | None:
     """The gate of a convolution family (seer.models.gate), where its timed training calls ask
     for no workspace exactly when they run the direct kernel (the census labels its

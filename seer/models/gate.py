@@ -48,10 +48,15 @@ def is_direct(keys) -> np.ndarray:
     return np.char.find(np.asarray(keys, dtype=str), DIRECT) >= 0
 
 
+def ran_direct(kernels) -> bool:
+    """Whether a call's kernel names (or variant keys) hold a direct kernel's."""
+    return bool(is_direct(list(kernels)).any())
+
+
 def call_labels(train: pd.DataFrame) -> pd.DataFrame:
     """One row per timed call of a family's training rows, `direct` whether a kernel of it is
     the direct one (a call's rows are its kernels: the explicit GEMM's im2col and GEMM)."""
-    direct = train.groupby("call_id", sort=False)["key"].agg(lambda k: bool(is_direct(k).any())).rename("direct")
+    direct = train.groupby("call_id", sort=False)["key"].agg(ran_direct).rename("direct")
     return train.drop_duplicates("call_id").join(direct, on="call_id")
 
 
@@ -72,7 +77,7 @@ def census_labels(rows: pd.DataFrame, op: str, algo: str, math: str = "fma", wor
         return rows.assign(direct=pd.Series(dtype=bool))
     mine = rows[(rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)]
     captured = (mine["capture"] == "ok").to_numpy() if "capture" in mine else np.zeros(len(mine), dtype=bool)
-    ran = [isinstance(k, tuple) and bool(is_direct(list(k)).any()) for k in mine.get("kernels", [None] * len(mine))]
+    ran = [isinstance(k, tuple) and ran_direct(k) for k in mine.get("kernels", [None] * len(mine))]
     asked = (pd.to_numeric(mine["workspace_bytes"]) == 0).to_numpy(dtype=bool)
     keep = captured | workspace
     direct = np.where(captured, np.asarray(ran, dtype=bool), asked)
