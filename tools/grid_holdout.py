@@ -2,6 +2,7 @@
 
 python tools/grid_holdout.py [GPU_FOLDER] [--share 0.3]   # default data/h200
 python tools/grid_holdout.py data/h200 --transferred       # the GPU predicted from other GPUs' fits
+python tools/grid_holdout.py data/h200 --op conv_bwd_data  # a gradient's picks, on conv_bwd_grid
 
 Test-set-II has 201 layers and a mean slowdown one layer can move by 5 points. conv_grid times
 every algorithm on every configuration, so a share of its configurations (chosen by a hash of the
@@ -38,7 +39,7 @@ from seer.fitsfile import write
 from seer.models import DEFAULT
 from seer.predict.variants import may_loop
 
-SUITE = "conv_grid"
+SUITES = {"conv_fwd": "conv_grid", "conv_bwd_data": "conv_bwd_grid", "conv_bwd_filter": "conv_bwd_grid"}
 
 
 def held_out(keys: pd.Series, share: float) -> pd.Series:
@@ -47,11 +48,14 @@ def held_out(keys: pd.Series, share: float) -> pd.Series:
     return bucket < round(share * 1000)
 
 
-def main(folder: Path, share: float, transferred: bool = False, since: Path | None = None) -> None:
+def main(
+    folder: Path, share: float, transferred: bool = False, since: Path | None = None, op: str = "conv_fwd"
+) -> None:
+    suite = SUITES[op]
     rec = training_records(records.load(folder))
-    grid = rec["suite"] == SUITE
+    grid = rec["suite"] == suite
     if not grid.any():
-        raise SystemExit(f"grid_holdout: no {SUITE} rows in {folder}")
+        raise SystemExit(f"grid_holdout: no {suite} rows in {folder}")
     gpu = str(rec.loc[grid, "gpu"].iat[0])
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore", SeerWarning)
@@ -61,28 +65,28 @@ def main(folder: Path, share: float, transferred: bool = False, since: Path | No
             if fits.source != "transferred":
                 print(f"grid_holdout: {gpu} has fits of its own; --transferred scores a GPU without", file=sys.stderr)
                 raise SystemExit(2)
-            what = f"{SUITE} configurations, all of them: the GPU's fits moved from {', '.join(fits.transferred_from)}"
+            what = f"{suite} configurations, all of them: the GPU's fits moved from {', '.join(fits.transferred_from)}"
         else:
             out = grid & held_out(rec["config_key"], share)
             _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT))
             fits = seer.load(write(doc, Path(tmp) / "fits.json"))
-            what = f"{SUITE} configurations held out of the fit ({share:.0%} by key hash)"
-        table = selection.measured_table(rec[out])
+            what = f"{suite} configurations held out of the fit ({share:.0%} by key hash)"
+        table = selection.measured_table(rec[out], op=op)
         pk, _ = selection.picks(table, {gpu: fits})
-    print(f"{gpu}, {folder}: {len(table)} {what}")
-    print("\n".join(selection.method_lines(table, pk)))
+    print(f"{gpu}, {folder}, {op}: {len(table)} {what}")
+    print("\n".join(selection.method_lines(table, pk, op=op)))
     print(f"  the model fell back to the heuristic on {int(pk['model_fallback'].sum())} configurations")
-    loops = may_loop(ConfigBatch.of(table.assign(op="conv_fwd"), "conv_fwd"))
+    loops = may_loop(ConfigBatch.of(table.assign(op=op), op))
     print(f"  of them, {int(loops.sum())} grouped configurations of several channels a group:")
     part = table[loops].reset_index(drop=True)
-    print("\n".join(selection.method_lines(part, pk[loops].reset_index(drop=True), indent="    ")))
+    print("\n".join(selection.method_lines(part, pk[loops].reset_index(drop=True), indent="    ", op=op)))
     if since is not None:
         before = set(training_records(records.load(since))["config_key"].astype(str))
         for was, label in ((True, f"in {since} too"), (False, f"new since {since}")):
             part = (table["config_key"].astype(str).isin(before) == was).to_numpy()
             print(f"  of them, {int(part.sum())} {label}:")
             sub = table[part].reset_index(drop=True)
-            print("\n".join(selection.method_lines(sub, pk[part].reset_index(drop=True), indent="    ")))
+            print("\n".join(selection.method_lines(sub, pk[part].reset_index(drop=True), indent="    ", op=op)))
 
 
 if __name__ == "__main__":
@@ -96,5 +100,6 @@ if __name__ == "__main__":
         help="an earlier copy of the folder (git archive REV data/h100-sxm | tar -x -C /tmp/old): the scores "
         "also split into configurations it holds and new ones, so fits of more data compare on the same",
     )
+    ap.add_argument("--op", choices=sorted(SUITES), default="conv_fwd", help="the direction whose picks are scored")
     a = ap.parse_args()
-    main(a.folder, a.share, a.transferred, a.since)
+    main(a.folder, a.share, a.transferred, a.since, a.op)

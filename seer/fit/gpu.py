@@ -33,6 +33,7 @@ from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
+from seer.models.call_time import fit_call_times
 from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
 from seer.models.gate import call_labels, captured_any, census_labels, fit_gate, workspace_coded
@@ -95,6 +96,8 @@ def fit_gpu(
     """Fit one GPU's records: the variants, choosers and drift sections of its fits file
     (`census_rows`: the GPU's census, seer.data.census, labels for the choosers' gates)."""
     rec = adopt_algorithms(rec[rec["op"].isin(VARIANT_OPS)])
+    # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level estimate
+    calls = fit_call_times(rec, spec) if conv_timing(rec) == "every_algorithm" else {}
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
     rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
@@ -135,6 +138,7 @@ def fit_gpu(
         "options": options.to_dict(),
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
         **({"forward_duals": {k: d.to_dict() for k, d in sorted(duals.items())}} if duals else {}),
+        **({"call_times": {op: c.to_dict() for op, c in sorted(calls.items())}} if calls else {}),
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }

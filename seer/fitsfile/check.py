@@ -195,6 +195,8 @@ def check(doc: dict, path: str | Path) -> None:
             _drift(c, d, _at("drift", src))
     for key, d in c.obj(doc.get("forward_duals", {}), "forward_duals").items():
         _dual(c, d, _at("forward_duals", key), key)
+    for op, d in c.obj(doc.get("call_times", {}), "call_times").items():
+        _call_times(c, d, _at("call_times", op), op)
     if doc.get("memory_bound") is not None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
@@ -470,6 +472,29 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
     for k in ("spread", "own_spread"):  # files before 2026-11-27 have none
         if k in d:
             c.num(d[k], _at(w, k), 0)
+
+
+def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:
+    """A convolution direction's timed training calls (seer.models.call_time.CallTimes), keyed by its op."""
+    c.obj(d, w)
+    op = c.text(c.get(d, "op", w, "a convolution op"), _at(w, "op"), CONV_OPS)
+    if key != op:
+        c.fail(w, f"keyed {json.dumps(op)} (its op)", got=json.dumps(key))
+    algos = c.seq(c.get(d, "algos", w, "a list of algorithms"), _at(w, "algos"), what=" of algorithms")
+    for i, a in enumerate(algos):
+        c.text(a, _at(_at(w, "algos"), i))
+    if not algos or len(set(algos)) != len(algos):
+        c.fail(_at(w, "algos"), "a non-empty list of distinct algorithms", algos)
+    n = _points(c, c.get(d, "points", w, "encoded points"), _at(w, "points"), _sample(op)[1])
+    ratio = c.obj(c.get(d, "log_ratio", w, "encoded log time ratios"), _at(w, "log_ratio"))
+    try:
+        r = knn.decode(ratio)
+    except (KeyError, ValueError, TypeError, binascii.Error):
+        c.fail(
+            _at(w, "log_ratio"), f"base64 float32 data of shape [{n}, {len(algos)}]", got="data that does not decode"
+        )
+    if r.shape != (n, len(algos)) or np.isinf(r).any():
+        c.fail(_at(w, "log_ratio"), f"{n} x {len(algos)} finite values or NaN", got=f"shape {list(r.shape)}")
 
 
 def _drift(c: _Doc, d: Any, w: str) -> None:

@@ -22,6 +22,7 @@ from seer.errors import SeerError, SeerWarning
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit
+from seer.models.call_time import blend
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.launched import FASTEST, LAUNCHED
@@ -337,6 +338,8 @@ class Fits:
             extrapolate = p.extrapolates
         cv = at.cv if at.cv is not None else self.cv_rmspe(at.variants)
         score = at.ranked * (1.0 + RISK * cv)
+        if isinstance(p, VariantPredictor) and op in CONV_OPS:  # the call-level second opinion
+            score = blend(score, p.call_estimates(df, op, at.algos))
         score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")
@@ -370,7 +373,9 @@ class Fits:
         slowest variant the chooser proposed, seer.predict.variants.may_loop), cv_rmspe (that
         variant's cross-validated error, a forward dual's typical error on its training calls,
         ForwardDual.risk: the rank
-        orders ranked_ms x (1 + RISK x cv_rmspe)), fitted_range
+        orders ranked_ms x (1 + RISK x cv_rmspe), or, for a convolution where the fits hold
+        timed calls of the algorithm, the geometric mean of that and the call-level estimate
+        of seer.models.call_time), fitted_range
         (whether the config lies within the fits' trust_distance of a configuration the
         algorithm was fitted on).
         With fits of autotuner picks only, algorithms outside their fitted range rank after the

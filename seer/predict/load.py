@@ -11,6 +11,7 @@ from seer.errors import SeerError
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import FitOptions, VariantFit, family_key
+from seer.models.call_time import CallTimes
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.dual import ForwardDual
@@ -32,6 +33,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         drift = {s: Drift.from_dict(s, d) for s, d in doc.get("drift", {}).items()}
         launched = tuple(Launched.from_dict(d) for d in doc.get("launched", []))
         duals = [ForwardDual.from_dict(d) for d in doc.get("forward_duals", {}).values()]
+        calls = {op: CallTimes.from_dict(d) for op, d in doc.get("call_times", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     vp = VariantPredictor(
@@ -44,6 +46,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         tuple(doc.get("dtypes") or (DEFAULT_DTYPE,)),  # files before dtypes were recorded: float32 data only
         launched,
         {family_key(d.op, d.algo): d for d in duals if d.used},
+        calls,
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
     predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])

@@ -22,6 +22,7 @@ from seer.errors import SeerError
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
+from seer.models.call_time import CallTimes
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.dual import FORWARD, ForwardDual, unstrided
@@ -72,6 +73,9 @@ class VariantPredictor:
     launched: tuple[Launched, ...] = ()  # what traces saw the framework launch, per library versions (first: most)
     # gradient algorithms timed as the forward of the same configs, by chooser key (seer.models.dual)
     duals: dict[str, ForwardDual] = field(default_factory=dict)
+    # each convolution direction's timed training calls, the ranking's call-level estimate
+    # (seer.models.call_time); empty in files fitted before 2026-11-28
+    call_times: dict[str, CallTimes] = field(default_factory=dict)
     _supports: dict[str, Support | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -202,6 +206,14 @@ class VariantPredictor:
             keys[:, j], times[:, j], inside[:, j], error[:, j] = got.keys, got.times, got.inside, got.error
             cautious[:, j] = np.where(loops, got.slowest, got.times)
         return AlgorithmTimes(algos, times, inside, keys, cautious, error)
+
+    def call_estimates(self, df: pd.DataFrame, op: str, algos: Sequence[str]) -> np.ndarray:
+        """Each config's call-level time of each algorithm (configs x algos; NaN where the fits
+        hold no timed calls of it: seer.models.call_time)."""
+        calls = self.call_times.get(op)
+        if calls is None:
+            return np.full((len(df), len(algos)), np.nan)
+        return calls.predict(df, self.gpu, list(algos))
 
     def _choosers(self, batch: ConfigBatch) -> list[tuple[Chooser, np.ndarray]]:
         """The chooser of each row's (op, algorithm), with the row positions it serves. A GEMM

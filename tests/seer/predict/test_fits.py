@@ -212,8 +212,11 @@ def test_answers_are_aligned_on_the_frames_index_and_ranked_from_one():
 
 
 def test_ranking_weighs_each_time_by_its_models_cross_validated_error(monkeypatch):
-    """rank = order of time_ms x (1 + RISK x cv_rmspe); cv_rmspe is the answering variant's own."""
+    """rank = order of time_ms x (1 + RISK x cv_rmspe), blended with the call-level estimate
+    (seer.models.call_time); cv_rmspe is the answering variant's own."""
     import seer.predict.fits as F
+    from seer.data.records import CONV_DEFAULTS
+    from seer.models.call_time import blend
 
     f = seer.load("h100-sxm")
     shapes = [dict(batch=b, kh=k, kw=k, pad_h=k // 2, pad_w=k // 2) for b in (1, 32, 128) for k in (1, 3, 5)]
@@ -221,9 +224,15 @@ def test_ranking_weighs_each_time_by_its_models_cross_validated_error(monkeypatc
     r = f.rank_algorithms(df).dropna(subset=["time_ms"])
     assert (r["cv_rmspe"] == [f.variants[v].cv_rmspe for v in r["variant"]]).all()
     assert (r["cv_rmspe"] > 0).all()
-    for _, g in r.groupby("config"):
-        assert (np.diff((g["time_ms"] * (1 + F.RISK * g["cv_rmspe"])).to_numpy()) >= 0).all()
-    monkeypatch.setattr(F, "RISK", 0.0)  # by time alone the order is the times'
+    vp = f.variant_predictor
+    for i, g in r.groupby("config"):
+        score = (g["time_ms"] * (1 + F.RISK * g["cv_rmspe"])).to_numpy()
+        one = df.iloc[[i]].assign(**{k: v for k, v in CONV_DEFAULTS.items() if k not in df})
+        calls = vp.call_estimates(one, "conv_fwd", list(g["algo"]))[0]
+        untrusted = np.where(g["fitted_range"] | vp.extrapolates, 0.0, F.UNTRUSTED)  # beyond the data: last
+        assert (np.diff(blend(score, calls) + untrusted) >= 0).all()
+    monkeypatch.setattr(F, "RISK", 0.0)  # by time alone (no call-level estimate) the order is the times'
+    monkeypatch.setattr(vp, "call_times", {})
     for _, g in f.rank_algorithms(df).dropna(subset=["time_ms"]).groupby("config"):
         assert g["time_ms"].is_monotonic_increasing
 
