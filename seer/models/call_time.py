@@ -12,7 +12,9 @@ Rankings weigh the geometric mean of the two (`blend`; seer.predict.fits): on th
 conv_bwd_grid configurations held out of a fit it lowered the mean slowdown of every direction on
 both GPUs (the H100's forward 6.4% -> 3.7%, backward-data 16.5% -> 9.1%, backward-filter 27.0% ->
 22.5%; docs/results.md, 2026-11-28), where NEIGHBOURS was chosen among 5, 8 and 12. Predicted
-times (`predict`, Test-set-I) stay the variant models'.
+times (`predict`, Test-set-I) stay the variant models'. A GPU without fits of its own reads its
+source GPUs' ratios against its own roofline (seer.predict.transfer.MedianPredictor): a ratio to
+the roofline is what moves between GPUs.
 """
 
 from __future__ import annotations

@@ -338,8 +338,9 @@ class Fits:
             extrapolate = p.extrapolates
         cv = at.cv if at.cv is not None else self.cv_rmspe(at.variants)
         score = at.ranked * (1.0 + RISK * cv)
-        if isinstance(p, VariantPredictor) and op in CONV_OPS:  # the call-level second opinion
-            score = blend(score, p.call_estimates(df, op, at.algos))
+        estimates = getattr(p, "call_estimates", None)  # the call-level second opinion
+        if estimates is not None and op in CONV_OPS:
+            score = blend(score, estimates(df, op, at.algos))
         score = score if extrapolate else np.where(at.inside, score, score + UNTRUSTED)
         score = np.where(np.isnan(score), np.inf, score)
         order = np.argsort(score, axis=1, kind="stable")

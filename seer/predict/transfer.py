@@ -49,6 +49,7 @@ from seer.predict.analytical import EMBEDDING_OPS, EmbeddingPredictor, MemoryPre
 from seer.predict.fits import Fits, by_op
 from seer.predict.load import load
 from seer.predict.protocol import AlgorithmTimes, Predictor
+from seer.predict.variants import VariantPredictor
 
 # shapes on which a source's sustained efficiency is read (large, many waves, inside the data
 # range of every source): GEMMs as (batch, m, n, k), convolutions as ResNet-like layers
@@ -288,6 +289,16 @@ class MedianPredictor:
                 times[:, j] = np.maximum(times[:, j], floor)
                 cautious[:, j] = np.maximum(cautious[:, j], floor)
         return AlgorithmTimes(algos, times, inside, variants, cautious)
+
+    def call_estimates(self, df: pd.DataFrame, op: str, algos: Sequence[str]) -> np.ndarray:
+        """The median of the sources' call-level estimates (seer.models.call_time): each source's
+        timed calls' ratio to the roofline, read against this GPU's roofline."""
+        got = [p.call_estimates(df, op, algos) for _, p in self.sources if isinstance(p, VariantPredictor)]
+        if not got:
+            return np.full((len(df), len(algos)), np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # no source timed the algorithm: NaN
+            return np.exp(np.nanmedian(np.log(np.stack(got)), axis=0))
 
 
 def nearest_variant(fits: Fits) -> Fits:

@@ -186,3 +186,29 @@ def test_a_transferred_gpu_ranks_grouped_layers_that_may_loop_by_its_sources_slo
     np.testing.assert_allclose(got.ranked, want, rtol=1e-12)
     assert (got.ranked[:2] > got.times[:2]).any()  # a grouped layer weighed by a slower proposal
     np.testing.assert_array_equal(got.ranked[2], got.times[2])  # ungrouped: its predicted time
+
+
+def test_a_transferred_gpu_reads_its_sources_timed_calls_against_its_own_roofline():
+    """The call-level estimate (seer.models.call_time) moves as a ratio to the roofline: the H200,
+    predicted from the H100's fits alone, gets the H100's estimate x the two rooflines' ratio,
+    the median of one source; NeuSight's GPUs (an autotuner's picks only) carry no timed calls."""
+    from seer.models.call_time import roofline_ms
+    from seer.predict.inputs import frame
+
+    h100, h200 = seer.load("h100-sxm"), seer.load("h200")
+    assert h200.source == "transferred" and h200.transferred_from == ["h100-sxm"]
+    shapes = ((16, 112, 1), (256, 28, 3))  # a memory-bound layer and a compute-bound one
+    rows = [
+        dict(op="conv_fwd", batch=b, c_in=c, h_in=h, w_in=h, c_out=c, kh=k, kw=k, pad_h=k // 2, pad_w=k // 2)
+        for b in (1, 32)
+        for c, h, k in shapes
+    ]
+    layers = pd.DataFrame(rows)
+    df = frame(layers, {})[0]
+    algos = ["IMPLICIT_PRECOMP_GEMM", "GEMM"]
+    own = h100.variant_predictor.call_estimates(df, "conv_fwd", algos)
+    moved = h200._predictor("conv_fwd").call_estimates(df, "conv_fwd", algos)
+    scale = roofline_ms(df, "conv_fwd", h200.gpu) / roofline_ms(df, "conv_fwd", h100.gpu)
+    assert np.isfinite(own).all() and (scale < 0.9).any()  # the H200's DRAM is the faster
+    np.testing.assert_allclose(moved, own * scale[:, None], rtol=1e-9)
+    assert not seer.load("t4").variant_predictor.call_times
