@@ -19,7 +19,7 @@ the roofline is what moves between GPUs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,8 @@ class CallTimes:
     algos: list[str]
     points: np.ndarray
     log_ratio: np.ndarray
+    # per algorithm, the k-d tree of its timed calls and their ratios: built once, not per question
+    _trees: dict[str, tuple[cKDTree, np.ndarray]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def predict(self, df: pd.DataFrame, gpu: GPUSpec, algos: list[str]) -> np.ndarray:
         """Each configuration's call-level time (ms) of each of `algos` (configs x algos; NaN for
@@ -61,16 +63,27 @@ class CallTimes:
         x = configs.log_config(df.assign(op=self.op), self.op)
         roof = roofline_ms(df, self.op, gpu)
         for j, a in enumerate(algos):
-            if a not in self.algos:
+            found = self._tree(a)
+            if found is None:
                 continue
-            r = self.log_ratio[:, self.algos.index(a)]
+            tree, r = found
+            dist, idx = tree.query(x, k=NEIGHBOURS)
+            w = 1.0 / (dist + DISTANCE_FLOOR)
+            out[:, j] = roof * np.exp((r[idx] * w).sum(axis=1) / w.sum(axis=1))
+        return out
+
+    def _tree(self, algo: str) -> tuple[cKDTree, np.ndarray] | None:
+        """The algorithm's timed calls as a k-d tree and their log ratios (None: fewer than
+        NEIGHBOURS of them, or none)."""
+        if algo not in self._trees:
+            if algo not in self.algos:
+                return None
+            r = self.log_ratio[:, self.algos.index(algo)]
             ok = np.isfinite(r)
             if ok.sum() < NEIGHBOURS:
-                continue
-            dist, idx = cKDTree(self.points[ok]).query(x, k=NEIGHBOURS)
-            w = 1.0 / (dist + DISTANCE_FLOOR)
-            out[:, j] = roof * np.exp((r[ok][idx] * w).sum(axis=1) / w.sum(axis=1))
-        return out
+                return None
+            self._trees[algo] = (cKDTree(self.points[ok]), r[ok])
+        return self._trees[algo]
 
     def to_dict(self) -> dict:
         return {
