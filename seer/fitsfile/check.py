@@ -493,8 +493,10 @@ def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:
         c.fail(
             _at(w, "log_ratio"), f"base64 float32 data of shape [{n}, {len(algos)}]", got="data that does not decode"
         )
-    if r.shape != (n, len(algos)) or np.isinf(r).any():
+    if r.shape != (n, len(algos)):
         c.fail(_at(w, "log_ratio"), f"{n} x {len(algos)} finite values or NaN", got=f"shape {list(r.shape)}")
+    if np.isinf(r).any():
+        c.fail(_at(w, "log_ratio"), f"{n} x {len(algos)} finite values or NaN", got="an infinite value")
 
 
 def _drift(c: _Doc, d: Any, w: str) -> None:
