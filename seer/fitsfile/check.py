@@ -314,8 +314,15 @@ def _regime(c: _Doc, r: Any, w: str) -> dict:
 
 
 def _features(c: _Doc, r: dict, w: str, expected: list[str], fs: str) -> None:
+    """A variant's feature names as this seer builds them (a file from a seer that built others,
+    e.g. before the direct kernel paid per channel under every algorithm, is refitted)."""
     if r["features"] != expected:
-        c.fail(_at(w, "features"), f"{json.dumps(expected)} (feature set {fs})", got=json.dumps(r["features"]))
+        c.fail(
+            _at(w, "features"),
+            f"{json.dumps(expected)} (feature set {fs}; a fits file from another version of seer: "
+            "refit it with python -m seer.fit)",
+            got=json.dumps(r["features"]),
+        )
 
 
 # grid rules of one size and a tile ("expr", "div"), with the other sizes each names

@@ -268,6 +268,11 @@ class Geometry:
         GEMM output."""
         return any(isinstance(r, Packed) for r in self.axes.values())
 
+    def tiles_each(self, *sizes: str) -> bool:
+        """Whether the grid's ceil rules tile each of the named sizes (a block per tile of it)."""
+        tiled = {e for r in self.axes.values() for e, div in r.factors if div > 1}
+        return all(size in tiled for size in sizes)
+
     def exact(self) -> bool:
         """Whether every axis's rule reproduced every training row's grid."""
         return all(r.match >= 1.0 for r in self.axes.values())

@@ -77,3 +77,41 @@ def test_winograd_nonfused_runs_a_gemm_per_point_of_its_tile_and_the_filter_grad
     fwd, wgrad = (gemm_view(df.assign(op=op)) for op in ("conv_fwd", "conv_bwd_filter"))
     assert fwd["gk"].tolist() == [256, 64] and fwd["gbatch"].tolist() == [36, 169]
     assert (wgrad["gm"].tolist(), wgrad["gn"].tolist(), wgrad["gk"].tolist()) == ([512, 192], [256, 64], tiles.tolist())
+
+
+def test_each_direction_of_the_fft_multiplies_its_own_spectra_per_bin():
+    """The forward's Y (N x K) over C, the data gradient's dX (N x C) over K, the filter
+    gradient's dW (K x C) over the images; FFT_TILING's tile GEMMs stay keyed as the forward's."""
+    layer = dict(batch=8, c_in=64, h_in=7, w_in=7, c_out=128, kh=3, kw=3, stride_h=1, stride_w=1, pad_h=1, pad_w=1)
+    conv = pd.DataFrame([dict(dil_h=1, dil_w=1, groups=1, algo="FFT", **layer)])
+    views = {op: configs.gemm_view(conv.assign(op=op)) for op in ("conv_fwd", "conv_bwd_data", "conv_bwd_filter")}
+    mnk = {op: tuple(float(v[k][0]) for k in ("gm", "gn", "gk")) for op, v in views.items()}
+    assert mnk == {"conv_fwd": (8, 128, 64), "conv_bwd_data": (8, 64, 128), "conv_bwd_filter": (128, 64, 8)}
+    assert len({float(v["gbatch"][0]) for v in views.values()}) == 1  # the same bins
+    tiling = {op: configs.gemm_view(conv.assign(op=op, algo="FFT_TILING"))["gk"][0] for op in views}
+    assert set(tiling.values()) == {64.0}
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])
+def test_the_gradients_complex_gemms_tile_their_own_outputs(gpu):
+    """The gradients' complex GEMM grids (tiles from the kernel name, either way round, a block
+    column per bin) cover the data gradient's N x C and the filter gradient's K x C."""
+    if not (REPO / "data" / gpu).is_dir():
+        pytest.skip(f"the {gpu}'s records are not here")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rec = records.load(REPO / "data" / gpu)
+    for op, least in (("conv_bwd_data", 0.9), ("conv_bwd_filter", 0.99)):
+        gemm = rec[
+            (rec["op"] == op)
+            & (rec["algo"] == "FFT")
+            & (rec["status"] == "ok")
+            & rec["kernel"].fillna("").str.contains("gemm_cf32")
+            & (pd.to_numeric(rec["groups"]) == 1)
+        ]
+        v = configs.gemm_view(gemm)
+        t = gemm["kernel"].str.extract(r"tilesize(\d+)x(\d+)").astype(float).to_numpy()
+        grid = gemm[["grid_x", "grid_y", "grid_z"]].to_numpy(dtype=float).prod(axis=1)
+        one = np.ceil(v["gm"] / t[:, 0]) * np.ceil(v["gn"] / t[:, 1]) * v["gbatch"]
+        other = np.ceil(v["gn"] / t[:, 0]) * np.ceil(v["gm"] / t[:, 1]) * v["gbatch"]
+        assert len(gemm) > 100 and np.mean((one == grid) | (other == grid)) > least, op

@@ -274,6 +274,8 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
         pieces, down = (R == 1) | (S == 1), (S == 1) & (R > 1)
         lines, length = np.where(down, c["w_in"], c["h_in"]), np.where(down, c["h_in"], c["w_in"])
         view.update(FFT=(N, K, C), FFT_TILING=(np.where(pieces, N * lines, N), K, C))
+        # the FFT's GEMM per bin, each direction's own: dX (N x C) over K, dW (K x C) over N
+        view.update({"conv_bwd_data": {"FFT": (N, C, K)}, "conv_bwd_filter": {"FFT": (K, C, N)}}.get(op, {}))
         if op == "conv_bwd_data":  # the direct algorithms: dx (N H W x C) over K R S
             view.update(dict.fromkeys(("ALGO_0", "ALGO_1"), (N * c["h_in"] * c["w_in"], C, K * R * S / G)))
         if op == "conv_bwd_filter":  # dw (K x C R S / G) over N P Q
@@ -333,8 +335,14 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
             h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"]]
         else:
             h += [el * s["K"] * s["CRS"]]
+            if fit.op == "conv_fwd" and "grouped_direct" in fit.kernel:  # the direct kernel, per input channel
+                h += [1e-9 * s["NKPQ"] * s["C"] / s["G"]]
     if any(isinstance(r, geometry.Packed) for r in geom.axes.values()):  # whole channels a block: no GEMM tile
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * features.MB
+    tiled = {e for r in geom.axes.values() for e, div in r.factors if div > 1}
+    col2im = fit.op == "conv_bwd_data" and {"CRS", "PQ"} <= tiled  # dx's unrolled columns, each over K
+    if col2im:
+        kb = s["K"] / s["G"]
     tm, tn = geom.tiles()
     if fit.op == "conv_bwd_filter" and tm > 1 and tn > 1 and all(r.match >= 1 for r in geom.axes.values()):
         # blocks beyond the output's tiles (either way round) split the reduction
@@ -346,7 +354,7 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
     read, write = s["read_bytes"] * features.MB, s["write_bytes"] * features.MB
     tile = el * blocks * kb * (tm + tn)
     ceils = all(r.factors or isinstance(r, geometry.Const) for r in geom.axes.values())
-    if fs.loops and geom.op not in configs.GEMM_OPS and ceils:  # the output tiles a block computes in turn
+    if fs.loops and geom.op not in configs.GEMM_OPS and ceils and not col2im:  # output tiles a block computes in turn
         covered = blocks * np.prod([div for r in geom.axes.values() for _, div in r.factors])
         loops = np.maximum(s["gm"] * s["gn"] * s["gbatch"] / covered, 1.0)
         kb, tile = kb * loops, tile * loops
