@@ -17,7 +17,10 @@ from seer.data import paths
 from seer.data.records import atomic_write, read_text
 from seer.errors import SeerError
 
-SCHEMA = "seer.fits/1"
+# 2 since 2026-11-29: a data gradient's col2im kernel reduces over K, the FFT's gradient GEMMs
+# are keyed per direction, the direct kernel pays per channel under every algorithm (docs/results.md):
+# coefficients fitted under /1 time other work and are refitted, not read
+SCHEMA = "seer.fits/2"
 
 
 def _bundled_dir() -> Path:

@@ -314,8 +314,8 @@ def _regime(c: _Doc, r: Any, w: str) -> dict:
 
 
 def _features(c: _Doc, r: dict, w: str, expected: list[str], fs: str) -> None:
-    """A variant's feature names as this seer builds them (a file from a seer that built others,
-    e.g. before the direct kernel paid per channel under every algorithm, is refitted)."""
+    """A variant's feature names as this seer builds them (a file another seer wrote, which
+    built others, is refitted)."""
     if r["features"] != expected:
         c.fail(
             _at(w, "features"),

@@ -24,7 +24,7 @@ def test_same_data_same_bytes(tmp_path, monkeypatch):
     a, b = (tmp_path / "a" / "t4.json").read_bytes(), (tmp_path / "b" / "t4.json").read_bytes()
     assert a == b
     doc = json.loads(a)
-    assert doc["schema"] == "seer.fits/1" and doc["date"] == "2026-01-01"
+    assert doc["schema"] == "seer.fits/2" and doc["date"] == "2026-01-01"
     assert doc["dataset"]["rows"] == len(rec) and len(doc["dataset"]["content_sha256"]) == 64
     v = doc["variants"]["bmm:default:sgemm_128x64_nn"]
     assert v["b_max"] == 80 and v["b_max_source"] == "wave staircase of training rows"

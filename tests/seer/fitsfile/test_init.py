@@ -42,7 +42,7 @@ def test_an_unreadable_file_is_one_sentence(tmp_path, monkeypatch):
     [
         (None, "fits file .*nope.json does not exist"),
         (b"", "got an empty file"),
-        (b'{"schema": "seer.fits/1", "gpu": ', r"is not valid JSON \(truncated or corrupt at line 1\)"),
+        (b'{"schema": "seer.fits/2", "gpu": ', r"is not valid JSON \(truncated or corrupt at line 1\)"),
         (b"\xff\xfe{}", r"byte 0 is not UTF-8"),
         ("folder", "a file, not a folder"),
     ],
