@@ -96,11 +96,13 @@ def fit_gpu(
     """Fit one GPU's records: the variants, choosers and drift sections of its fits file
     (`census_rows`: the GPU's census, seer.data.census, labels for the choosers' gates)."""
     rec = adopt_algorithms(rec[rec["op"].isin(VARIANT_OPS)])
-    # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level estimate
-    calls = fit_call_times(rec, spec) if conv_timing(rec) == "every_algorithm" else {}
+    timed = rec  # every call as recorded, each kernel a row: what the call-level estimate reads
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
     rec = prepare(rec)
     rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
+    timing = conv_timing(rec)
+    # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level estimate
+    calls = fit_call_times(timed, spec) if timing == "every_algorithm" else {}
     own = rec["key"].copy()
     rec["key"] = pooled_keys(rec, options.min_rows)
     target = rec["time_ms"].to_numpy(dtype=float)
@@ -128,11 +130,11 @@ def fit_gpu(
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
     few = sorted(set(train["key"]) - set(models))
     launched = fit_launched(rec, set(models))
-    duals = fitted_duals(train, target, spec, models, choosers, options, conv_timing(rec))
+    duals = fitted_duals(train, target, spec, models, choosers, options, timing)
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
-        "conv_timing": conv_timing(rec),
+        "conv_timing": timing,
         "dtypes": trained_dtypes(rec),
         "drift": {s: d.to_dict() for s, d in sorted(drifts.items())},
         "options": options.to_dict(),
