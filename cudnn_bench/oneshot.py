@@ -15,8 +15,8 @@ Steps: 1 versions (nvidia-smi, `cudnn_bench info`); 2 core: Test-set-II (all 12 
 sets) and the GEMM layers, everything; 3 PyTorch profiler traces (once per GPU); 4 grid (its
 time less the side steps'): first the stored calls an older harness got wrong (`--redo unsplit`,
 the SEER grid's: those calls only, each configuration's other calls kept as stored), then, in
-turns by their shares of the time (`--interleave`: conv_grid 0.4, the gradients of conv_grid's
-core 0.35, the rest of the SEER grid 0.25), each in stratified order (any prefix is a spread-out
+turns by their shares of the time (`--interleave`: the gradients of conv_grid's core 0.5, conv_grid
+0.35, the rest of the SEER grid 0.15), each in stratified order (any prefix is a spread-out
 sample; conv_grid's core of real CNN layers and the first points of its space-filling design
 first), first every suite's configurations beyond the trust distance of what is stored
 (coverage.measure_order), until the reserve for the side steps (`SIDE_STEPS`, each only while

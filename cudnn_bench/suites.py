@@ -309,13 +309,13 @@ class Suite:
 
 
 SUITES: dict[str, Suite] = {
-    "seer_grid": Suite("seer_grid", "conv_fwd", seer_grid, "SEER's training grid (batch 128)", 0.25),
+    "seer_grid": Suite("seer_grid", "conv_fwd", seer_grid, "SEER's training grid (batch 128)", 0.15),
     "conv_grid": Suite(
         "conv_grid",
         "conv_fwd",
         conv_grid,
         "real CNN layers and a space-filling design: batch 1-256, padding, dilation, groups",
-        0.4,
+        0.35,
         conv_grid_tier,
     ),
     "test_set_ii": Suite(
@@ -337,7 +337,12 @@ SUITES: dict[str, Suite] = {
         "conv_bwd",
         conv_bwd_grid,
         "backward-data and backward-filter of conv_grid's core",
-        0.35,  # the gradients' picks lack data most: 536 of 5,652 measured (docs/results.md)
+        # the gradients' picks lack data most (2026-11-29): the measured part lies within the trust
+        # distance of 60% (H200) and 61% (H100) of their Test-set-II layers, the whole 96%; the
+        # forward grids' of 97% on both. With the kernels cuDNN ran named, the backward-filter
+        # picks would be within 10% on 98-100% (tools/variant_choice_picks.py): their choosers,
+        # which learn from these data, lose the picks
+        0.5,
     ),
     "gemm_layers": Suite("gemm_layers", "gemm", gemm_layers, "transformer and DLRM MLP GEMMs", 0.15),
     "gemm_grid": Suite("gemm_grid", "gemm", gemm_grid, "a (batch, M, N, K) grid", 0.1),
