@@ -44,9 +44,7 @@ DIRECTIONS = (("conv_fwd", "test_set_ii"), ("conv_bwd_data", "conv_bwd"), ("conv
 
 def known_times(table: pd.DataFrame, calls: pd.DataFrame, fits, op: str) -> np.ndarray:
     """configs x algorithms: each measured call's time as the sum of its kernels' variant models
-    (NaN where the call is not among `calls`, one of its variants has no model, or the fits time
-    the algorithm as the forward convolution)."""
-    algos = op_algos(op)
+    (NaN where the call is not among `calls` or one of its variants has no model)."""
     vp = fits.variant_predictor
     calls = calls[calls["op"] == op]
     keys = calls["key"].to_numpy(dtype=object)
@@ -55,13 +53,8 @@ def known_times(table: pd.DataFrame, calls: pd.DataFrame, fits, op: str) -> np.n
     if has.any():
         t[has] = vp.predict_variant(calls[has], keys[has])
     summed = calls.assign(t=t).groupby(["config_key", "algo"])["t"].agg(lambda s: s.sum(skipna=False))
-    out = np.full((len(table), len(algos)), np.nan)
-    for j, a in enumerate(algos):
-        if family_key(op, a) in vp.duals:
-            continue  # timed as the forward convolution (seer.models.dual): no kernel of its own to name
-        got = summed.xs(a, level="algo") if a in summed.index.get_level_values("algo") else pd.Series(dtype=float)
-        out[:, j] = table["config_key"].map(got).to_numpy(dtype=float)
-    return out
+    wide = summed.unstack("algo").reindex(index=table["config_key"], columns=op_algos(op))
+    return wide.to_numpy(dtype=float)
 
 
 def named_right(table: pd.DataFrame, calls: pd.DataFrame, fits, op: str) -> pd.Series:
@@ -100,6 +93,7 @@ def report(rec: pd.DataFrame, fits, op: str, suite: str) -> list[str]:
     algos = op_algos(op)
     meas = table[[f"t:{a}" for a in algos]].to_numpy(float)
     pk, pred = picks(table, {table["gpu"].iat[0]: fits})
+    # an algorithm the fits time as the forward convolution (seer.models.dual) keeps their time
     dual = np.array([family_key(op, a) in fits.variant_predictor.duals for a in algos])
     known = np.where(dual[None, :], pred, known_times(table, calls, fits, op))
     # the layers where every algorithm measured has a time with its kernels known (or as the forward)
