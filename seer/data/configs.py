@@ -154,7 +154,7 @@ def shapes(df: pd.DataFrame) -> dict[str, np.ndarray]:
 
     GEMM-like ops: m, n, k, batch. Convolutions: N, C, K, H, W, P, Q (output), R, S, the GEMM
     sizes of implicit GEMM (npq x c_out, reduction C*R*S) and of Winograd (4x4 tiles), and the
-    output's elements (NKPQ).
+    output's and the input's elements (NKPQ, NCHW).
     """
     return dict(_shapes(df, _Columns(df)))
 
@@ -218,6 +218,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             T4=lambda s: s["N"] * np.ceil(s["P"] / 4) * np.ceil(s["Q"] / 4),
             T2=lambda s: s["N"] * np.ceil(s["P"] / 2) * np.ceil(s["Q"] / 2),
             NKPQ=lambda s: s["NPQ"] * s["K"],  # output elements: a direct kernel's threads
+            NCHW=lambda s: s["N"] * s["C"] * s["H"] * s["W"],  # input elements: dx's direct kernel's threads
             F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
             FB=lambda s: s["F"] * _half_spectrum(s["F"]),  # an F x F real FFT's frequency bins
             RS=lambda s: s["R"] * s["S"],  # a filter's taps (geometry.Packed: how many fit a block)

@@ -346,9 +346,13 @@ def _geometry(c: _Doc, g: dict, w: str, op: str) -> None:
                 c.text(c.get(r, k, aw, f"a size of op {op}"), _at(aw, k), tuple(sorted(names)))
             c.num(c.get(r, "div", aw, "a whole number >= 1"), _at(aw, "div"), 1, whole=True)
         elif kind == "prod":
-            exprs = c.get(r, "exprs", aw, f"a list of 2 or 3 sizes of op {op}")
-            if not isinstance(exprs, list) or not 2 <= len(exprs) <= 3:
-                c.fail(_at(aw, "exprs"), f"a list of 2 or 3 sizes of op {op}", got=json.dumps(exprs))
+            times = r.get("times", 1)  # blocks to a tile (geometry.Product): a lone ceiling needs 2 or more
+            c.num(times, _at(aw, "times"), 1, whole=True)
+            least = 1 if isinstance(times, int) and times > 1 else 2
+            want = f"a list of {'1 to 3' if least == 1 else '2 or 3'} sizes of op {op}"
+            exprs = c.get(r, "exprs", aw, want)
+            if not isinstance(exprs, list) or not least <= len(exprs) <= 3:
+                c.fail(_at(aw, "exprs"), want, got=json.dumps(exprs))
             for i, e in enumerate(exprs):
                 c.text(e, _at(_at(aw, "exprs"), i), tuple(sorted(names)))
             c.nums(c.get(r, "divs", aw, "whole numbers >= 1"), _at(aw, "divs"), len(exprs), 1, whole=True)

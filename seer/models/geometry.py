@@ -25,8 +25,11 @@ from seer.models.knn import condense, decode, encode
 TILES = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
 # Sizes a kernel covers one element per thread, up to 1024 threads to a block: cuDNN's direct
 # convolution launches ceil(NKPQ / 1024) blocks. Without them a grid learnt at batch 128 passed
-# for K x ceil(PQ / 8): right on a third of the rows, and 128x too many blocks at batch 1.
-THREAD_TILES = {"NKPQ": (512, 1024)}
+# for K x ceil(PQ / 8): right on a third of the rows, and 128x too many blocks at batch 1. Its
+# data gradient (dgrad2d_grouped_direct) launches ceil(NCHW / 1024), a thread per element of dx:
+# without that size its grids were guessed (T4 x ceil(C/64), right on 17% of the H100's rows) and
+# its variants cross-validated at 8-170% RMSPE on the H100, 4-42% with it.
+THREAD_TILES = {"NKPQ": (512, 1024), "NCHW": (512, 1024)}
 AXES = ("grid_x", "grid_y", "grid_z")
 
 
@@ -70,7 +73,7 @@ class AxisRule:
         if kind == "mulceil":
             return MulCeil(d["expr"], d["expr2"], int(d.get("div", 1)), match)
         if kind == "prod":
-            return Product(tuple(d["exprs"]), tuple(int(t) for t in d["divs"]), match)
+            return Product(tuple(d["exprs"]), tuple(int(t) for t in d["divs"]), match, int(d.get("times", 1)))
         if kind == "packed":
             return Packed(d["expr"], d["per"], int(d.get("div", 1)), match)
         if kind == "const":
@@ -144,24 +147,28 @@ class Product(AxisRule):
     flattened onto one axis. cuDNN's Winograd data transform gives a block 16 images and 4x4
     output tiles of 4x4 each: ceil(N/16) x ceil(P/16) x ceil(Q/16). Learnt at batch 128 by the
     other rules (P x ceil(H/32), right on a third of the rows), its grid at batch 1 was 8x too
-    large."""
+    large. `times` blocks to each such tile (MULTIPLES): the 5x5 filters' transform (F(9x9, 5x5))
+    gives 2 blocks to 16 images and 27 x 27 outputs, 2 x ceil(N/16) x ceil(P/27) x ceil(Q/27) on
+    every H100 and H200 grid, where the rules found before reproduced 0-62% of them."""
 
     exprs: tuple[str, ...]
     divs: tuple[int, ...]
     match: float = 0.0
+    times: int = 1
     kind: ClassVar[str] = "prod"
 
     def __call__(self, s: Mapping[str, np.ndarray], logcfg: np.ndarray | None) -> np.ndarray:
-        out = np.ones(len(s["one"]))
+        out = np.full(len(s["one"]), float(self.times))
         for e, t in zip(self.exprs, self.divs):
             out *= np.ceil(s[e] / t)
         return out
 
     def describe(self) -> str:
-        return "*".join(f"ceil({e}/{t})" if t > 1 else e for e, t in self.factors)
+        ceils = "*".join(f"ceil({e}/{t})" if t > 1 else e for e, t in self.factors)
+        return ceils if self.times == 1 else f"{self.times}*{ceils}"
 
     def _fields(self) -> dict:
-        return {"exprs": list(self.exprs), "divs": list(self.divs)}
+        return {"exprs": list(self.exprs), "divs": list(self.divs), **({"times": self.times} if self.times > 1 else {})}
 
     @property
     def factors(self) -> tuple[tuple[str, int], ...]:
@@ -360,9 +367,13 @@ def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> 
         packed = _packed(s, names, y)
         if packed is not None:
             return packed
-        exact = _exact(s, names, y)
-        if exact is not None:
-            return exact
+        for times in (1, *MULTIPLES):  # a product of ceilings, else a multiple of one
+            exact = _exact(s, names, y / times) if np.all(np.mod(y, times) == 0) else None
+            if exact is not None:
+                if times == 1:
+                    return exact
+                exprs, divs = zip(*exact.factors)
+                return Product(exprs, divs, match=1.0, times=times)
     if best.err > 0 and len(y) > 2:
         # nearest other training row (leave-one-out)
         _, idx = cKDTree(logcfg).query(logcfg, k=2)
@@ -378,6 +389,7 @@ def fit_axis(s: Mapping[str, np.ndarray], logcfg: np.ndarray, y: np.ndarray) -> 
 # block along each side), on this many rows or more: fewer are reproduced by chance.
 PRODUCT_MIN_ROWS = 8
 PRODUCT_TILE = 1024
+MULTIPLES = (2,)  # blocks to a tile a product may give (Product.times), where none reproduces every row
 
 
 def _packed(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> Packed | None:

@@ -163,15 +163,15 @@ def _geometry(field, value, expected):
     return mutate
 
 
-def _product(exprs, divs, field, expected):
+def _product(exprs, divs, field, expected, **extra):
     """A ceil rule turned into a product of ceilings (seer.models.geometry.Product) with `exprs`
-    and `divs`."""
+    and `divs` (and `extra` fields: its `times`)."""
 
     def mutate(doc):
         k = _variant(doc, lambda v: any(r["kind"] == "ceil" for r in v["geometry"]["axes"].values()))
         axes = doc["variants"][k]["geometry"]["axes"]
         axis = next(a for a, r in axes.items() if r["kind"] == "ceil")
-        axes[axis] = {"kind": "prod", "exprs": exprs, "divs": divs, "match": 1.0}
+        axes[axis] = {"kind": "prod", "exprs": exprs, "divs": divs, "match": 1.0, **extra}
         return f'variants["{k}"].geometry.axes.{axis}.{field} must be {expected}'
 
     return mutate
@@ -281,6 +281,11 @@ BAD = {
     "geometry product size": (_product(["batch", "Z"], [16, 16], "exprs[1]", "one of"), 'got "Z"'),
     "geometry product length": (_product(["batch"], [16], "exprs", "a list of 2 or 3 sizes"), '["batch"]'),
     "geometry product tiles": (_product(["batch", "m"], [16], "divs", "a list of 2"), "got a list of 1"),
+    "geometry product multiple": (_product(["batch", "C"], [16, 8], "times", "a whole number", times=1.5), "got 1.5"),
+    "geometry product multiple's length": (
+        _product([], [], "exprs", "a list of 1 to 3 sizes", times=2),
+        "got []",
+    ),
     "type chooser on bounds": (_type_chooser_on_bounds, "got an object"),
     "memory schema": (_memory_schema, "memory_bound/0"),
     "memory bytes": (_memory_bytes, "got -1e-09"),

@@ -52,6 +52,22 @@ def test_a_direct_kernels_grid_learnt_at_one_batch_scales_with_the_batch():
     assert max(r.tile for r in geometry.fit_geometry(gemm_records(300), "bmm").axes.values()) <= 256
 
 
+def test_a_data_gradients_direct_kernel_covers_the_inputs_elements():
+    # cuDNN's dgrad2d_grouped_direct: one thread per element of dx, 1024 to a block (every H100
+    # and H200 call); without the input's elements among the sizes its grid was T4 x ceil(C/64),
+    # right on 17% of the rows
+    from seer.data import configs
+
+    rec = conv_records(300).assign(op="conv_bwd_data", batch=128)
+    inp = configs.shapes(rec)["NCHW"]
+    assert (inp == rec["batch"] * rec["c_in"] * rec["h_in"] * rec["w_in"]).all()
+    rec["grid_x"], rec["grid_y"], rec["grid_z"] = np.ceil(inp / 1024), 1, 1
+    g = geometry.fit_geometry(rec, "conv_bwd_data")
+    assert g.axes["grid_x"].describe() == "ceil(NCHW/1024)" and g.axes["grid_x"].match == 1.0
+    one = rec.assign(batch=1)
+    assert (g.grid(one)["grid_x"] == np.ceil(configs.shapes(one)["NCHW"] / 1024)).all()
+
+
 def test_winograd_transform_grid_learnt_at_batch_128_scales_with_the_batch():
     # cuDNN's Winograd data transform: a block covers 16 images and 4x4 output tiles of 4x4
     # (the H100's and H200's records, every batch); learnt at batch 128, where ceil(N/16) is 8
@@ -75,6 +91,31 @@ def test_winograd_transform_grid_learnt_at_batch_128_scales_with_the_batch():
     assert back.describe() == g.describe() and back.batch_tile() == 16
     # a grid without a batch factor covers one image a block
     assert geometry.fit_geometry(conv_records(200)[lambda d: d["algo"] == "GEMM"], "conv_fwd").batch_tile() == 1
+
+
+def test_two_blocks_to_a_tile_of_several_sizes():
+    # cuDNN's 5x5 Winograd transform, F(9x9, 5x5): 2 blocks to 16 images and 27 x 27 outputs
+    # (every H100 and H200 grid); no product of ceilings alone reproduces it (batch 24: 4 blocks)
+    from seer.data import configs
+
+    rec = conv_records(300).assign(kh=5, kw=5, pad_h=2, pad_w=2)
+    rec["batch"] = np.resize([1, 2, 8, 16, 24, 48, 128, 256], len(rec))
+
+    def grid(df):
+        s = configs.shapes(df)
+        return 2 * np.ceil(s["N"] / 16) * np.ceil(s["P"] / 27) * np.ceil(s["Q"] / 27)
+
+    rec["grid_x"], rec["grid_y"], rec["grid_z"] = grid(rec), rec["c_in"], 1
+    g = geometry.fit_geometry(rec, "conv_fwd")
+    rule = g.axes["grid_x"]
+    assert isinstance(rule, geometry.Product) and rule.times == 2 and rule.match == 1.0, rule.describe()
+    assert rule.describe() == "2*ceil(N/16)*ceil(P/27)*ceil(Q/27)"
+    back = geometry.Geometry.from_dict(g.to_dict())
+    other = rec.assign(batch=3, h_in=100, w_in=60)
+    assert (back.grid(other)["grid_x"] == grid(other)).all()
+    # a product of one block a tile writes no multiple, and reads back so
+    assert "times" not in geometry.Product(("N",), (16,), 1.0).to_dict()
+    assert geometry.AxisRule.from_dict(geometry.Product(("N",), (16,), 1.0).to_dict()).times == 1
 
 
 def test_a_tile_outside_the_usual_ones_is_found_where_it_reproduces_every_row():

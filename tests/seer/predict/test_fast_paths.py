@@ -263,6 +263,7 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             T2=N * np.ceil(P / 2) * np.ceil(Q / 2),
             F=configs.fft_side(c["h_in"] + 2 * c["pad_h"], c["w_in"] + 2 * c["pad_w"]),
             NKPQ=N * P * Q * K,
+            NCHW=N * C * c["h_in"] * c["w_in"],
         )
         # Winograd non-fused: F(4x4, 3x3) of 36 points, F(9x9, 5x5) of 169; the filter gradient
         # multiplies K x C over the tiles

@@ -115,7 +115,10 @@ and best entries of h100-sxm and the L4 moved (the L4's WINOGRAD_NONFUSED conv t
 memory-bound, GEMM or bmm entry. Then (issue 25, seventeenth session) the forward GEMM
 algorithm's gate of cuDNN's direct kernel (seer.models.gate), h100-sxm refitted: only the GEMM
 algorithm's conv and rank time entries of h100-sxm and the L4 moved, and the rank order with
-them; no best entry."""
+them; no best entry. Then (issue 25, session 22) the grids of the data gradient's direct kernel
+(ceil(NCHW/1024)) and of the 5x5 Winograd transform (2 x ceil(N/16) x ceil(P/27) x ceil(Q/27),
+seer.models.geometry.Product.times), h100-sxm refitted: only the WINOGRAD_NONFUSED rank time
+entries of h100-sxm and the L4 moved; no rank order."""
 
 from __future__ import annotations
 
