@@ -222,6 +222,8 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
             FB=lambda s: s["F"] * _half_spectrum(s["F"]),  # an F x F real FFT's frequency bins
             RS=lambda s: s["R"] * s["S"],  # a filter's taps (geometry.Packed: how many fit a block)
+            # the phases a strided data gradient's FFT_TILING folds dy into (`fft_phases`)
+            PH=lambda s: _phases(c("kh"), c("stride_h")) * _phases(c("kw"), c("stride_w")),
         )
     return _Lazy(rules)
 
@@ -320,10 +322,11 @@ def _one_view(op: str, algo: str, s: Mapping[str, np.ndarray]) -> dict[str, np.n
         pieces, down = _one_d(s["R"], s["S"]), _down(s["R"], s["S"])
         lines, length = np.where(down, s["W"], s["H"]), np.where(down, s["H"], s["W"])
         bins = np.where(pieces, _half_spectrum(length), FFT_TILE * _half_spectrum(FFT_TILE))
-        # keyed as the forward in every direction: keyed each direction's way (_spectral), the
-        # data gradient's tile GEMMs fitted worse (Test-set-I with the variant known, 47.4% ->
-        # 49.2% RMSPE on the H100, 44.7% -> 49.7% on the H200), several of their grids a guess
-        return _spectral("conv_fwd", np.where(pieces, s["N"] * lines, s["N"]), s, bins)
+        images = np.where(pieces, s["N"] * lines, s["N"])
+        if op == "conv_bwd_data":  # a tile's dX (images x C, each phase of a folded dy) over K
+            return {"gm": images, "gn": s["C"] * s["PH"], "gk": s["K"], "gbatch": bins}
+        # the filter gradient's keyed as the forward (its calls are few: 5 on each GPU)
+        return _spectral("conv_fwd", images, s, bins)
     return {"gm": s["NPQ"], "gn": s["K"], "gk": s["CRS"], "gbatch": one}
 
 
@@ -690,6 +693,7 @@ def one_group(df: pd.DataFrame) -> pd.DataFrame:
 # of the H200's 312, on 18 of its 18 and 38 of its 40 1xk and kx1 calls (before, 2-D tiles for
 # those gave 66.7% and 70.0%, and pieces of 256 only beyond a width of 256 97.1% and 98.4% of 1x1).
 FFT_TILE = 32.0
+FFT_TILED_OPS = ("conv_fwd", "conv_bwd_data")  # whose FFT_TILING calls are modelled tile by tile (fft_tiles)
 FFT_TILE_1D = (32.0, 256.0)
 FFT_PIECES_SHORT = 5  # the most short pieces a 1-D transform is cut into; beyond, long ones
 
@@ -753,13 +757,47 @@ def _pieces(size: np.ndarray, extent: np.ndarray, piece: np.ndarray | float) -> 
 
 def fft_tiles(df: pd.DataFrame) -> np.ndarray:
     """The FFT_TILING tiles of each convolution row: how many times a call launches its
-    per-tile kernels (FFT_TILE; pieces along one axis for 1-D filters, FFT_TILE_1D)."""
+    per-tile kernels (FFT_TILE; pieces along one axis for 1-D filters, FFT_TILE_1D). A data
+    gradient's 2-D tiles cover dx, each phase of a folded one (`_gradient_tiles`)."""
     pad_h, pad_w = np.nan_to_num(col(df, "pad_h")), np.nan_to_num(col(df, "pad_w"))
     dil_h, dil_w = np.nan_to_num(col(df, "dil_h"), nan=1.0), np.nan_to_num(col(df, "dil_w"), nan=1.0)
     th = _axis_tiles(col(df, "h_in"), pad_h, col(df, "kh"), dil_h)
     tw = _axis_tiles(col(df, "w_in"), pad_w, col(df, "kw"), dil_w)
+    if "op" in df:
+        grad = df["op"].to_numpy(dtype=object) == "conv_bwd_data"
+        if grad.any():
+            th = np.where(grad, _gradient_tiles(col(df, "h_in"), col(df, "kh"), _stride(df, "stride_h"), dil_h), th)
+            tw = np.where(grad, _gradient_tiles(col(df, "w_in"), col(df, "kw"), _stride(df, "stride_w"), dil_w), tw)
     size, extent = _transform_axis(df)
     return np.where(one_d_filters(df), _pieces(size, extent, _piece(size, extent)), th * tw)
+
+
+# cuDNN's FFT_TILING computes a data gradient dx tile by tile; where the stride is below the
+# filter's size it first folds dy into stride_h x stride_w phases (nchwToFoldedNchwKernel), each a
+# convolution of ceil(H / stride) outputs under a filter of ceil(R / stride) taps, and its complex
+# GEMM computes every phase of C channels at once (grid ceil(N/32) x ceil(C x phases / 64) x 544).
+# So the tiles: on the H100's 352 and the H200's 401 ungrouped calls, the GEMM was launched that
+# many times on 98.3-100% of each kind (stride 1, stride 2, 1-D filters); by the forward's rule,
+# on 36-38% of the strided ones. Its 1-D filters (stride 1) follow the forward's pieces.
+def _phases(k: np.ndarray, stride: np.ndarray) -> np.ndarray:
+    """The phases a data gradient's FFT_TILING folds dy into along one axis: the stride where the
+    filter is larger, else 1 (no fold)."""
+    stride = np.nan_to_num(stride, nan=1.0)
+    return np.where(k > stride, stride, 1.0)
+
+
+def _stride(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A stride column (1 where missing or empty)."""
+    return np.nan_to_num(col(df, name), nan=1.0) if name in df else np.ones(len(df))
+
+
+def _gradient_tiles(size: np.ndarray, k: np.ndarray, stride: np.ndarray, dil: np.ndarray) -> np.ndarray:
+    """Tiles along one axis of a data gradient's FFT_TILING call: ceil(H / phases) outputs of each
+    phase, FFT_TILE less the folded filter's extent, plus one, to a tile."""
+    fold = _phases(k, stride)
+    extent = dil * (np.ceil(k / fold) - 1) + 1
+    per = np.maximum(FFT_TILE - extent + 1, 1)
+    return np.maximum(np.ceil(np.ceil(size / fold) / per), 1)
 
 
 def fft_tiling_bins(df: pd.DataFrame) -> np.ndarray:

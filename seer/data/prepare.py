@@ -110,7 +110,8 @@ ONE_D = "_1d"  # the ending of an FFT_TILING variant's label where its calls tra
 
 
 def one_d_variants(rec: pd.DataFrame) -> pd.Series:
-    """Each row's variant label, FFT_TILING's calls of 1-D filters (1x1, 1xk, kx1) marked ONE_D.
+    """Each row's variant label, FFT_TILING's calls of 1-D filters (1x1, 1xk, kx1) marked ONE_D
+    (forward and data gradient: configs.FFT_TILED_OPS).
     They run their complex GEMM per bin over the lines of 1-D pieces (grid ceil(K / tile) x
     ceil(N x lines / tile) x 17 or 129 bins) where 2-D calls run it over images (ceil(N / tile)
     x ceil(K / tile) x 544), under the same kernel names: as one variant, its grid followed no
@@ -118,7 +119,7 @@ def one_d_variants(rec: pd.DataFrame) -> pd.Series:
     label = rec["variant"]
     if rec.empty or not {"algo", "kh", "kw"} <= set(rec.columns):
         return label
-    one_d = rec["op"].eq("conv_fwd") & rec["algo"].eq("FFT_TILING") & configs.one_d_filters(rec)
+    one_d = rec["op"].isin(configs.FFT_TILED_OPS) & rec["algo"].eq("FFT_TILING") & configs.one_d_filters(rec)
     one_d &= ~label.astype(str).str.startswith("fft1d")  # already named for its 1-D transform
     return label.where(~one_d, label.astype(str) + ONE_D)
 

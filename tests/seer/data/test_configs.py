@@ -81,15 +81,22 @@ def test_winograd_nonfused_runs_a_gemm_per_point_of_its_tile_and_the_filter_grad
 
 def test_each_direction_of_the_fft_multiplies_its_own_spectra_per_bin():
     """The forward's Y (N x K) over C, the data gradient's dX (N x C) over K, the filter
-    gradient's dW (K x C) over the images; FFT_TILING's tile GEMMs stay keyed as the forward's."""
+    gradient's dW (K x C) over the images; FFT_TILING's tile GEMMs are keyed as the forward's but
+    the data gradient's, dX's tile (N x C, each phase of a folded dy) over K."""
     layer = dict(batch=8, c_in=64, h_in=7, w_in=7, c_out=128, kh=3, kw=3, stride_h=1, stride_w=1, pad_h=1, pad_w=1)
     conv = pd.DataFrame([dict(dil_h=1, dil_w=1, groups=1, algo="FFT", **layer)])
     views = {op: configs.gemm_view(conv.assign(op=op)) for op in ("conv_fwd", "conv_bwd_data", "conv_bwd_filter")}
     mnk = {op: tuple(float(v[k][0]) for k in ("gm", "gn", "gk")) for op, v in views.items()}
     assert mnk == {"conv_fwd": (8, 128, 64), "conv_bwd_data": (8, 64, 128), "conv_bwd_filter": (128, 64, 8)}
     assert len({float(v["gbatch"][0]) for v in views.values()}) == 1  # the same bins
-    tiling = {op: configs.gemm_view(conv.assign(op=op, algo="FFT_TILING"))["gk"][0] for op in views}
-    assert set(tiling.values()) == {64.0}
+    tiling = {op: configs.gemm_view(conv.assign(op=op, algo="FFT_TILING")) for op in views}
+    assert {op: float(v["gk"][0]) for op, v in tiling.items()} == {
+        "conv_fwd": 64.0,
+        "conv_bwd_data": 128.0,
+        "conv_bwd_filter": 64.0,
+    }
+    strided = conv.assign(op="conv_bwd_data", algo="FFT_TILING", stride_h=2, stride_w=2)
+    assert float(configs.gemm_view(strided)["gn"][0]) == 64 * 4  # 2 x 2 phases of dy under a 3x3 filter
 
 
 @pytest.mark.parametrize("gpu", ["h100-sxm", "h200"])

@@ -105,12 +105,13 @@ def test_fft_tilings_calls_of_one_dimensional_filters_are_variants_of_their_own(
     gemm = "sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize64x64x8_stage3_warpsize2x2x1_ffma"
     rows = pd.DataFrame(
         {
-            "op": ["conv_fwd"] * 5 + ["gemm"],
-            "algo": ["FFT_TILING"] * 4 + ["IMPLICIT_GEMM", "lt:1"],
-            "kh": [3, 1, 7, 1, 1, np.nan],
-            "kw": [3, 1, 1, 1, 1, np.nan],
-            "variant": ["xmma_gemm_64x64x8_s3_nt"] * 3 + ["fft1d_r2c_32", "implicit", "sgemm"],
-            "kernel": [gemm] * 3 + ["fft1d_r2c_32", "implicit", "sgemm"],
+            "op": ["conv_fwd"] * 5 + ["gemm", "conv_bwd_data", "conv_bwd_filter"],
+            "algo": ["FFT_TILING"] * 4 + ["IMPLICIT_GEMM", "lt:1", "FFT_TILING", "FFT_TILING"],
+            "kh": [3, 1, 7, 1, 1, np.nan, 1, 1],
+            "kw": [3, 1, 1, 1, 1, np.nan, 1, 1],
+            "variant": ["xmma_gemm_64x64x8_s3_nt"] * 3
+            + ["fft1d_r2c_32", "implicit", "sgemm", "xmma_gemm_64x64x8_s3_nt", "xmma_gemm_64x64x8_s3_nt"],
+            "kernel": [gemm] * 3 + ["fft1d_r2c_32", "implicit", "sgemm", gemm, gemm],
         }
     )
     got = list(prepare.one_d_variants(rows))
@@ -121,6 +122,8 @@ def test_fft_tilings_calls_of_one_dimensional_filters_are_variants_of_their_own(
         "fft1d_r2c_32",  # already named for its 1-D transform
         "implicit",
         "sgemm",
+        "xmma_gemm_64x64x8_s3_nt_1d",  # the data gradient's pieces too (configs.FFT_TILED_OPS)
+        "xmma_gemm_64x64x8_s3_nt",  # the filter gradient's calls stay as they are
     ]
 
 

@@ -242,6 +242,34 @@ def test_fft_tiling_is_timed_per_tile_at_any_image_size():
     assert np.median(err) < 0.02, np.median(err)
 
 
+def test_a_data_gradients_fft_tiles_cover_dx_each_phase_of_a_folded_one():
+    import pandas as pd
+
+    from seer.data import configs
+
+    rows = pd.DataFrame(  # backward-data calls of the H100's and H200's records -> GEMM launches
+        [
+            dict(batch=2, c_in=256, h_in=56, w_in=56, kh=3, kw=3, stride_h=1, pad_h=1, launches=4, phases=1),
+            # strided: dy folded into 2 x 2 phases of 40 x 40 under 4 x 4 filters, 29 outputs a tile
+            dict(batch=12, c_in=80, h_in=80, w_in=80, kh=7, kw=7, stride_h=2, pad_h=0, launches=4, phases=4),
+            dict(batch=4, c_in=512, h_in=36, w_in=36, kh=3, kw=3, stride_h=2, pad_h=1, launches=1, phases=4),
+            dict(batch=2, c_in=3, h_in=800, w_in=1088, kh=7, kw=7, stride_h=2, pad_h=3, launches=266, phases=4),
+            # a filter no larger than the stride is not folded: tiles of dx under the 2 x 2 filter
+            dict(batch=16, c_in=96, h_in=72, w_in=72, kh=2, kw=2, stride_h=2, pad_h=0, launches=9, phases=1),
+            dict(batch=1, c_in=80, h_in=160, w_in=160, kh=1, kw=1, stride_h=1, pad_h=0, launches=5, phases=1),  # 1-D
+        ]
+    ).assign(op="conv_bwd_data", algo="FFT_TILING", c_out=64, stride_w=lambda d: d["stride_h"],
+             pad_w=lambda d: d["pad_h"], dil_h=1, dil_w=1, groups=1)
+    assert list(configs.fft_tiles(rows)) == list(rows["launches"])
+    # the forward's rule, on the stride-1 output: 9 tiles, not 4, for the 7 x 7 layer of stride 2
+    assert configs.fft_tiles(rows.assign(op="conv_fwd"))[1] == 9
+    # a tile's complex GEMM computes every phase of dX's C channels (its grid: ceil(C x phases / 64))
+    view = configs.gemm_view(rows)
+    assert list(view["gn"]) == list(rows["c_in"] * rows["phases"]) and (view["gk"] == 64).all()
+    tiles, one = configs.ConfigBatch.of(rows, "conv_bwd_data").one_tile()
+    assert list(tiles) == list(rows["launches"])
+
+
 def test_fft_tiles_follow_the_launches_cudnn_made():
     import pandas as pd
 

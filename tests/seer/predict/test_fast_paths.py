@@ -264,6 +264,8 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
             F=configs.fft_side(c["h_in"] + 2 * c["pad_h"], c["w_in"] + 2 * c["pad_w"]),
             NKPQ=N * P * Q * K,
             NCHW=N * C * c["h_in"] * c["w_in"],
+            # a strided data gradient's FFT_TILING folds dy into a phase per stride step where the filter is larger
+            PH=np.where(R > c["stride_h"], c["stride_h"], 1) * np.where(S > c["stride_w"], c["stride_w"], 1),
         )
         # Winograd non-fused: F(4x4, 3x3) of 36 points, F(9x9, 5x5) of 169; the filter gradient
         # multiplies K x C over the tiles
@@ -277,6 +279,8 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
         view.update(FFT=(N, K, C), FFT_TILING=(np.where(pieces, N * lines, N), K, C))
         # the FFT's GEMM per bin, each direction's own: dX (N x C) over K, dW (K x C) over N
         view.update({"conv_bwd_data": {"FFT": (N, C, K)}, "conv_bwd_filter": {"FFT": (K, C, N)}}.get(op, {}))
+        if op == "conv_bwd_data":  # FFT_TILING's tile: dX (its images or lines x C, every phase) over K
+            view["FFT_TILING"] = (np.where(pieces, N * lines, N), C * s["PH"], K)
         if op == "conv_bwd_data":  # the direct algorithms: dx (N H W x C) over K R S
             view.update(dict.fromkeys(("ALGO_0", "ALGO_1"), (N * c["h_in"] * c["w_in"], C, K * R * S / G)))
         if op == "conv_bwd_filter":  # dw (K x C R S / G) over N P Q
@@ -332,8 +336,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
                 h += [1e-9 * (wp * wt * s["C"] / s["G"] * s["K"]) * pad]
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
-        elif algo in ("FFT", "FFT_TILING"):  # the filters' spectra: K x C/G complex values a bin
-            h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"]]
+        elif algo in ("FFT", "FFT_TILING"):  # the filters' spectra: K x C/G complex values a bin, a phase
+            h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if fit.op == "conv_bwd_data" else 1)]
         else:
             h += [el * s["K"] * s["CRS"]]
             if fit.op == "conv_fwd" and "grouped_direct" in fit.kernel:  # the direct kernel, per input channel
