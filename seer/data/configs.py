@@ -222,7 +222,7 @@ def _shapes(df: pd.DataFrame, c: _Columns) -> _Lazy:
             F=lambda s: fft_side(s["H"] + 2 * c("pad_h"), s["W"] + 2 * c("pad_w")),
             FB=lambda s: s["F"] * _half_spectrum(s["F"]),  # an F x F real FFT's frequency bins
             RS=lambda s: s["R"] * s["S"],  # a filter's taps (geometry.Packed: how many fit a block)
-            # the phases a strided data gradient's FFT_TILING folds dy into (`fft_phases`)
+            # the phases a strided data gradient's FFT_TILING folds dy into (`_phases`)
             PH=lambda s: _phases(c("kh"), c("stride_h")) * _phases(c("kw"), c("stride_w")),
         )
     return _Lazy(rules)
@@ -766,8 +766,8 @@ def fft_tiles(df: pd.DataFrame) -> np.ndarray:
     if "op" in df:
         grad = df["op"].to_numpy(dtype=object) == "conv_bwd_data"
         if grad.any():
-            th = np.where(grad, _gradient_tiles(col(df, "h_in"), col(df, "kh"), _stride(df, "stride_h"), dil_h), th)
-            tw = np.where(grad, _gradient_tiles(col(df, "w_in"), col(df, "kw"), _stride(df, "stride_w"), dil_w), tw)
+            th = np.where(grad, _gradient_tiles(col(df, "h_in"), col(df, "kh"), col(df, "stride_h"), dil_h), th)
+            tw = np.where(grad, _gradient_tiles(col(df, "w_in"), col(df, "kw"), col(df, "stride_w"), dil_w), tw)
     size, extent = _transform_axis(df)
     return np.where(one_d_filters(df), _pieces(size, extent, _piece(size, extent)), th * tw)
 
@@ -781,14 +781,9 @@ def fft_tiles(df: pd.DataFrame) -> np.ndarray:
 # on 36-38% of the strided ones. Its 1-D filters (stride 1) follow the forward's pieces.
 def _phases(k: np.ndarray, stride: np.ndarray) -> np.ndarray:
     """The phases a data gradient's FFT_TILING folds dy into along one axis: the stride where the
-    filter is larger, else 1 (no fold)."""
+    filter is larger, else 1 (no fold; a stride missing or empty is 1)."""
     stride = np.nan_to_num(stride, nan=1.0)
     return np.where(k > stride, stride, 1.0)
-
-
-def _stride(df: pd.DataFrame, name: str) -> np.ndarray:
-    """A stride column (1 where missing or empty)."""
-    return np.nan_to_num(col(df, name), nan=1.0) if name in df else np.ones(len(df))
 
 
 def _gradient_tiles(size: np.ndarray, k: np.ndarray, stride: np.ndarray, dil: np.ndarray) -> np.ndarray:

@@ -224,8 +224,10 @@ def inputs(
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
         # the filters' spectra: K x C/G complex values a bin (each phase's of a folded data gradient)
-        phases = s["PH"] if geom.op == "conv_bwd_data" else 1.0
-        spectrum = {"spectrum_MB": lambda: 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * phases}
+        phased = geom.op == "conv_bwd_data"
+        spectrum = {
+            "spectrum_MB": lambda: 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if phased else 1.0)
+        }
         helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), spectrum)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB
