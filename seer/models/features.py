@@ -5,7 +5,7 @@
   Kb = reduction length of one block (the GEMM K, divided by split-K; with "+loops", times
        the outputs each block loops over beyond its tile: output_loops)
 compute:  W*Kb, W, S*Kb, S, 1  (+ helper-kernel terms for convolutions)
-memory:   compulsory bytes, tile traffic (blocks x Kb x (tile_m + tile_n)), W, 1
+memory:   compulsory bytes, tile traffic (blocks x Kb x (tile_m + tile_n): tile_reads), W, 1
 Bytes are MB (1e6 bytes) of the configuration's dtype.
 """
 
@@ -237,9 +237,9 @@ def inputs(
     tm, tn = geom.tiles()
     if geom.op == "conv_bwd_filter" and tm > 1 and tn > 1 and geom.exact():  # a tiled kernel, its grid known
         kb = kb / reduction_split(blocks, s, tm, tn)
-    tile_mb = el * blocks  # el * blocks * kb * (tm + tn), in place
+    tile_mb = el * blocks  # el * blocks * kb * tile_reads, in place
     tile_mb *= kb
-    tile_mb *= tm + tn
+    tile_mb *= tile_reads(geom, s, tm, tn)
     return Inputs(
         blocks,
         kb,
@@ -250,6 +250,23 @@ def inputs(
         batch.logcfg if logcfg else None,
         output_loops(blocks, s, geom) if loops and geom.op not in GEMM_OPS and not col2im else None,
     )
+
+
+def tile_reads(geom: Geometry, s: Mapping[str, np.ndarray], tm: float, tn: float) -> float | np.ndarray:
+    """The elements a block loads a step of its reduction: a row of each operand's tile, tm + tn;
+    but where its tile spans the filter gradient's unrolled columns (C x R x S: cuDNN's
+    wgrad_alg0_engine tiles them 32 at a time), the input rows those columns read are their
+    channels, a filter's R x S taps each reading one channel's pixels: at most ceil(tile / RS) + 1
+    of them (a tile straddles two filters). Counted as columns, a 3x3 block was charged as much
+    input as a 1x1 one, 9x what it reads, and the model, one for every filter size, timed the
+    H200's 1x1 rows short: predicted / measured 0.87 at the median of its training rows (3x3:
+    0.99), 0.76 on Test-set-II's (1.02); by channels 0.97 (0.94) and 1.00 (1.00), its
+    cross-validated RMSPE 18.2% -> 15.2% (docs/results.md)."""
+    tile = geom.tile_of("CRS")
+    if geom.op != "conv_bwd_filter" or tile <= 1:
+        return tm + tn
+    taps = s["R"] * s["S"]
+    return tm + tn - tile + np.minimum(tile, np.ceil(tile / taps) + (taps > 1))
 
 
 def unrolls_columns(geom: Geometry) -> bool:

@@ -289,6 +289,10 @@ class Geometry:
         divs = [r.tile for r in self.axes.values() if r.tile > 1] + [1, 1]
         return float(divs[0]), float(divs[1])
 
+    def tile_of(self, size: str) -> float:
+        """The tile of a named size (its ceil rule's divisor), 1 where no rule tiles it."""
+        return float(max([div for r in self.axes.values() for e, div in r.factors if e == size], default=1))
+
     def tile_area(self) -> float | None:
         """The outputs one block's tile covers: the product of every ceil rule's tile; None
         where an axis is neither a ceil of sizes nor a constant (the nearest training row's

@@ -467,3 +467,30 @@ def test_a_data_gradient_that_unrolls_dx_into_columns_reduces_over_k_alone():
     assert "CRS" in m.geometry.describe() and "PQ" in m.geometry.describe()
     test = _col2im(80, seed=9, noise=0.0)
     assert np.median(np.abs(m.predict(test) / test["time_ms"] - 1)) < 0.03
+
+
+def test_a_filter_gradients_block_reads_the_channels_its_unrolled_columns_span():
+    # wgrad_alg0_engine tiles dw's C x R x S columns 32 at a time: a 3x3 filter's 32 columns read
+    # 4-5 channels of x, a 1x1 filter's 32; counted as columns the H200's 1x1 rows were timed 24%
+    # short (Test-set-II median), its 3x3 rows right
+    import pandas as pd
+
+    from seer.data.configs import ConfigBatch
+    from seer.models import features, geometry
+
+    df = pd.DataFrame(
+        {"op": "conv_bwd_filter", "batch": 8, "c_in": [288, 32], "h_in": 28, "w_in": 28, "c_out": 64, "kh": [1, 3]}
+        | {"stride_h": 1, "stride_w": 1, "dil_h": 1, "dil_w": 1, "groups": 1}
+    ).assign(kw=lambda d: d["kh"], pad_h=lambda d: d["kh"] // 2, pad_w=lambda d: d["kh"] // 2)
+    b = ConfigBatch.of(df, "conv_bwd_filter").with_algo("ALGO_0")
+    np.testing.assert_array_equal(b.sizes["CRS"], [288, 288])  # the same columns, the same GEMM
+    grid = {"grid_x": geometry.Ceil("CRS", 32, 1.0), "grid_y": geometry.Ceil("K", 32, 1.0)}
+    geom = geometry.Geometry("conv_bwd_filter", grid)
+    assert geom.tile_of("CRS") == 32 and geom.tile_of("PQ") == 1
+    np.testing.assert_array_equal(features.tile_reads(geom, b.sizes, 32, 32), [64, 32 + 5])
+    x = features.inputs(b, geom, "ALGO_0")
+    np.testing.assert_array_equal(x.blocks, [18, 18])
+    assert x.tile_mb[0] / x.tile_mb[1] == 64 / 37
+    # the forward's and the data gradient's tiles stay the operands' rows
+    for op in ("conv_fwd", "conv_bwd_data"):
+        assert features.tile_reads(geometry.Geometry(op, grid), b.sizes, 32, 32) == 64

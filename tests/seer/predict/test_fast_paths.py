@@ -357,7 +357,12 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
         )
         kb = kb / np.maximum(np.round(blocks / tiles), 1.0)
     read, write = s["read_bytes"] * features.MB, s["write_bytes"] * features.MB
-    tile = el * blocks * kb * (tm + tn)
+    reads = tm + tn
+    crs = [div for r in geom.axes.values() for e, div in r.factors if e == "CRS"]
+    if fit.op == "conv_bwd_filter" and crs and crs[0] > 1:  # the columns' side: the channels they span
+        taps = s["R"] * s["S"]
+        reads = tm + tn - crs[0] + np.minimum(crs[0], np.ceil(crs[0] / taps) + (taps > 1))
+    tile = el * blocks * kb * reads
     ceils = all(r.factors or isinstance(r, geometry.Const) for r in geom.axes.values())
     if fs.loops and geom.op not in configs.GEMM_OPS and ceils and not col2im:  # output tiles a block computes in turn
         covered = blocks * np.prod([div for r in geom.axes.values() for _, div in r.factors])
