@@ -29,6 +29,7 @@ from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unname
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.fit.duals import fitted_duals
+from seer.fit.shared import shared_variant, with_shared
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
@@ -44,11 +45,17 @@ from seer.models.tree import Tree
 
 
 def _fit_variants(
-    rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec, options: FitOptions
+    rec: pd.DataFrame, target: np.ndarray, spec: gpus.GPUSpec, options: FitOptions, only: set[str] | None = None
 ) -> dict[str, VariantFit]:
+    """A model per variant key (of the keys in `only`, where given) with `options.min_rows`
+    training rows, a direct kernel's with its calls under the direction's other algorithms
+    (seer.fit.shared)."""
     out = {}
     train = rec["split"] == "train"
-    for key, g in rec[train].groupby("key", sort=True):
+    shared = shared_variant(rec["key"])
+    for key, g in rec[train & (rec["key"].isin(only) if only is not None else True)].groupby("key", sort=True):
+        if len(g) < options.min_rows:
+            g = with_shared(rec, key, g, shared)
         if len(g) < options.min_rows:
             continue
         g = g.assign(time_ms=target[g.index])
@@ -113,7 +120,9 @@ def fit_gpu(
         # also misleads the choice of B_max and features, not only the coefficients
         target = rec["time_ms"].to_numpy(dtype=float) / _factor(rec, drifts)
         hit = rec["source"].isin(list(drifts))
-        models.update(_fit_variants(rec[rec["key"].isin(set(rec.loc[hit, "key"]))], target, spec, options))
+        shared = shared_variant(rec["key"])  # and the direct kernels that learn from those rows
+        again = set(rec.loc[hit, "key"]) | set(rec.loc[shared.isin(set(shared[hit]) - {""}), "key"])
+        models.update(_fit_variants(rec, target, spec, options, only=again))
     rec["key"] = looped_joins(rec, own, target, models)
     choosers = {}
     train = rec[rec["split"] == "train"]

@@ -29,6 +29,7 @@ from seer.data.records import CONV_OPS
 from seer.models.candidates import Rule
 from seer.models.gate import gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
+from seer.models.template import templates
 from seer.models.tree import Tree, fit_tree
 
 CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
@@ -270,14 +271,19 @@ class Chooser:
                 cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
             else:
                 cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-            return self._gated(logcfg, self.by_filter(logcfg, cand)), inside
+            return self._gated(logcfg, self._kept(logcfg, cand)), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
         if treed.any():
             members = self.tree_candidates(logcfg[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
-        return self._gated(logcfg, self.by_filter(logcfg, cand)), inside
+        return self._gated(logcfg, self._kept(logcfg, cand)), inside
+
+    def _kept(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """The candidates kept to what the configuration's filter shape decides (by_filter) and
+        to the direct kernel's templates it runs (by_template)."""
+        return self.by_template(logcfg, self.by_filter(logcfg, cand))
 
     def _gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to the gate's answer (seer.models.gate), where there is a gate."""
@@ -332,6 +338,31 @@ class Chooser:
             cand = cand.copy()
             cand[decided] = label[decided, None]
         return cand
+
+    def by_template(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Candidate label rows with each direct kernel's template (seer.models.template) one
+        the row runs: a template the row cannot run, or one less specialised than the most
+        specialised it can, gives way to that one, among the templates whose training rows ran
+        the row's filter shape (a model that never saw the shape stays out: on the H100 the
+        generic data-gradient template, trained on 5x5 and 7x7 filters, answered 4.7-13x the
+        time of 1x1 layers). Where none of them can run the row, the candidate stays."""
+        temps = templates(self.labels, self.op)
+        if len(temps) < 2:
+            return cand
+        labs = np.fromiter(temps, dtype=cand.dtype)
+        runs = [t.admits(logcfg, self.op) for t in temps.values()]
+        shape = logcfg[:, configs.FILTER_COLUMNS]
+        score = np.full((len(logcfg), len(labs)), -1)
+        for j, (lab, t) in enumerate(temps.items()):
+            seen = np.unique(self.points[self.label_idx == lab][:, configs.FILTER_COLUMNS], axis=0)
+            known = (np.abs(shape[:, None, :] - seen[None]) < 1e-3).all(axis=2).any(axis=1)
+            score[runs[j] & known, j] = t.rank
+        best, top = labs[score.argmax(axis=1)], score.max(axis=1)
+        out = cand.copy()
+        for j, (lab, t) in enumerate(temps.items()):
+            give = (cand == lab) & ((top >= 0) & (~runs[j] | (top > t.rank)))[:, None]
+            out[give] = np.broadcast_to(best[:, None], cand.shape)[give]
+        return out
 
     def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
         """The label indices of each row's tree leaf members (Tree.candidates: the leaf's
@@ -446,7 +477,7 @@ class Chooser:
             batch = configs.ConfigBatch.of(batch, self.op)
         x = batch.logcfg
         cand = self.tree_candidates(x) if self.trees else self.nearest(x)[1]
-        return np.asarray(self.labels, dtype=object)[self._gated(x, self.by_filter(x, cand))[:, 0]]
+        return np.asarray(self.labels, dtype=object)[self._gated(x, self._kept(x, cand))[:, 0]]
 
     def to_dict(self) -> dict:
         return {
