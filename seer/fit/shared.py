@@ -30,9 +30,9 @@ def shared_variant(key: pd.Series) -> pd.Series:
 
 
 def with_shared(rec: pd.DataFrame, key: str, own: pd.DataFrame, shared: pd.Series) -> pd.DataFrame:
-    """`own` (the training rows of `key`) and the training rows of the same kernel under the
-    direction's other algorithms (`shared`: shared_variant of `rec`), keyed as `key`."""
-    mine = shared_variant(pd.Series([key])).iat[0]
+    """`own` (the training rows of `key`, rows of `rec`) and the training rows of the same kernel
+    under the direction's other algorithms (`shared`: shared_variant of `rec`), keyed as `key`."""
+    mine = shared.at[own.index[0]] if len(own) else ""
     if not mine:
         return own
     algo = key.split(":", 2)[1]

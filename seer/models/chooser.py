@@ -29,7 +29,7 @@ from seer.data.records import CONV_OPS
 from seer.models.candidates import Rule
 from seer.models.gate import gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
-from seer.models.template import templates
+from seer.models.template import Template, templates
 from seer.models.tree import Tree, fit_tree
 
 CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
@@ -154,6 +154,7 @@ class Chooser:
     # other candidates builds its own
     _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _filters: dict | None = field(default=None, init=False, repr=False, compare=False)
+    _templates: dict | None = field(default=None, init=False, repr=False, compare=False)  # direct_templates'
     _plain: Chooser | None = field(default=None, init=False, repr=False, compare=False)  # _trust's
 
     def _index(self) -> cKDTree:
@@ -346,23 +347,31 @@ class Chooser:
         the row's filter shape (a model that never saw the shape stays out: on the H100 the
         generic data-gradient template, trained on 5x5 and 7x7 filters, answered 4.7-13x the
         time of 1x1 layers). Where none of them can run the row, the candidate stays."""
-        temps = templates(self.labels, self.op)
+        temps = self.direct_templates()
         if len(temps) < 2:
             return cand
         labs = np.fromiter(temps, dtype=cand.dtype)
-        runs = [t.admits(logcfg, self.op) for t in temps.values()]
+        runs = [t.admits(logcfg, self.op) for t, _ in temps.values()]
         shape = logcfg[:, configs.FILTER_COLUMNS]
         score = np.full((len(logcfg), len(labs)), -1)
-        for j, (lab, t) in enumerate(temps.items()):
-            seen = np.unique(self.points[self.label_idx == lab][:, configs.FILTER_COLUMNS], axis=0)
+        for j, (t, seen) in enumerate(temps.values()):
             known = (np.abs(shape[:, None, :] - seen[None]) < 1e-3).all(axis=2).any(axis=1)
             score[runs[j] & known, j] = t.rank
         best, top = labs[score.argmax(axis=1)], score.max(axis=1)
         out = cand.copy()
-        for j, (lab, t) in enumerate(temps.items()):
+        for j, (lab, (t, _)) in enumerate(temps.items()):
             give = (cand == lab) & ((top >= 0) & (~runs[j] | (top > t.rank)))[:, None]
             out[give] = np.broadcast_to(best[:, None], cand.shape)[give]
         return out
+
+    def direct_templates(self) -> dict[int, tuple[Template, np.ndarray]]:
+        """Each direct-kernel template's label index: its Template and the filter shapes (log2
+        R, S) its training points ran; worked out once per chooser (by_template asks each query)."""
+        if self._templates is None:
+            temps = templates(self.labels, self.op)  # none for a GEMM, whose points hold no filter
+            shapes = self.points[:, configs.FILTER_COLUMNS] if temps else self.points
+            self._templates = {lab: (t, np.unique(shapes[self.label_idx == lab], axis=0)) for lab, t in temps.items()}
+        return self._templates
 
     def tree_candidates(self, logcfg: np.ndarray) -> np.ndarray:
         """The label indices of each row's tree leaf members (Tree.candidates: the leaf's
