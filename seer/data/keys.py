@@ -14,6 +14,7 @@ DEFAULT_ALGO = "default"  # the algorithm part of a key where the op has no algo
 
 
 PER_GROUP = "/per_group"  # a key's ending where the variant's calls loop over a convolution's groups
+PER_BIN = "_per_bin"  # a variant label's ending where an FFT call ran its GEMM once per frequency bin
 
 
 @dataclass(frozen=True, order=True)
@@ -33,6 +34,12 @@ class VariantKey:
     def family(self) -> str:
         """'op:algo', the key of the chooser that picks among this family's variants."""
         return family_key(self.op, self.algo)
+
+    @property
+    def per_bin(self) -> bool:
+        """Whether the variant's calls launched their complex GEMM once per frequency bin
+        (seer.data.prepare.per_bin_variants)."""
+        return self.variant.endswith(PER_BIN)
 
     @classmethod
     def parse(cls, text: str) -> VariantKey:

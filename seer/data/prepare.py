@@ -14,7 +14,7 @@ import pandas as pd
 
 from seer.data import configs, paths, records, variants
 from seer.data.configs import groups
-from seer.data.keys import family_column, key_column
+from seer.data.keys import PER_BIN, family_column, key_column
 from seer.data.records import VARIANT_OPS
 from seer.errors import SeerError
 
@@ -122,9 +122,6 @@ def one_d_variants(rec: pd.DataFrame) -> pd.Series:
     one_d = rec["op"].isin(configs.FFT_TILED_OPS) & rec["algo"].eq("FFT_TILING") & configs.one_d_filters(rec)
     one_d &= ~label.astype(str).str.startswith("fft1d")  # already named for its 1-D transform
     return label.where(~one_d, label.astype(str) + ONE_D)
-
-
-PER_BIN = "_per_bin"  # the ending of an FFT variant's label where its calls run the GEMM once per frequency bin
 
 
 def per_bin_variants(label: pd.Series, rec: pd.DataFrame) -> pd.Series:

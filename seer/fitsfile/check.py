@@ -228,7 +228,8 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     algo = c.text(c.get(v, "algo", w, "a string"), _at(w, "algo"), nonempty=False)
     for k in ("variant", "kernel", "b_max_source"):
         c.text(c.get(v, k, w, "a string"), _at(w, k), nonempty=False)
-    for switch in ("per_group", "tiles"):  # runs once per group (VariantKey.per_group), per tile (VariantFit.tiled)
+    # runs once per group (VariantKey.per_group), per tile (VariantFit.tiled), per bin (VariantFit.binned)
+    for switch in ("per_group", "tiles", "bins"):
         if switch in v and not isinstance(v[switch], bool):
             c.fail(_at(w, switch), "true or false", v[switch])
     fs = c.text(c.get(v, "feature_set", w, "a feature set"), _at(w, "feature_set"))

@@ -25,6 +25,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer.data import configs
+from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
 from seer.models.candidates import Rule
 from seer.models.gate import gated
@@ -282,9 +283,44 @@ class Chooser:
         return self._gated(logcfg, self._kept(logcfg, cand)), inside
 
     def _kept(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """The candidates kept to what the configuration's filter shape decides (by_filter) and
-        to the direct kernel's templates it runs (by_template)."""
-        return self.by_template(logcfg, self.by_filter(logcfg, cand))
+        """The candidates kept to what the configuration's filter shape decides (by_filter), to
+        the direct kernel's templates it runs (by_template) and to a bin loop only where its
+        nearest training configurations looped too (by_bins)."""
+        return self.by_bins(logcfg, self.by_template(logcfg, self.by_filter(logcfg, cand)))
+
+    def by_bins(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Candidate label rows with a per-bin loop (VariantKey.per_bin) kept only where the
+        row's BIN_NEAR nearest training configurations all ran one; elsewhere it gives way to the
+        same kernel's batched variant (else to the nearest's variant). cuDNN's FFT loops its GEMM
+        over the frequency bins on a rule its sizes do not show, and a loop costs 10-100x the
+        batched call: timed per bin (VariantFit.binned), a tree leaf of loops answered 77 ms for
+        the H200's 6 x 256 -> 160 1x1 layer on 128 x 128 (7.1 ms measured, batched), whose nearest
+        training call was batched. Choosers refitted on 4/5 of the FFT's training calls named
+        loops for the other fifth at cross-validated RMSPE 147.3% on the H100 without this rule,
+        37.7% with one nearest, 37.7% with two (the H200: 38.3%, 38.2%, 32.6%; docs/results.md,
+        "The FFT's bin loops timed per bin, named where the nearest looped")."""
+        binned = {i for i, lab in enumerate(self.labels) if lab.endswith(PER_BIN)}
+        if not binned:
+            return cand
+        loops = np.isin(cand, list(binned))
+        if not loops.any():
+            return cand
+        rows = np.flatnonzero(loops.any(axis=1))
+        nk = self.nearest(logcfg[rows], BIN_NEAR)[1]
+        near = nk[:, 0]
+        doubt = ~np.isin(nk, list(binned)).all(axis=1)
+        if not doubt.any():
+            return cand
+        rows, near = rows[doubt], near[doubt]
+        index = {lab: i for i, lab in enumerate(self.labels)}
+        batched = np.array([index.get(self.labels[i].removesuffix(PER_BIN), -1) for i in range(len(self.labels))])
+        out = cand.copy()
+        sub = out[rows]
+        swap = np.isin(sub, list(binned))
+        other = batched[sub]
+        sub[swap] = np.where(other >= 0, other, near[:, None])[swap]
+        out[rows] = sub
+        return out
 
     def _gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to the gate's answer (seer.models.gate), where there is a gate."""
@@ -568,6 +604,7 @@ def fit_chooser(
     return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate)
 
 
+BIN_NEAR = 2  # nearest training configurations that must all have looped for a loop to be named (by_bins)
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it
 
 

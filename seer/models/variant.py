@@ -45,6 +45,7 @@ class VariantFit:
     sms: int
     notes: list[str] = field(default_factory=list)
     tiled: bool = False  # each call timed as fft_tiles launches of one tile's convolution (VariantModel.tiled)
+    binned: bool = False  # each call timed as FB launches of one frequency bin's GEMM (VariantModel.binned)
 
     @property
     def op(self) -> str:
@@ -70,7 +71,8 @@ class VariantFit:
     def predict(self, configs: pd.DataFrame | ConfigBatch) -> np.ndarray:
         """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch); a
         variant that runs once per group (key.per_group) times G times one group's convolution,
-        a tiled one (`tiled`) its tiles times one tile's."""
+        a tiled one (`tiled`) its tiles times one tile's, a binned one (`binned`) its frequency
+        bins times one bin's GEMM."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
         reps: np.ndarray | float = 1.0
         if self.key.per_group:
@@ -78,6 +80,8 @@ class VariantFit:
         if self.tiled:
             tiles, batch = batch.one_tile()
             reps = reps * tiles
+        if self.binned:
+            reps = reps * batch.sizes["FB"]
         return reps * self._time(batch)
 
     def _time(self, batch: ConfigBatch) -> np.ndarray:
@@ -122,6 +126,7 @@ class VariantFit:
             "notes": self.notes,
             **({"per_group": True} if self.key.per_group else {}),
             **({"tiles": True} if self.tiled else {}),
+            **({"bins": True} if self.binned else {}),
         }
 
     @classmethod
@@ -154,6 +159,7 @@ class VariantFit:
             sms=int(d["sms"]),
             notes=list(d.get("notes", [])),
             tiled=bool(d.get("tiles", False)),
+            binned=bool(d.get("bins", False)),
         )
 
 
@@ -179,6 +185,17 @@ class VariantModel:
         the H200, per tile at 6-38%."""
         return self.key.op in FFT_TILED_OPS and self.key.algo == "FFT_TILING"
 
+    @property
+    def binned(self) -> bool:
+        """Whether each call is fitted as launches of one frequency bin's complex GEMM, one a bin
+        of its square FFT (configs.fft_side: F x (F/2 + 1) bins, the launches cuDNN made on all
+        but one of the H100's 105 such calls): cuDNN's FFT where it loops its GEMM over the bins
+        (VariantKey.per_bin). Each launch is a small GEMM of 6-90 us, so a call's time is the
+        bins' count times it: fitted on whole calls, the H100's forward model of 56 such calls
+        had no term in the bins and answered 2.4 ms for a 2,112-bin call of 20.9 ms (cross-validated
+        RMSPE 39.4%)."""
+        return self.key.per_bin and self.key.algo == "FFT"
+
     def fit(self, train: pd.DataFrame) -> VariantFit:
         """Fit on the variant's training rows (time_ms = the measured kernel time).
 
@@ -190,6 +207,8 @@ class VariantModel:
             reps, train = groups(train), one_group(train)
         if self.tiled:  # and of one tile's
             reps, train = reps * fft_tiles(train), one_tile(train)
+        if self.binned:  # and of one frequency bin's GEMM
+            reps = reps * ConfigBatch.of(train, op).sizes["FB"]
         y = train["time_ms"].to_numpy(dtype=float) / reps
         train = train.assign(time_ms=y)
         floor = float(opts.floor_fraction * y.min())
@@ -238,4 +257,5 @@ class VariantModel:
             sms=self.sms,
             notes=notes,
             tiled=self.tiled,
+            binned=self.binned,
         )

@@ -437,7 +437,7 @@ def test_a_bad_tree_is_refused_where_it_is_bad(edit, where, tmp_path):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
-@pytest.mark.parametrize("switch", ["per_group", "tiles"])
+@pytest.mark.parametrize("switch", ["per_group", "tiles", "bins"])
 def test_a_variant_run_once_per_group_or_tile_says_so_with_a_switch(switch, tmp_path):
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
     key = next(k for k, v in doc["variants"].items() if v["op"] == "conv_fwd")

@@ -414,12 +414,16 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
             np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{key} {kind}")
             assert getattr(got, kind).flags["C_CONTIGUOUS"]
         np.testing.assert_array_equal(fit.law.time(got), fit.law.time(want), err_msg=key)
-        if fit.key.per_group or fit.tiled:  # G calls of one group's convolution, of one tile's
+        if fit.key.per_group or fit.tiled or fit.binned:  # G calls of one group's convolution, of one tile's
             frame, reps = df.iloc[rows].reset_index(drop=True), np.ones(len(rows))
             if fit.key.per_group:
                 reps, frame = configs.groups(frame), configs.one_group(frame)
             if fit.tiled:
                 reps, frame = reps * configs.fft_tiles(frame), configs.one_tile(frame)
+            if fit.binned:  # F x (F/2 + 1) launches, F the least power of two from 16 holding the padded image
+                need = np.maximum(frame["h_in"] + 2 * frame["pad_h"], frame["w_in"] + 2 * frame["pad_w"])
+                side = np.array([next((f for f in (16, 32, 64, 128, 256) if f >= v), 512) for v in need])
+                reps = reps * side * (side // 2 + 1)
             one = _reference_design(frame, fit)
             np.testing.assert_allclose(fit.predict(part), reps * fit.law.time(one), rtol=1e-12, err_msg=key)
         else:

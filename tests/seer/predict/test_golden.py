@@ -118,7 +118,10 @@ algorithm's conv and rank time entries of h100-sxm and the L4 moved, and the ran
 them; no best entry. Then (issue 25, session 22) the grids of the data gradient's direct kernel
 (ceil(NCHW/1024)) and of the 5x5 Winograd transform (2 x ceil(N/16) x ceil(P/27) x ceil(Q/27),
 seer.models.geometry.Product.times), h100-sxm refitted: only the WINOGRAD_NONFUSED rank time
-entries of h100-sxm and the L4 moved; no rank order."""
+entries of h100-sxm and the L4 moved; no rank order. Then (issue 25, session 25) the FFT's
+bin loops timed per bin (seer.models.variant.VariantFit.binned) and named only where the two
+nearest training configurations looped (seer.models.chooser.Chooser.by_bins), h100-sxm
+refitted: only the FFT conv and rank time entries of h100-sxm (9 rows) and the L4 (2) moved."""
 
 from __future__ import annotations
 
