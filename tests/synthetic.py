@@ -75,6 +75,13 @@ def conv_records(n: int = 400, seed: int = 0, suite: str = "seer_grid", noise: f
     return _finish(out, suite)
 
 
+def implicit_gemm_calls(n: int, seed: int) -> pd.DataFrame:
+    """n of conv_records' calls, one algorithm's (IMPLICIT_GEMM): a test restates their
+    algorithm, kernel, sizes and times as the calls it needs."""
+    base = conv_records(2 * n, seed=seed)
+    return base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+
+
 def _heuristic(df: pd.DataFrame, rng) -> pd.DataFrame:
     """cuDNN-like ranking: right most of the time, a fixed preference where it is not."""
     noisy = df["time_ms"] * np.exp(rng.normal(0, 0.25, len(df)))

@@ -156,6 +156,7 @@ class Chooser:
     _kinds: dict = field(default_factory=dict, init=False, repr=False, compare=False)
     _filters: dict | None = field(default=None, init=False, repr=False, compare=False)
     _templates: dict | None = field(default=None, init=False, repr=False, compare=False)  # direct_templates'
+    _bins: tuple | None = field(default=None, init=False, repr=False, compare=False)  # bin_loops'
     _plain: Chooser | None = field(default=None, init=False, repr=False, compare=False)  # _trust's
 
     def _index(self) -> cKDTree:
@@ -299,28 +300,35 @@ class Chooser:
         loops for the other fifth at cross-validated RMSPE 147.3% on the H100 without this rule,
         37.7% with one nearest, 37.7% with two (the H200: 38.3%, 38.2%, 32.6%; docs/results.md,
         "The FFT's bin loops timed per bin, named where the nearest looped")."""
-        binned = {i for i, lab in enumerate(self.labels) if lab.endswith(PER_BIN)}
-        if not binned:
+        loops, batched = self.bin_loops()
+        if not len(loops):
             return cand
-        loops = np.isin(cand, list(binned))
-        if not loops.any():
+        rows = np.flatnonzero(np.isin(cand, loops).any(axis=1))
+        if not len(rows):
             return cand
-        rows = np.flatnonzero(loops.any(axis=1))
         nk = self.nearest(logcfg[rows], BIN_NEAR)[1]
-        near = nk[:, 0]
-        doubt = ~np.isin(nk, list(binned)).all(axis=1)
+        doubt = ~np.isin(nk, loops).all(axis=1)
         if not doubt.any():
             return cand
-        rows, near = rows[doubt], near[doubt]
-        index = {lab: i for i, lab in enumerate(self.labels)}
-        batched = np.array([index.get(self.labels[i].removesuffix(PER_BIN), -1) for i in range(len(self.labels))])
+        rows, near = rows[doubt], nk[doubt, 0]
         out = cand.copy()
         sub = out[rows]
-        swap = np.isin(sub, list(binned))
+        swap = np.isin(sub, loops)
         other = batched[sub]
         sub[swap] = np.where(other >= 0, other, near[:, None])[swap]
         out[rows] = sub
         return out
+
+    def bin_loops(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the label indices of per-bin loops, each label's batched counterpart: the index of
+        the same key without PER_BIN, -1 where none); worked out once per chooser (by_bins asks
+        each query)."""
+        if self._bins is None:
+            index = {lab: i for i, lab in enumerate(self.labels)}
+            loops = np.array([i for i, lab in enumerate(self.labels) if lab.endswith(PER_BIN)], dtype=int)
+            batched = np.array([index.get(lab.removesuffix(PER_BIN), -1) for lab in self.labels], dtype=int)
+            self._bins = (loops, batched)
+        return self._bins
 
     def _gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to the gate's answer (seer.models.gate), where there is a gate."""

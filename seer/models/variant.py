@@ -207,12 +207,12 @@ class VariantModel:
             reps, train = groups(train), one_group(train)
         if self.tiled:  # and of one tile's
             reps, train = reps * fft_tiles(train), one_tile(train)
+        batch = ConfigBatch.of(train, op)
         if self.binned:  # and of one frequency bin's GEMM
-            reps = reps * ConfigBatch.of(train, op).sizes["FB"]
+            reps = reps * batch.sizes["FB"]
         y = train["time_ms"].to_numpy(dtype=float) / reps
         train = train.assign(time_ms=y)
         floor = float(opts.floor_fraction * y.min())
-        batch = ConfigBatch.of(train, op)
         geom = fit_geometry(train, op, batch)
         types = seer_types(train, opts)
         kernel = str(train["kernel"].iloc[0])

@@ -4,7 +4,7 @@ nearest training configuration ran one (Chooser.by_bins)."""
 
 import numpy as np
 import pandas as pd
-from synthetic import SMS, conv_records
+from synthetic import SMS, implicit_gemm_calls
 
 from seer import models
 from seer.data import configs
@@ -19,8 +19,7 @@ def _per_bin(n, seed, sides):
     """FFT calls that launch a 1 x ceil(K/32) grid once per bin of their square FFT (F x (F/2 + 1),
     F the least power of two holding the padded image), each launch 6 us and its waves' work."""
     rng = np.random.default_rng(seed)
-    base = conv_records(2 * n, seed=seed)
-    base = base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+    base = implicit_gemm_calls(n, seed)
     hw = rng.choice(sides, len(base))
     df = base.assign(algo="FFT", kernel="sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize32x32x8",
                      batch=rng.choice([1, 2, 4, 8], len(base)), c_in=rng.choice([128, 256, 512], len(base)),

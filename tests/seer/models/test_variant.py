@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from synthetic import SMS, conv_records, gemm_records
+from synthetic import SMS, conv_records, gemm_records, implicit_gemm_calls
 
 from seer import models
 from seer.errors import SeerError
@@ -216,8 +216,7 @@ def _fft_tiling(n, seed, sides):
     from seer.data import configs
 
     rng = np.random.default_rng(seed)
-    base = conv_records(2 * n, seed=seed)
-    base = base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+    base = implicit_gemm_calls(n, seed)
     hw = rng.choice(sides, len(base))
     df = base.assign(algo="FFT_TILING", kernel="sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize32x32x8",
                      batch=rng.choice([1, 8, 32, 128], len(base)), c_in=rng.choice([16, 64, 256], len(base)),
