@@ -14,6 +14,12 @@ variant choosers grow them) learns the choice from 1/8, 1/4, 1/2 and all of the 
 (seer.data.census.folder_of) captured calls, on how many configuration x algorithm pairs a timed
 call ran the same kernels (the same distinct names) and the same kind (direct or not) as the
 captured one: the check that a capture tells what runs.
+
+The same for the FFT's loops over its frequency bins (seer.models.bin_gate), per direction that
+looped: how many ungrouped timed configurations looped, the errors (missed loops, false loops)
+of a gate's tree grown on a quarter, a half and all of the other folds against the choosers' rule
+without a gate (a loop where the 2 nearest looped: Chooser.by_bins), and where the census
+captured FFT calls of timed configurations, how often "launched its bins" and "looped" agree.
 """
 
 from __future__ import annotations
@@ -27,7 +33,10 @@ import pandas as pd
 from seer.data import census, records
 from seer.data.census import DIMS
 from seer.data.configs import conv_products, log_config
-from seer.models.gate import ran_direct
+from seer.models import bin_gate
+from seer.models.chooser import BIN_NEAR, points_of
+from seer.models.gate import GATE_LEAF, ran_direct
+from seer.models.tree import fit_tree
 
 DIRECT = "grouped_direct"
 
@@ -95,6 +104,57 @@ def learning_curve(c: pd.DataFrame, folds: int = 5) -> dict[float, float]:
     return out
 
 
+def fft_loops(rec: pd.DataFrame) -> pd.DataFrame:
+    """One row per ungrouped FP32 FFT configuration a call timed, `loop` whether it looped over
+    the bins (seer.data.prepare's per-bin variants)."""
+    from seer.data.prepare import VARIANT_OPS, prepare
+
+    fft = rec[rec["op"].isin(VARIANT_OPS) & (rec["algo"] == bin_gate.LOOPING_ALGO) & (rec["math"] == "fma")]
+    calls = bin_gate.call_loops(prepare(fft))
+    return calls.drop_duplicates(["op", *DIMS])[["op", *DIMS, "loop"]]
+
+
+def loop_curve(c: pd.DataFrame, op: str, folds: int = 5) -> dict[str, tuple[int, int]]:
+    """(missed loops, false loops) over `folds` folds of a direction's ungrouped FFT
+    configurations: a gate's tree from a share of the other folds, the 2-nearest rule, and the
+    tree from all of them where the nearest looped too (the chooser's rule with a bin gate)."""
+    from scipy.spatial import cKDTree
+
+    g = c[c["op"] == op]
+    x, y = points_of(g, op), g["loop"].to_numpy(dtype=bool)
+    fold = np.random.default_rng(0).permutation(len(g)) % folds
+    keep = np.random.default_rng(1).random(len(g))
+    said: dict[str, np.ndarray] = {}
+    for f in range(folds):
+        test = fold == f
+        for frac in (0.25, 0.5, 1.0):
+            train = (fold != f) & (keep < frac)
+            tree = fit_tree(x[train], y[train].astype(np.int64), GATE_LEAF, products=True)
+            said.setdefault(f"tree from {frac:g}", np.zeros(len(g), dtype=bool))[test] = tree.predict(x[test]) > 0
+        _, i = cKDTree(x[fold != f]).query(x[test], k=BIN_NEAR)
+        near = y[fold != f][i]
+        said.setdefault(f"{BIN_NEAR} nearest looped", np.zeros(len(g), dtype=bool))[test] = near.all(axis=1)
+        both = said["tree from 1"][test] & near[:, 0]
+        said.setdefault("tree and the nearest", np.zeros(len(g), dtype=bool))[test] = both
+    return {k: (int((~s & y).sum()), int((s & ~y).sum())) for k, s in said.items()}
+
+
+def loop_agreement(c: pd.DataFrame, rows: pd.DataFrame) -> str:
+    """How often the census's captured FFT calls, counted by their launches, loop where the timed
+    calls of the same configurations did."""
+    asked = pd.concat([bin_gate.census_loops(rows, str(op)) for op in pd.unique(c["op"])], ignore_index=True)
+    if asked.empty:
+        return "census: no captured ungrouped FFT calls"
+    both = c.merge(asked, on=["op", *DIMS], suffixes=("", "_census"))
+    if both.empty:
+        return f"census: {len(asked)} captured ungrouped FFT calls, none of a timed configuration"
+    same = (both["loop"] == both["loop_census"]).mean()
+    return (
+        f"census: {len(both)} timed ungrouped FFT configurations captured too ({int(both['loop'].sum())} loops); "
+        f"launched its bins iff looped on {100 * same:.1f}%"
+    )
+
+
 def main(argv: list[str]) -> int:
     if not argv or len(argv) > 2:
         sys.stderr.write("usage: python tools/direct_fallback.py DATA/<gpu> [DATA/<other gpu>]\n")
@@ -128,9 +188,19 @@ def main(argv: list[str]) -> int:
         f"forward GEMM, {n} ungrouped FP32 configurations, a tree's cross-validated accuracy from a share "
         "of the training folds: " + ", ".join(f"{k:g}: {100 * v:.1f}%" for k, v in curve.items())
     )
+    loops = fft_loops(rec)
+    for op, g in loops.groupby("op", sort=True):
+        if g["loop"].any():
+            curve = ", ".join(f"{k}: {m} / {f}" for k, (m, f) in loop_curve(loops, str(op)).items())
+            print(
+                f"{op} FFT, {len(g)} ungrouped FP32 configurations, {int(g['loop'].sum())} of them loops over "
+                f"the bins; missed / false loops over 5 folds: {curve}"
+            )
     where = census.folder_of(Path(argv[0]), Path(argv[0]).name)
     if where is not None:
-        print(capture_agreement(rec, census.read(where)))
+        rows = census.read(where)
+        print(capture_agreement(rec, rows))
+        print(loop_agreement(loops, rows))
     return 0
 
 

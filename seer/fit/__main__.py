@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT.gates,
         help="which convolution algorithms get a gate for cuDNN's direct kernel (seer.models.gate): "
         "'workspace', those whose workspace tells when it runs (default); 'captured', also every "
-        "algorithm the census captured calls of",
+        "algorithm the census captured calls of, and the FFT a gate for its loops over the frequency "
+        "bins (seer.models.bin_gate)",
     )
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
     ap.add_argument(

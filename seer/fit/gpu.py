@@ -34,6 +34,7 @@ from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
+from seer.models.bin_gate import LOOPING_ALGO, call_loops, census_loops
 from seer.models.call_time import fit_call_times
 from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
@@ -132,8 +133,10 @@ def fit_gpu(
         g = g[g["key"].isin(list(models))]
         if len(g):
             r = _rules(g, models, target[g.index], op, options.tree_products)
-            gate = _gate(rec, op, algo, census_rows, options.gates) if op in records.CONV_OPS else None
-            chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate)
+            conv = op in records.CONV_OPS
+            gate = _gate(rec, op, algo, census_rows, options.gates) if conv else None
+            bins = _bin_gate(rec, op, algo, census_rows) if conv and options.gates == "captured" else None
+            chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate, bins)
             choosers[family_key(op, algo)] = chooser.to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
@@ -173,13 +176,37 @@ def _gate(
     pts, direct = points_of(calls, op), calls["direct"].to_numpy(dtype=bool)
     if census_rows is not None:
         asked = census_labels(census_rows, op, algo, workspace=coded)
-        if len(asked):
-            timed = {tuple(p) for p in points_of(fam.drop_duplicates("call_id"), op)}
-            more = points_of(asked, op)
-            new = np.array([tuple(p) not in timed for p in more], dtype=bool)
-            pts = np.vstack([pts, more[new]])
-            direct = np.concatenate([direct, asked["direct"].to_numpy(dtype=bool)[new]])
+        pts, direct = _with_census(pts, direct, points_of(fam.drop_duplicates("call_id"), op), asked, "direct", op)
     return fit_gate(pts, direct)
+
+
+def _bin_gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None) -> Tree | None:
+    """The FFT's bin-loop gate of a direction (seer.models.bin_gate), where the census captured
+    FFT calls of it: grown on the family's ungrouped timed training calls and the census's captured
+    ungrouped configurations (less those the family timed, whose calls label them, training or
+    held out)."""
+    if algo != LOOPING_ALGO or census_rows is None:
+        return None
+    asked = census_loops(census_rows, op)
+    if asked.empty:
+        return None
+    fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
+    calls = call_loops(fam[fam["split"] == "train"])
+    pts, loop = points_of(calls, op), calls["loop"].to_numpy(dtype=bool)
+    return fit_gate(*_with_census(pts, loop, points_of(fam.drop_duplicates("call_id"), op), asked, "loop", op))
+
+
+def _with_census(
+    pts: np.ndarray, label: np.ndarray, timed: np.ndarray, asked: pd.DataFrame, column: str, op: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """A gate's labelled points: the timed calls' and the census's `asked` configurations, less
+    those among `timed` (the family's timed configurations, training or held out)."""
+    if not len(asked):
+        return pts, label
+    seen = {tuple(p) for p in timed}
+    more = points_of(asked, op)
+    new = np.array([tuple(p) not in seen for p in more], dtype=bool)
+    return np.vstack([pts, more[new]]), np.concatenate([label, asked[column].to_numpy(dtype=bool)[new]])
 
 
 def nearest_modelled(g: pd.DataFrame, modelled: set[str], op: str) -> pd.Series:

@@ -427,6 +427,11 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
                 c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
             products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
             _tree(c, t, _at(tw, kind), dims + len(configs.CONV_PRODUCTS) * products, len(labels))
+    for name in ("gate", "bin_gate"):  # yes-or-no trees (seer.models.gate, seer.models.bin_gate)
+        if name in ch:
+            t = ch[name]
+            products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
+            _tree(c, t, _at(w, name), dims + len(configs.CONV_PRODUCTS) * products, 2)
     return op, algo
 
 

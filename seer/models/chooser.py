@@ -148,6 +148,9 @@ class Chooser:
     # whether cuDNN runs its direct fallback kernel (seer.models.gate): where fitted, every row's
     # candidates are kept to its answer
     gate: Tree | None = None
+    # whether cuDNN's FFT loops its GEMM over the frequency bins (seer.models.bin_gate): where
+    # fitted, it and the nearest configuration name the loops of ungrouped rows (by_bins)
+    bin_gate: Tree | None = None
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
@@ -299,19 +302,29 @@ class Chooser:
         training call was batched. Choosers refitted on 4/5 of the FFT's training calls named
         loops for the other fifth at cross-validated RMSPE 147.3% on the H100 without this rule,
         37.7% with one nearest, 37.7% with two (the H200: 38.3%, 38.2%, 32.6%; docs/results.md,
-        "The FFT's bin loops timed per bin, named where the nearest looped")."""
-        loops, batched = self.bin_loops()
+        "The FFT's bin loops timed per bin, named where the nearest looped"). Where the census
+        labelled loops (`bin_gate`), the gate and the nearest answer for the ungrouped rows
+        instead (_bin_gated), both ways."""
+        loops, batched, _ = self.bin_loops()
         if not len(loops):
             return cand
-        rows = np.flatnonzero(np.isin(cand, loops).any(axis=1))
+        ruled = np.ones(len(cand), dtype=bool)
+        out = cand
+        if self.bin_gate is not None:
+            plain = ~kind_of(logcfg, self.op)
+            if plain.any():
+                out = cand.copy()
+                out[plain] = self._bin_gated(logcfg[plain], cand[plain])
+            ruled = ~plain
+        rows = np.flatnonzero(ruled & np.isin(out, loops).any(axis=1))
         if not len(rows):
-            return cand
+            return out
         nk = self.nearest(logcfg[rows], BIN_NEAR)[1]
         doubt = ~np.isin(nk, loops).all(axis=1)
         if not doubt.any():
-            return cand
+            return out
         rows, near = rows[doubt], nk[doubt, 0]
-        out = cand.copy()
+        out = out.copy()
         sub = out[rows]
         swap = np.isin(sub, loops)
         other = batched[sub]
@@ -319,15 +332,37 @@ class Chooser:
         out[rows] = sub
         return out
 
-    def bin_loops(self) -> tuple[np.ndarray, np.ndarray]:
+    def _bin_gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Candidate label rows kept to the bin gate's answer, confirmed by the nearest training
+        configuration: a loop where the gate says the call loops and the nearest one looped (a
+        batched candidate gives way to the same kernel's loop, where one was timed), else the same
+        kernel batched (where none was timed, the nearest's variant). A false loop costs 10-100x
+        where a missed one costs 90%: over 5 folds of the timed ungrouped forward calls, a tree of
+        them missed 31 loops and named 34 false ones on the H100, 36 and 31 on the H200, the tree
+        where the nearest looped too 46 and 8, 51 and 4, the two nearest alone 56 and 5, 52 and 10
+        (tools/direct_fallback.py; seer.models.bin_gate)."""
+        assert self.bin_gate is not None
+        loops, batched, looped = self.bin_loops()
+        near = self.nearest(logcfg, 1)[1][:, 0]
+        want = self.bin_gate.predict(logcfg).astype(bool) & np.isin(near, loops)
+        is_loop = np.isin(cand, loops)
+        out = cand.copy()
+        up = want[:, None] & ~is_loop & (looped[cand] >= 0)
+        out[up] = looped[cand][up]
+        down = ~want[:, None] & is_loop
+        out[down] = np.where(batched[cand] >= 0, batched[cand], near[:, None])[down]
+        return out
+
+    def bin_loops(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(the label indices of per-bin loops, each label's batched counterpart: the index of
-        the same key without PER_BIN, -1 where none); worked out once per chooser (by_bins asks
-        each query)."""
+        the same key without PER_BIN, -1 where none, and each label's loop: the index of the
+        key with PER_BIN, -1 where none); worked out once per chooser (by_bins asks each query)."""
         if self._bins is None:
             index = {lab: i for i, lab in enumerate(self.labels)}
             loops = np.array([i for i, lab in enumerate(self.labels) if lab.endswith(PER_BIN)], dtype=int)
             batched = np.array([index.get(lab.removesuffix(PER_BIN), -1) for lab in self.labels], dtype=int)
-            self._bins = (loops, batched)
+            looped = np.array([index.get(lab + PER_BIN, -1) for lab in self.labels], dtype=int)
+            self._bins = (loops, batched, looped)
         return self._bins
 
     def _gated(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -448,6 +483,8 @@ class Chooser:
             rule += "; a filter shape that ran one variant, that variant"
         if self.gate is not None:
             rule += "; kept to a tree's answer to whether cuDNN runs its direct kernel (seer.models.gate)"
+        if self.bin_gate is not None:
+            rule += "; a loop over the FFT's bins where a tree grown on the census says so (seer.models.bin_gate)"
         return rule
 
     def _rule(self, near: str) -> str:
@@ -519,6 +556,7 @@ class Chooser:
                 voters,
                 self.per_group and grouped,
                 self.gate,
+                self.bin_gate,
             )
         return self._kinds[key]
 
@@ -544,6 +582,7 @@ class Chooser:
             **({"candidates": self.candidates} if self.candidates is not None else {}),
             **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
             **({"gate": self.gate.to_dict()} if self.gate is not None else {}),
+            **({"bin_gate": self.bin_gate.to_dict()} if self.bin_gate is not None else {}),
         }
 
     @property
@@ -559,8 +598,19 @@ class Chooser:
         voters = int(d["voters"]) if "voters" in d else None
         per_group = bool(d.get("per_group", False))
         gate = Tree.from_dict(d["gate"]) if "gate" in d else None
+        bin_gate = Tree.from_dict(d["bin_gate"]) if "bin_gate" in d else None
         return cls(
-            d["op"], d["algo"], list(d["labels"]), points, idx, d.get("candidates"), trees, voters, per_group, gate
+            d["op"],
+            d["algo"],
+            list(d["labels"]),
+            points,
+            idx,
+            d.get("candidates"),
+            trees,
+            voters,
+            per_group,
+            gate,
+            bin_gate,
         )
 
 
@@ -588,13 +638,15 @@ def fit_chooser(
     trees: Mapping[bool, Rule] | None = None,
     per_group: bool = False,
     gate: Tree | None = None,
+    bin_gate: Tree | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
     nearest configurations (`candidates` of them compete; with `per_group`, a grouped
     convolution's nearest by channels per group) and, for each kind of row (grouped or not)
     that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it splits
     the convolution's products too), which answers within the trust distance; `gate`, where
-    given, keeps every answer to its kind of kernel (seer.models.gate)."""
+    given, keeps every answer to its kind of kernel (seer.models.gate); `bin_gate` names the
+    FFT's loops over its bins (seer.models.bin_gate)."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
@@ -607,9 +659,9 @@ def fit_chooser(
     }
     voters = condense(configs.per_group(pts) if per_group else pts, idx)
     if len(voters) == len(pts):
-        return Chooser(op, algo, labels, pts, idx, candidates, fitted, per_group=per_group, gate=gate)
+        return Chooser(op, algo, labels, pts, idx, candidates, fitted, None, per_group, gate, bin_gate)
     order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
-    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate)
+    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate, bin_gate)
 
 
 BIN_NEAR = 2  # nearest training configurations that must all have looped for a loop to be named (by_bins)

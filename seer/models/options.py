@@ -45,8 +45,9 @@ class FitOptions:
     loops_gain: float = 0.05
     # Which convolution families get a gate (seer.models.gate): "workspace", those whose timed
     # calls ask for no workspace exactly when they run cuDNN's direct kernel; "captured", those
-    # and every family the census captured calls of (cudnn_bench.capture), to be measured before
-    # it becomes the default.
+    # and every family the census captured calls of (cudnn_bench.capture), and the FFT's gate of
+    # its loops over the bins from the captures' launches (seer.models.bin_gate), to be measured
+    # before it becomes the default.
     gates: str = "workspace"
 
     def __post_init__(self) -> None:

@@ -460,6 +460,18 @@ def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
     check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 
+@pytest.mark.parametrize("name", ["gate", "bin_gate"])
+def test_a_gate_is_a_yes_or_no_tree(name, tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    gate = next(v["gate"] for v in doc["choosers"].values() if "gate" in v)
+    doc["choosers"]["conv_fwd:FFT"][name] = gate
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    leaf = gate["feature"].index(-1)
+    gate["label"][leaf] = 2  # a third answer: a gate has two
+    with pytest.raises(SeerError, match=re.escape(f'choosers["conv_fwd:FFT"].{name}.label[{leaf}]')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
 def test_a_tree_of_an_unknown_kind_is_refused(tmp_path):
     doc, tree, key, _ = _tree_doc()
     doc["choosers"][key]["trees"]["depthwise"] = tree
