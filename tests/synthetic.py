@@ -75,11 +75,17 @@ def conv_records(n: int = 400, seed: int = 0, suite: str = "seer_grid", noise: f
     return _finish(out, suite)
 
 
-def implicit_gemm_calls(n: int, seed: int) -> pd.DataFrame:
-    """n of conv_records' calls, one algorithm's (IMPLICIT_GEMM): a test restates their
-    algorithm, kernel, sizes and times as the calls it needs."""
+def fft_calls(n: int, seed: int, sides, algo: str, kernel: str, batch, c_in, c_out) -> pd.DataFrame:
+    """n of conv_records' calls (one algorithm's rows) restated as ungrouped 3x3 calls padded by
+    1 of `algo` launching `kernel`, their batch, channels and square image side drawn from the
+    choices given: a test sets their grids and times by the law it checks."""
+    rng = np.random.default_rng(seed)
     base = conv_records(2 * n, seed=seed)
-    return base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+    base = base[base["algo"] == "IMPLICIT_GEMM"].head(n).reset_index(drop=True)
+    hw = rng.choice(sides, len(base))
+    return base.assign(algo=algo, kernel=kernel, batch=rng.choice(batch, len(base)),
+                       c_in=rng.choice(c_in, len(base)), c_out=rng.choice(c_out, len(base)), h_in=hw, w_in=hw,
+                       kh=3, kw=3, stride_h=1, stride_w=1, pad_h=1, pad_w=1, dil_h=1, dil_w=1, groups=1)
 
 
 def _heuristic(df: pd.DataFrame, rng) -> pd.DataFrame:

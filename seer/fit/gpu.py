@@ -176,7 +176,7 @@ def _gate(
     pts, direct = points_of(calls, op), calls["direct"].to_numpy(dtype=bool)
     if census_rows is not None:
         asked = census_labels(census_rows, op, algo, workspace=coded)
-        pts, direct = _with_census(pts, direct, points_of(fam.drop_duplicates("call_id"), op), asked, "direct", op)
+        pts, direct = _with_census(pts, direct, fam, asked, "direct", op)
     return fit_gate(pts, direct)
 
 
@@ -193,17 +193,17 @@ def _bin_gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame |
     fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
     calls = call_loops(fam[fam["split"] == "train"])
     pts, loop = points_of(calls, op), calls["loop"].to_numpy(dtype=bool)
-    return fit_gate(*_with_census(pts, loop, points_of(fam.drop_duplicates("call_id"), op), asked, "loop", op))
+    return fit_gate(*_with_census(pts, loop, fam, asked, "loop", op))
 
 
 def _with_census(
-    pts: np.ndarray, label: np.ndarray, timed: np.ndarray, asked: pd.DataFrame, column: str, op: str
+    pts: np.ndarray, label: np.ndarray, fam: pd.DataFrame, asked: pd.DataFrame, column: str, op: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """A gate's labelled points: the timed calls' and the census's `asked` configurations, less
-    those among `timed` (the family's timed configurations, training or held out)."""
+    those the family's calls (`fam`, training or held out) timed."""
     if not len(asked):
         return pts, label
-    seen = {tuple(p) for p in timed}
+    seen = {tuple(p) for p in points_of(fam.drop_duplicates("call_id"), op)}
     more = points_of(asked, op)
     new = np.array([tuple(p) not in seen for p in more], dtype=bool)
     return np.vstack([pts, more[new]]), np.concatenate([label, asked[column].to_numpy(dtype=bool)[new]])

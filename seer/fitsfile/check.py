@@ -425,14 +425,18 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
         for kind, t in ch["trees"].items():
             if kind not in KINDS.values():
                 c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
-            products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
-            _tree(c, t, _at(tw, kind), dims + len(configs.CONV_PRODUCTS) * products, len(labels))
+            _tree(c, t, _at(tw, kind), _axes(t, op, dims), len(labels))
     for name in ("gate", "bin_gate"):  # yes-or-no trees (seer.models.gate, seer.models.bin_gate)
         if name in ch:
-            t = ch[name]
-            products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
-            _tree(c, t, _at(w, name), dims + len(configs.CONV_PRODUCTS) * products, 2)
+            _tree(c, ch[name], _at(w, name), _axes(ch[name], op, dims), 2)
     return op, algo
+
+
+def _axes(t: Any, op: str, dims: int) -> int:
+    """The axes a chooser's tree may split: the log-configuration's, and a convolution's
+    products where the tree says it splits them too."""
+    products = isinstance(t, dict) and t.get("products") is True and op in CONV_OPS
+    return dims + len(configs.CONV_PRODUCTS) * products
 
 
 def _tree(c: _Doc, t: Any, w: str, dims: int, labels: int) -> None:

@@ -34,6 +34,7 @@ import pandas as pd
 from seer.data import census
 from seer.data.configs import ConfigBatch
 from seer.data.keys import PER_BIN
+from seer.models.gate import call_labels
 
 LOOPING_ALGO = "FFT"  # the algorithm whose calls may loop over bins (VariantKey.per_bin)
 
@@ -47,16 +48,15 @@ def call_loops(train: pd.DataFrame) -> pd.DataFrame:
     """One row per timed ungrouped call of a family's training rows, `loop` whether the call
     looped over the bins (a key of it is a per-bin variant's)."""
     plain = train[pd.to_numeric(train["groups"], errors="coerce").fillna(1).to_numpy() == 1]
-    loop = plain.groupby("call_id", sort=False)["key"].agg(lambda k: bool(is_loop(list(k)).any())).rename("loop")
-    return plain.drop_duplicates("call_id").join(loop, on="call_id")
+    return call_labels(plain, "loop", is_loop)
 
 
 def census_loops(rows: pd.DataFrame, op: str, math: str = "fma") -> pd.DataFrame:
     """The census's ungrouped FFT calls of `op` that it captured, and `loop`: whether the call
     launched at least as many kernels as its transform has frequency bins."""
-    need = {"capture", "launches"}
-    if rows.empty or not need <= set(rows.columns):
-        return pd.DataFrame(columns=[*census.DIMS, "op", "loop"])
+    columns = [*census.DIMS, "op", "loop"]
+    if rows.empty or not {"capture", "launches"} <= set(rows.columns):
+        return pd.DataFrame(columns=columns)
     mine = rows[
         (rows["op"] == op)
         & (rows["algo"] == LOOPING_ALGO)
@@ -66,7 +66,7 @@ def census_loops(rows: pd.DataFrame, op: str, math: str = "fma") -> pd.DataFrame
         & (pd.to_numeric(rows["groups"], errors="coerce") == 1)
     ]
     if mine.empty:
-        return pd.DataFrame(columns=[*census.DIMS, "op", "loop"])
+        return pd.DataFrame(columns=columns)
     bins = ConfigBatch.of(mine.assign(op=op), op).sizes["FB"]
     loop = pd.to_numeric(mine["launches"], errors="coerce").to_numpy(dtype=float) >= bins
-    return mine.assign(loop=loop)[[*census.DIMS, "op", "loop"]]
+    return mine.assign(loop=loop)[columns]

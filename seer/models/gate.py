@@ -31,6 +31,8 @@ forward GEMM's, grown on 4,257 and 3,368, lowered it on both (65.0% -> 61.9%, 89
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
@@ -53,11 +55,12 @@ def ran_direct(kernels) -> bool:
     return bool(is_direct(list(kernels)).any())
 
 
-def call_labels(train: pd.DataFrame) -> pd.DataFrame:
-    """One row per timed call of a family's training rows, `direct` whether a kernel of it is
-    the direct one (a call's rows are its kernels: the explicit GEMM's im2col and GEMM)."""
-    direct = train.groupby("call_id", sort=False)["key"].agg(ran_direct).rename("direct")
-    return train.drop_duplicates("call_id").join(direct, on="call_id")
+def call_labels(train: pd.DataFrame, column: str = "direct", kind: Callable = is_direct) -> pd.DataFrame:
+    """One row per timed call of a family's training rows, `column` whether a variant key of it
+    is of `kind` (default: whether a kernel of it is the direct one; a call's rows are its
+    kernels: the explicit GEMM's im2col and GEMM)."""
+    label = train.groupby("call_id", sort=False)["key"].agg(lambda k: bool(kind(list(k)).any())).rename(column)
+    return train.drop_duplicates("call_id").join(label, on="call_id")
 
 
 def workspace_coded(calls: pd.DataFrame) -> bool:

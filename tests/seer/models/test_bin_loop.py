@@ -4,7 +4,7 @@ nearest training configuration ran one (Chooser.by_bins)."""
 
 import numpy as np
 import pandas as pd
-from synthetic import SMS, implicit_gemm_calls
+from synthetic import SMS, fft_calls
 
 from seer import models
 from seer.data import configs
@@ -18,13 +18,8 @@ BATCHED, LOOP = "conv_fwd:FFT:xmma_gemm_32x32x8_s3_tn", "conv_fwd:FFT:xmma_gemm_
 def _per_bin(n, seed, sides):
     """FFT calls that launch a 1 x ceil(K/32) grid once per bin of their square FFT (F x (F/2 + 1),
     F the least power of two holding the padded image), each launch 6 us and its waves' work."""
-    rng = np.random.default_rng(seed)
-    base = implicit_gemm_calls(n, seed)
-    hw = rng.choice(sides, len(base))
-    df = base.assign(algo="FFT", kernel="sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize32x32x8",
-                     batch=rng.choice([1, 2, 4, 8], len(base)), c_in=rng.choice([128, 256, 512], len(base)),
-                     c_out=rng.choice([128, 384, 1024], len(base)), h_in=hw, w_in=hw, kh=3, kw=3,
-                     stride_h=1, stride_w=1, pad_h=1, pad_w=1, dil_h=1, dil_w=1, groups=1)
+    df = fft_calls(n, seed, sides, "FFT", "sm80_xmma_gemm_cf32cf32_f32f32_cf32_tn_n_tilesize32x32x8",
+                   batch=[1, 2, 4, 8], c_in=[128, 256, 512], c_out=[128, 384, 1024])
     df["grid_x"], df["grid_y"], df["grid_z"] = 1, np.ceil(df["c_out"] / 32), 1
     waves = np.ceil(df["grid_y"] / (2 * SMS))
     bins = configs.ConfigBatch.of(df, "conv_fwd").sizes["FB"]

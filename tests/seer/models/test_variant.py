@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from synthetic import SMS, conv_records, gemm_records, implicit_gemm_calls
+from synthetic import SMS, conv_records, fft_calls, gemm_records
 
 from seer import models
 from seer.errors import SeerError
@@ -215,13 +215,8 @@ def _fft_tiling(n, seed, sides):
     block's reduction the C channels) once per 32 x 32 tile of the image."""
     from seer.data import configs
 
-    rng = np.random.default_rng(seed)
-    base = implicit_gemm_calls(n, seed)
-    hw = rng.choice(sides, len(base))
-    df = base.assign(algo="FFT_TILING", kernel="sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize32x32x8",
-                     batch=rng.choice([1, 8, 32, 128], len(base)), c_in=rng.choice([16, 64, 256], len(base)),
-                     c_out=rng.choice([16, 64, 256], len(base)), h_in=hw, w_in=hw, kh=3, kw=3,
-                     stride_h=1, stride_w=1, pad_h=1, pad_w=1, groups=1)
+    df = fft_calls(n, seed, sides, "FFT_TILING", "sm80_xmma_gemm_cf32cf32_f32f32_cf32_nt_n_tilesize32x32x8",
+                   batch=[1, 8, 32, 128], c_in=[16, 64, 256], c_out=[16, 64, 256])
     blocks = np.ceil(df["c_out"] / 32) * 544
     df["grid_x"], df["grid_y"], df["grid_z"] = 1, np.ceil(df["c_out"] / 32), 544
     waves = np.ceil(blocks / (2 * SMS))
