@@ -269,9 +269,10 @@ class Chooser:
         lies within `radius`; all False where not `inside_too` and the chooser has no tree).
         A chooser with trees answers its tree leaf's variants within the radius, where it learnt
         the library's choice, for the kinds of row (grouped or not) it has a tree of; the k
-        nearest's variants beyond it (there the tree's thresholds say nothing: a grid of batch
+        nearest's variants beyond it (there the tree's thresholds say little: a grid of batch
         128 has none on the batch, and the fastest of the nearest's variants follows the
-        library's heuristic to small kernels for small problems) and for the other kinds."""
+        library's heuristic to small kernels for small problems), and for those kinds the leaf's
+        label with them (_with_leaf); for the other kinds the k nearest's alone."""
         if not self.trees:
             if not inside_too:
                 cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
@@ -279,12 +280,30 @@ class Chooser:
                 cand, inside = self.nearest_within(logcfg, radius, self.k, order)
             return self._gated(logcfg, self._kept(logcfg, cand)), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-        treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
+        has_tree = np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
+        cand = self._with_leaf(logcfg, cand, ~inside & has_tree)
+        treed = inside & has_tree
         if treed.any():
             members = self.tree_candidates(logcfg[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
         return self._gated(logcfg, self._kept(logcfg, cand)), inside
+
+    def _with_leaf(self, logcfg: np.ndarray, cand: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Candidate label rows, the `rows` (beyond the trust distance) given their tree leaf's
+        label as one more candidate (the others one more copy of their first). The nearest
+        training configurations can lie far off in sizes the tree's thresholds do not turn on:
+        the H100's Test-set-I backward-filter ALGO_1 row of 48 images, 448 channels in 64
+        groups, 1x1 filter on 7 x 7 took the per-group loop of its 5 nearest (3x3 layers), 0.80
+        ms predicted against 0.008 measured, where the grouped tree's leaf names the direct
+        kernel cuDNN ran. With the leaf's label, that algorithm's RMSPE 626.4% -> 35.2%, the
+        H200's forward IMPLICIT_PRECOMP_GEMM 57.4% -> 30.6%, no algorithm's up by more than 0.7
+        points (docs/results.md, "Beyond the trust distance the tree's leaf proposes too")."""
+        if not rows.any():
+            return cand
+        out = np.column_stack([cand, cand[:, 0]])
+        out[rows, -1] = self.tree_candidates(logcfg[rows])[:, 0]
+        return out
 
     def _kept(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to what the configuration's filter shape decides (by_filter), to

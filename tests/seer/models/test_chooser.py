@@ -108,11 +108,15 @@ def test_a_tree_chooser_answers_within_the_data_and_the_nearest_beyond():
     cand, inside = ch.propose(configs.log_config(q, "conv_fwd"), radius=1.5)
     assert inside.mean() > 0.5  # (the random draws left some grid points out)
     assert (np.asarray(ch.labels, dtype=object)[cand[inside, 0]] == _explicit_from_128(q)[inside]).all()
-    # batch 1: seven doublings from every training config; there the nearest config's variant answers
+    # batch 1: seven doublings from every training config; there the nearest config's variant
+    # answers, and the tree's leaf label competes with it
     far = q.assign(batch=1)
-    cand, inside = ch.propose(configs.log_config(far, "conv_fwd"), radius=1.5)
-    near = ch.nearest(configs.log_config(far, "conv_fwd"))[1]
-    assert not inside.any() and (cand == near).all()
+    lfar = configs.log_config(far, "conv_fwd")
+    cand, inside = ch.propose(lfar, radius=1.5)
+    near = ch.nearest(lfar)[1]
+    assert not inside.any() and (cand[:, :1] == near).all()
+    assert (cand[:, 1] == ch.tree_candidates(lfar)[:, 0]).all()
+    assert (cand[:, 0] != cand[:, 1]).any()  # (the leaf names what the nearest does not, somewhere)
     back = chooser.Chooser.from_dict(ch.to_dict())
     assert back.trees[False].min_leaf == 1 and (back.choose(q) == ch.choose(q)).all()
     assert "classification tree" in back.rule and "nearest" in back.rule
