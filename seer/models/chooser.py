@@ -27,6 +27,7 @@ from scipy.spatial import cKDTree
 from seer.data import configs
 from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
+from seer.models.bin_gate import is_loop
 from seer.models.candidates import Rule
 from seer.models.gate import gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
@@ -378,7 +379,7 @@ class Chooser:
         key with PER_BIN, -1 where none); worked out once per chooser (by_bins asks each query)."""
         if self._bins is None:
             index = {lab: i for i, lab in enumerate(self.labels)}
-            loops = np.array([i for i, lab in enumerate(self.labels) if lab.endswith(PER_BIN)], dtype=int)
+            loops = np.flatnonzero(is_loop(self.labels))
             batched = np.array([index.get(lab.removesuffix(PER_BIN), -1) for lab in self.labels], dtype=int)
             looped = np.array([index.get(lab + PER_BIN, -1) for lab in self.labels], dtype=int)
             self._bins = (loops, batched, looped)
