@@ -12,6 +12,7 @@ Bytes are MB (1e6 bytes) of the configuration's dtype.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -230,7 +231,8 @@ def inputs(
         }
         helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), spectrum)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
-        kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB
+        tile = pixel_tile(kernel)
+        kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB if tile is None else pixel_tiles_work(s, tile)
     col2im = unrolls_columns(geom)
     if col2im:
         kb = s["K"] / s["G"]
@@ -250,6 +252,30 @@ def inputs(
         batch.logcfg if logcfg else None,
         output_loops(blocks, s, geom) if loops and geom.op not in GEMM_OPS and not col2im else None,
     )
+
+
+# cuDNN's backward-data ALGO_1 kernel, dgrad2d_alg1_1<T, _, log2 lanes, log2 pixel tile, ...>
+_PIXEL_TILE = re.compile(r"dgrad2d_alg1_1<\w+, \d+, \d+, (\d+),")
+
+
+def pixel_tile(kernel: str) -> int | None:
+    """How many of dy's pixels a block of a packed data-gradient kernel takes at a time: 2 to
+    the fourth parameter of dgrad2d_alg1_1's template (64 for <float, 0, 6, 6, 5, 4, 4>, 128 for
+    <.., 6, 7, 5, 4, 5>: the tiles that fitted both GPUs' training rows best of 16-512); None
+    for any other kernel."""
+    m = _PIXEL_TILE.search(kernel)
+    return 2 ** int(m.group(1)) if m else None
+
+
+def pixel_tiles_work(s: Mapping[str, np.ndarray], tile: int) -> np.ndarray:
+    """A packed data-gradient block's work: its image's dy in whole tiles of `tile` pixels, each
+    multiplied by the group's K output channels for the block's channels and taps, plus a cost
+    of about `tile` channels' worth a tile that no K shortens (the tile's scatter into dx).
+    Timed as the call's GEMM over its blocks (dx's pixels, each summing K x R x S), cuDNN's
+    dgrad2d_alg1_1 cross-validated at 33-77% RMSPE on the H100 and the H200; by its tiles with
+    no fixed cost 31-49%, with it 15-41% (docs/results.md, "The data gradient's ALGO_1 kernel
+    walks dy in tiles")."""
+    return np.ceil(s["PQ"] / tile) * tile * (s["K"] / s["G"] + tile) * MB
 
 
 def tile_reads(geom: Geometry, s: Mapping[str, np.ndarray], tm: float, tn: float) -> float | np.ndarray:

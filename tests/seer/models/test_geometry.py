@@ -153,6 +153,18 @@ def test_a_filter_gradients_reduction_is_split_over_the_blocks_beyond_its_output
     assert reduction_split(np.array([16.0 * 4]), {k: v[1:] for k, v in s.items()}, 32.0, 64.0).tolist() == [1.0]
 
 
+def _packed_geometry():
+    """dgrad2d_alg1_1's grid learnt from synthetic records, and a 3-channel 7x7 layer."""
+    rec = conv_records(300, seed=3)
+    rec = rec[rec["algo"] == "GEMM"].assign(op="conv_bwd_data", algo="ALGO_1")
+    rs = rec["kh"] * rec["kw"]
+    rec["grid_x"] = np.ceil(rec["c_in"] / np.maximum(np.floor(64 / rs), 1))
+    rec["grid_y"], rec["grid_z"] = rec["batch"], 1
+    assert len(rec) >= geometry.PRODUCT_MIN_ROWS
+    layer = rec.head(1).assign(batch=2, c_in=3, h_in=800, w_in=1088, c_out=64, kh=7, kw=7, stride_h=2, stride_w=2)
+    return geometry.fit_geometry(rec, "conv_bwd_data"), layer
+
+
 def test_a_grid_of_whole_channels_a_block_is_packed_and_its_blocks_take_the_calls_work():
     """cuDNN's backward-data ALGO_1 kernel (dgrad2d_alg1_1) gives a block the filter taps of
     floor(64 / (R*S)) input channels, one where a filter has more than 64 taps, and a block row
@@ -160,18 +172,11 @@ def test_a_grid_of_whole_channels_a_block_is_packed_and_its_blocks_take_the_call
     from seer.data import configs
     from seer.models.features import inputs
 
-    rec = conv_records(300, seed=3)
-    rec = rec[rec["algo"] == "GEMM"].assign(op="conv_bwd_data", algo="ALGO_1")
-    rs = rec["kh"] * rec["kw"]
-    rec["grid_x"] = np.ceil(rec["c_in"] / np.maximum(np.floor(64 / rs), 1))
-    rec["grid_y"], rec["grid_z"] = rec["batch"], 1
-    assert len(rec) >= geometry.PRODUCT_MIN_ROWS
-    g = geometry.fit_geometry(rec, "conv_bwd_data")
+    g, layer = _packed_geometry()
     rule = g.axes["grid_x"]
     assert isinstance(rule, geometry.Packed) and (rule.expr, rule.per, rule.div, rule.match) == ("C", "RS", 64, 1.0)
     assert geometry.Geometry.from_dict(g.to_dict()).describe() == g.describe() and g.packs()
 
-    layer = rec.head(1).assign(batch=2, c_in=3, h_in=800, w_in=1088, c_out=64, kh=7, kw=7, stride_h=2, stride_w=2)
     assert g.grid(layer)["grid_x"].tolist() == [3.0]  # the best ceiling, ceil(C*R*S / 64), says 3 too here
     # but on a 3x3 filter 7 channels share a block: 64 channels take 10 blocks, not ceil(576/64) = 9
     assert g.grid(layer.assign(c_in=64, kh=3, kw=3))["grid_x"].tolist() == [10.0]
@@ -180,3 +185,28 @@ def test_a_grid_of_whole_channels_a_block_is_packed_and_its_blocks_take_the_call
     s = b.sizes
     x = inputs(b, g, "ALGO_1")
     assert np.allclose(x.kb, s["gm"] * s["gn"] * s["gk"] / 6 * 1e-6)
+
+
+def test_a_packed_data_gradient_block_walks_dy_in_its_templates_pixel_tiles():
+    """dgrad2d_alg1_1<float, 0, 6, 7, ...> takes dy 128 pixels at a time (<.., 6, 6, ..>: 64),
+    each tile costing K output channels' multiply-adds and about a tile's worth of channels more:
+    a block's work is whole tiles of its image's dy, whatever the filter's taps."""
+    from seer.data import configs
+    from seer.models.features import inputs, pixel_tile
+
+    k128 = "void cudnn::detail::dgrad2d_alg1_1<float, 0, 6, 7, 5, 4, 5, false, true>(int, int, int, float const*)"
+    assert pixel_tile(k128) == 128
+    assert pixel_tile(k128.replace("6, 7, 5, 4, 5", "6, 6, 5, 4, 4")) == 64
+    assert pixel_tile("void cudnn::detail::dgrad_engine<float, 128, 6, 8, 3, 3, 5, false>(int)") is None
+
+    g, layer = _packed_geometry()
+    rows = layer.assign(h_in=[20], w_in=[20], pad_h=0, pad_w=0)
+    rows = rows.loc[rows.index.repeat(3)].assign(c_out=[64, 128, 64], kh=[7, 7, 3], kw=[7, 7, 3])
+    b = configs.ConfigBatch.of(rows, "conv_bwd_data").with_algo("ALGO_1")
+    pq = b.sizes["PQ"]
+    assert pq.tolist() == [49.0, 49.0, 81.0]  # 7 x 7 and 9 x 9 of dy: one tile of 128 each
+    kb = inputs(b, g, "ALGO_1", kernel=k128).kb
+    assert np.allclose(kb, 128 * (np.array([64, 128, 64]) + 128) * 1e-6)
+    # the 64-pixel tile: 9 x 9 pixels take two
+    kb64 = inputs(b, g, "ALGO_1", kernel=k128.replace("6, 7, 5, 4, 5", "6, 6, 5, 4, 4")).kb
+    assert np.allclose(kb64, np.array([1, 1, 2]) * 64 * (np.array([64, 128, 64]) + 64) * 1e-6)

@@ -5,6 +5,8 @@ design and time."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -344,6 +346,10 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
                 h += [1e-9 * s["NKPQ"] * s["C"] / s["G"]]
     if any(isinstance(r, geometry.Packed) for r in geom.axes.values()):  # whole channels a block: no GEMM tile
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * features.MB
+        tile = re.search(r"dgrad2d_alg1_1<float, \d+, \d+, (\d+),", fit.kernel)
+        if tile:  # dy's pixels in whole tiles of 2^(the template's 4th), each over K/G channels and a tile more
+            t = 2.0 ** int(tile.group(1))
+            kb = np.ceil(s["PQ"] / t) * t * (s["K"] / s["G"] + t) * features.MB
     tiled = {e for r in geom.axes.values() for e, div in r.factors if div > 1}
     col2im = fit.op == "conv_bwd_data" and {"CRS", "PQ"} <= tiled  # dx's unrolled columns, each over K
     if col2im:
