@@ -232,6 +232,8 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     for switch in ("per_group", "tiles", "bins"):
         if switch in v and not isinstance(v[switch], bool):
             c.fail(_at(w, switch), "true or false", v[switch])
+    if "overlap" in v:  # a per-group variant's launches at once (VariantFit.overlap)
+        c.num(v["overlap"], _at(w, "overlap"), 1, whole=True)
     fs = c.text(c.get(v, "feature_set", w, "a feature set"), _at(w, "feature_set"))
     try:
         models.FeatureSet.parse(fs)

@@ -7,6 +7,7 @@ the "variants" entries of a fits file).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,7 +17,7 @@ from seer.data.configs import FFT_TILED_OPS, ConfigBatch, fft_tiles, groups, one
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
-from seer.models.features import design, inputs
+from seer.models.features import Inputs, design, inputs
 from seer.models.geometry import Geometry, fit_geometry
 from seer.models.keys import FeatureSet, VariantKey
 from seer.models.law import Regime, TimeLaw, type_of
@@ -24,6 +25,46 @@ from seer.models.options import DEFAULT, FitOptions
 from seer.models.solver import rmspe
 from seer.models.staircase import bps_candidates
 from seer.models.typed import seer_types
+
+OVERLAPS = (1, 2, 4, 8)  # a per-group variant's launches at once, the candidates VariantModel.fit weighs
+
+
+def overlapping(g: np.ndarray, overlap: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """(launches run at once, rounds of them) of G launches of one group's convolution, `overlap`
+    at a time: (None, G) where they run one after another. cuDNN 9 issues a grouped convolution's
+    per-group launches so that they overlap (the H100's 2,277 such calls of GEMM-like kernels: their
+    kernels' summed times over the call's span, median 1.59, 10-90% 1.01-4.00, up to 7.9): launches too
+    small to fill the GPU share it, and G of them take about the time of one launch of G times the
+    blocks where G x a launch's blocks fit at once (docs/results.md, "A grouped convolution's
+    launches overlap"). How many at a time is the variant's, chosen by cross-validation."""
+    g = np.asarray(g, dtype=float)
+    if overlap <= 1:
+        return None, g
+    return np.minimum(g, overlap), np.ceil(g / overlap)
+
+
+class _Times(Mapping):
+    """A mapping of arrays, each read on first use (as the helper terms are) times k."""
+
+    def __init__(self, terms: Mapping[str, np.ndarray], k: np.ndarray):
+        self.terms, self.k = terms, k
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.terms[name] * self.k
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.terms)
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+
+def launched_together(x: Inputs, k: np.ndarray) -> Inputs:
+    """One launch's inputs as k launches at once: k times the blocks, the bytes and the helper
+    kernels' terms, each block's work unchanged."""
+    return Inputs(
+        x.blocks * k, x.kb, x.read_mb * k, x.write_mb * k, x.tile_mb * k, _Times(x.helpers, k), x.logcfg, x.loops
+    )
 
 
 @dataclass
@@ -46,6 +87,7 @@ class VariantFit:
     notes: list[str] = field(default_factory=list)
     tiled: bool = False  # each call timed as fft_tiles launches of one tile's convolution (VariantModel.tiled)
     binned: bool = False  # each call timed as FB launches of one frequency bin's GEMM (VariantModel.binned)
+    overlap: int = 1  # a per-group variant's launches that run at once (1: one after another; see `overlapping`)
 
     @property
     def op(self) -> str:
@@ -70,21 +112,23 @@ class VariantFit:
 
     def predict(self, configs: pd.DataFrame | ConfigBatch) -> np.ndarray:
         """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch); a
-        variant that runs once per group (key.per_group) times G times one group's convolution,
-        a tiled one (`tiled`) its tiles times one tile's, a binned one (`binned`) its frequency
-        bins times one bin's GEMM."""
+        variant that runs once per group (key.per_group) as G launches of one group's convolution,
+        `overlap` of them at once (overlapping), a tiled one (`tiled`) its tiles times one
+        tile's, a binned one (`binned`) its frequency bins times one bin's GEMM."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
         reps: np.ndarray | float = 1.0
+        together: np.ndarray | None = None
         if self.key.per_group:
-            reps, batch = batch.shapes["G"], batch.one_group()
+            g, batch = batch.shapes["G"], batch.one_group()
+            together, reps = overlapping(g, self.overlap)
         if self.tiled:
             tiles, batch = batch.one_tile()
             reps = reps * tiles
         if self.binned:
             reps = reps * batch.sizes["FB"]
-        return reps * self._time(batch)
+        return reps * self._time(batch, together)
 
-    def _time(self, batch: ConfigBatch) -> np.ndarray:
+    def _time(self, batch: ConfigBatch, together: np.ndarray | None = None) -> np.ndarray:
         x = inputs(
             batch,
             self.geometry,
@@ -93,6 +137,8 @@ class VariantFit:
             kernel=self.kernel,
             loops=self.feature_set.loops,
         )
+        if together is not None:
+            x = launched_together(x, together)
         return self.law.time(design(x, self.blocks_per_sm, self.sms, self.feature_set))
 
     def to_dict(self) -> dict:
@@ -125,6 +171,7 @@ class VariantFit:
             "sms": self.sms,
             "notes": self.notes,
             **({"per_group": True} if self.key.per_group else {}),
+            **({"overlap": self.overlap} if self.overlap != 1 else {}),
             **({"tiles": True} if self.tiled else {}),
             **({"bins": True} if self.binned else {}),
         }
@@ -160,6 +207,7 @@ class VariantFit:
             notes=list(d.get("notes", [])),
             tiled=bool(d.get("tiles", False)),
             binned=bool(d.get("bins", False)),
+            overlap=int(d.get("overlap", 1)),
         )
 
 
@@ -200,11 +248,22 @@ class VariantModel:
         """Fit on the variant's training rows (time_ms = the measured kernel time).
 
         B_max comes from the wave staircase (training error), the feature set from a
-        deterministic k-fold cross-validation inside the training rows (held-out error)."""
+        deterministic k-fold cross-validation inside the training rows (held-out error); a
+        variant that runs once per group, how many of its launches overlap too
+        (VariantFit.overlap, among OVERLAPS)."""
+        if not self.key.per_group:
+            return self._fit(train, 1)
+        fits = [self._fit(train, k) for k in OVERLAPS]
+        return min(fits, key=lambda f: f.cv_rmspe)  # the first of equals: serial launches
+
+    def _fit(self, train: pd.DataFrame, overlap: int) -> VariantFit:
+        """fit, a per-group variant's launches `overlap` at a time."""
         op, opts = self.key.op, self.options
         reps: np.ndarray | float = 1.0
+        together: np.ndarray | None = None
         if self.key.per_group:  # each call as G calls of one group's convolution
-            reps, train = groups(train), one_group(train)
+            g, train = groups(train), one_group(train)
+            together, reps = overlapping(g, overlap)
         if self.tiled:  # and of one tile's
             reps, train = reps * fft_tiles(train), one_tile(train)
         batch = ConfigBatch.of(train, op)
@@ -217,6 +276,8 @@ class VariantModel:
         types = seer_types(train, opts)
         kernel = str(train["kernel"].iloc[0])
         x = inputs(batch, geom, self.key.algo, logcfg=types is not None, kernel=kernel)
+        if together is not None:
+            x = launched_together(x, together)
         cands = [self.known_bps] if self.known_bps else bps_candidates(train, self.cc)
         cv, fs, stair = select(x, y, cands, self.sms, floor, types, opts)
         D = design(x, stair.bps, self.sms, fs)
@@ -258,4 +319,5 @@ class VariantModel:
             notes=notes,
             tiled=self.tiled,
             binned=self.binned,
+            overlap=overlap,
         )

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 from synthetic import SMS, conv_records, fft_calls, gemm_records
@@ -208,6 +210,50 @@ def test_a_variant_run_once_per_group_times_g_of_one_groups_convolution():
         assert np.median(np.abs(m.predict(t) / t["time_ms"] - 1)) < 0.02
     whole = _fit(pre)  # the same calls as one kernel over the whole convolution: no such law
     assert np.median(np.abs(whole.predict(_grouped(test, 32)) / _grouped(test, 32)["time_ms"] - 1)) > 0.1
+    assert m.overlap == 1 and "overlap" not in m.to_dict()  # launches one after another: none overlap
+
+
+def _overlapped(rec, g, at_once):
+    """conv_records' IMPLICIT_PRECOMP_GEMM rows as convolutions of g groups whose launches of one
+    group's convolution run `at_once` at a time: each round one launch of that many times the
+    blocks, under synthetic's law for the kernel."""
+    from synthetic import CONV
+
+    _, _, _, bps, a, b, c = CONV["IMPLICIT_PRECOMP_GEMM"]
+    out = _grouped(rec, g)
+    k = min(g, at_once)
+    blocks = rec["grid_x"] * rec["grid_y"] * rec["grid_z"]
+    kb = rec["c_in"] * rec["kh"] * rec["kw"]
+    out["time_ms"] = np.ceil(g / at_once) * (np.ceil(k * blocks / (bps * SMS)) * (a * kb + b) + c)
+    return out
+
+
+def test_a_per_group_variant_whose_launches_overlap_is_timed_as_them_at_once():
+    # cuDNN 9 issues a grouped convolution's per-group launches so that they overlap: G small
+    # launches share the GPU and take about one launch of G times the blocks. Timed as G launches
+    # one after another, the time of such calls is many times too long where a launch's blocks are few
+    import pandas as pd
+
+    rec = conv_records(600, noise=0.0)
+    rec = rec[(rec["algo"] == "IMPLICIT_PRECOMP_GEMM") & rec["time_ms"].notna()].reset_index(drop=True)
+    rng = np.random.default_rng(5)
+    g = rng.choice([2, 4, 8, 16, 32], len(rec))
+    train = pd.concat([_overlapped(rec.iloc[[i]], int(gi), 4) for i, gi in enumerate(g)], ignore_index=True)
+    key = models.VariantKey("conv_fwd", "IMPLICIT_PRECOMP_GEMM", "v", per_group=True)
+    m = models.VariantModel(key, cc="7.5", sms=SMS).fit(train)
+    back = models.VariantFit.from_dict(m.to_dict())
+    assert m.overlap == 4 and back.overlap == 4 and m.to_dict()["overlap"] == 4
+    test = conv_records(200, seed=4, noise=0.0)
+    test = test[(test["algo"] == "IMPLICIT_PRECOMP_GEMM") & test["time_ms"].notna()]
+    for groups in (3, 64):
+        t = _overlapped(test, groups, 4)
+        assert np.allclose(back.predict(t), m.predict(t))
+        assert np.median(np.abs(m.predict(t) / t["time_ms"] - 1)) < 0.02
+    serial = dataclasses.replace(m, overlap=1)  # the same law, its launches one after another
+    t = _overlapped(test, 64, 4)
+    small = (t["grid_x"] * t["grid_y"] * t["grid_z"]).to_numpy() * 4 <= 2 * SMS  # 4 launches fit one wave
+    assert small.sum() >= 5
+    assert np.median(serial.predict(t)[small] / t["time_ms"].to_numpy()[small]) > 2
 
 
 def _fft_tiling(n, seed, sides):

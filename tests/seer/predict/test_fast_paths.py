@@ -314,8 +314,9 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
     return s, np.log2(np.column_stack(cols))
 
 
-def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> Design:
-    """A variant's design as the features are defined, written out plainly."""
+def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, together=1.0) -> Design:
+    """A variant's design as the features are defined, written out plainly (`together`: that
+    many launches of it at once, each block's work the same)."""
     geom, algo, fs = fit.geometry, fit.algo, fs or fit.feature_set
     s, logcfg = _plain_sizes(df, fit.op, algo)
     grid = {a: np.maximum(r(s, logcfg), 1.0) for a, r in geom.axes.items()}
@@ -374,6 +375,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None) -> De
         covered = blocks * np.prod([div for r in geom.axes.values() for _, div in r.factors])
         loops = np.maximum(s["gm"] * s["gn"] * s["gbatch"] / covered, 1.0)
         kb, tile = kb * loops, tile * loops
+    blocks, read, write, tile = blocks * together, read * together, write * together, tile * together
+    h = [v * together for v in h]
     bps, sms = fit.blocks_per_sm, fit.sms
     W = np.ceil(blocks / (bps * sms))
     S = np.ceil(blocks / sms)
@@ -421,16 +424,18 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
             assert getattr(got, kind).flags["C_CONTIGUOUS"]
         np.testing.assert_array_equal(fit.law.time(got), fit.law.time(want), err_msg=key)
         if fit.key.per_group or fit.tiled or fit.binned:  # G calls of one group's convolution, of one tile's
-            frame, reps = df.iloc[rows].reset_index(drop=True), np.ones(len(rows))
-            if fit.key.per_group:
-                reps, frame = configs.groups(frame), configs.one_group(frame)
+            frame, reps, together = df.iloc[rows].reset_index(drop=True), np.ones(len(rows)), 1.0
+            if fit.key.per_group:  # G launches, `overlap` of them at once
+                g, frame = configs.groups(frame), configs.one_group(frame)
+                reps = g if fit.overlap == 1 else np.ceil(g / fit.overlap)
+                together = 1.0 if fit.overlap == 1 else np.minimum(g, fit.overlap)
             if fit.tiled:
                 reps, frame = reps * configs.fft_tiles(frame), configs.one_tile(frame)
             if fit.binned:  # F x (F/2 + 1) launches, F the least power of two from 16 holding the padded image
                 need = np.maximum(frame["h_in"] + 2 * frame["pad_h"], frame["w_in"] + 2 * frame["pad_w"])
                 side = np.array([next((f for f in (16, 32, 64, 128, 256) if f >= v), 512) for v in need])
                 reps = reps * side * (side // 2 + 1)
-            one = _reference_design(frame, fit)
+            one = _reference_design(frame, fit, together=together)
             np.testing.assert_allclose(fit.predict(part), reps * fit.law.time(one), rtol=1e-12, err_msg=key)
         else:
             np.testing.assert_array_equal(fit.predict(part), fit.law.time(want), err_msg=key)
