@@ -29,7 +29,7 @@ from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
 from seer.models.bin_gate import is_loop
 from seer.models.candidates import Rule
-from seer.models.gate import gated
+from seer.models.gate import DOUBT_NEAREST, gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 from seer.models.template import Template, templates
 from seer.models.tree import Tree, fit_tree
@@ -502,7 +502,10 @@ class Chooser:
         if self.filter_variants():
             rule += "; a filter shape that ran one variant, that variant"
         if self.gate is not None:
-            rule += "; kept to a tree's answer to whether cuDNN runs its direct kernel (seer.models.gate)"
+            rule += (
+                "; kept to a tree's answer to whether cuDNN runs its direct kernel where most of the"
+                f" {DOUBT_NEAREST} nearest training configurations agree (seer.models.gate)"
+            )
         if self.bin_gate is not None:
             rule += "; a loop over the FFT's bins where a tree grown on the census says so (seer.models.bin_gate)"
         return rule

@@ -121,7 +121,11 @@ seer.models.geometry.Product.times), h100-sxm refitted: only the WINOGRAD_NONFUS
 entries of h100-sxm and the L4 moved; no rank order. Then (issue 25, session 25) the FFT's
 bin loops timed per bin (seer.models.variant.VariantFit.binned) and named only where the two
 nearest training configurations looped (seer.models.chooser.Chooser.by_bins), h100-sxm
-refitted: only the FFT conv and rank time entries of h100-sxm (9 rows) and the L4 (2) moved."""
+refitted: only the FFT conv and rank time entries of h100-sxm (9 rows) and the L4 (2) moved.
+Then (issue 25, session 30) the gate's answer kept from binding where most of a row's 5 nearest
+training configurations ran the other kind of kernel (seer.models.gate.gated), nothing refitted:
+only the GEMM algorithm's conv and rank time entries of h100-sxm (16 rows) and the L4 (15) moved,
+and the rank order with them; no best entry."""
 
 from __future__ import annotations
 
