@@ -152,7 +152,7 @@ def gated(
     doubt = np.flatnonzero(2 * (point_direct[near] != want[:, None]).sum(axis=1) > k)
     if not len(doubt):
         return out
-    both = [out[doubt], cand[doubt]]
+    both = [out[doubt, :1], cand[doubt]]  # the gate's answer first, then every candidate the row had
     for d in (False, True):
         found = _nearest_of_kernel(d, logcfg[doubt], row_kinds[doubt], points, label_idx, point_direct, kinds)
         both.append((found if found is not None else out[doubt, 0])[:, None])
