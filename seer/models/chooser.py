@@ -33,9 +33,11 @@ from seer.models.gate import DOUBT_NEAREST, gated
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
 from seer.models.template import Template, templates
 from seer.models.tree import Tree, fit_tree
+from seer.models.variant_support import VariantSupport
 
 CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
 PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
+SUPPORT_NEAREST = 5  # training configs whose variants replace one a row's shape rules out (by_support)
 SCAN_POINTS = 8  # single-variant choosers this small are scanned, not searched (see `within`)
 
 
@@ -162,6 +164,7 @@ class Chooser:
     _templates: dict | None = field(default=None, init=False, repr=False, compare=False)  # direct_templates'
     _bins: tuple | None = field(default=None, init=False, repr=False, compare=False)  # bin_loops'
     _plain: Chooser | None = field(default=None, init=False, repr=False, compare=False)  # _trust's
+    _support: VariantSupport | None = field(default=None, init=False, repr=False, compare=False)  # by_support's
 
     def _index(self) -> cKDTree:
         """The k-d tree in the full configuration space, kept small (Space): sizes constant over
@@ -310,7 +313,52 @@ class Chooser:
         """The candidates kept to what the configuration's filter shape decides (by_filter), to
         the direct kernel's templates it runs (by_template) and to a bin loop only where its
         nearest training configurations looped too (by_bins)."""
-        return self.by_bins(logcfg, self.by_template(logcfg, self.by_filter(logcfg, cand)))
+        return self.by_support(logcfg, self.by_bins(logcfg, self.by_template(logcfg, self.by_filter(logcfg, cand))))
+
+    def by_support(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """Candidate label rows, a candidate the row's shape rules out (seer.models.variant_support:
+        a variant never run on the row's filter, stride, dilation or channels a group, where its
+        algorithm ran that value often) replaced: the SUPPORT_NEAREST training configurations
+        nearest the row, of its kind, whose variants its shape does not rule out propose theirs
+        (the fastest predicted taken, as among any candidates). The nearest rule gave the H100's
+        filter-gradient depthwise kernel to layers of 2 channels a group and to dilated ones,
+        4-30x short (docs/results.md, "A kernel proposed only for shapes it runs")."""
+        support = self.support()
+        if support is None:
+            return cand
+        kinds = kind_of(logcfg, self.op)
+        ruled = support.ruled_out(logcfg, kinds)
+        bad = np.take_along_axis(ruled, cand, axis=1)
+        rows = np.flatnonzero(bad.any(axis=1))
+        if not len(rows):
+            return cand
+        width = cand.shape[1]
+        out = _widened(cand, width + SUPPORT_NEAREST - 1)
+        point_kinds = kind_of(self.points, self.op)
+        patterns, which = np.unique(np.column_stack([kinds[rows], ruled[rows]]), axis=0, return_inverse=True)
+        for p, pattern in enumerate(patterns):  # a few: rows alike in kind and in what is ruled out
+            at = rows[which.ravel() == p]
+            allowed = np.flatnonzero((point_kinds == pattern[0]) & ~pattern[1:][self.label_idx])
+            if not len(allowed):
+                continue
+            k = min(SUPPORT_NEAREST, len(allowed))
+            idx = cKDTree(self.points[allowed]).query(logcfg[at], k=k)[1].reshape(len(at), k)
+            near = self.label_idx[allowed[idx]]  # (rows, k), the nearest first
+            sub = out[at]
+            sub[:, :width] = np.where(bad[at], near[:, :1], sub[:, :width])
+            sub[:, width : width + k - 1] = near[:, 1:]
+            sub[:, width + k - 1 :] = near[:, :1]
+            out[at] = sub
+        return out
+
+    def support(self) -> VariantSupport | None:
+        """The shapes each variant is ruled out of (by_support), worked out once per chooser; None
+        where none is (a GEMM's, or a single variant's)."""
+        if self._support is None and len(self.labels) > 1 and self.op in CONV_OPS:
+            self._support = VariantSupport.of(
+                self.points, self.label_idx, kind_of(self.points, self.op), len(self.labels)
+            )
+        return self._support if self._support is not None and self._support.rules_out else None
 
     def by_bins(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """Candidate label rows with a per-bin loop (VariantKey.per_bin) kept only where the
@@ -501,6 +549,8 @@ class Chooser:
         rule = self._rule(near)
         if self.filter_variants():
             rule += "; a filter shape that ran one variant, that variant"
+        if self.support() is not None:
+            rule += "; no variant for a filter, stride, dilation or channels a group its algorithm ran often without it"
         if self.gate is not None:
             rule += (
                 "; kept to a tree's answer to whether cuDNN runs its direct kernel where most of the"

@@ -254,10 +254,10 @@ def test_a_filter_shape_that_decides_the_variant_gets_it_however_far_the_config(
         assert {ch.labels[i] for i in ch.nearest(lq, k=5)[1].ravel()} == {"wn_4x4", "wn_9x9"}  # the nearest mix both
         assert {ch.labels[i] for i in cand.ravel()} == {"wn_4x4"}
         assert (ch.choose(q) == "wn_4x4").all()
-        assert ch.rule.endswith("a filter shape that ran one variant, that variant")
+        assert "; a filter shape that ran one variant, that variant" in ch.rule
     both = pd.concat([tr, tr[tr["kh"] == 5].head(5)], ignore_index=True)  # 5x5 ran both variants
     ch = chooser.fit_chooser(both, "conv_fwd", "WINOGRAD_NONFUSED", pd.concat([keys, pd.Series(["wn_4x4"] * 5)]))
-    assert ch.filter_variants() == {} and "filter" not in ch.rule
+    assert ch.filter_variants() == {} and "a filter shape that ran one variant" not in ch.rule
     assert (ch.propose(lq, radius=1.5)[0] == ch.nearest(lq, k=ch.k)[1]).all()
 
 
@@ -316,3 +316,54 @@ def test_per_group_channels_find_a_depthwise_layer_its_depthwise_neighbours():
     assert back.per_group and (back.choose(q) == "depthwise").all()
     assert "per group" in pg.rule and "per group" not in raw.rule
     assert "per_group" not in raw.to_dict()
+
+
+def test_a_variant_is_not_proposed_for_a_shape_its_algorithm_ran_often_without_it():
+    # cuDNN's filter-gradient depthwise kernel runs one channel a group, 3x3 and 5x5 filters; a
+    # 7x7 depthwise layer and layers of 2 channels a group run other kernels. A 7x7 depthwise
+    # query on 56 x 56 lies nearest the 5x5 depthwise training layers there (the 7x7 ones ran on
+    # 14 x 14), yet is not given their kernel; a layer of 2 channels a group is never given it.
+    # A rare variant is not ruled out by the few configurations it missed, a shape no training
+    # configuration had (9x9) rules nothing out, and rows of shapes the kernel ran keep the
+    # nearest's variant.
+    from seer.data import configs
+    from seer.models.variant_support import VariantSupport
+
+    def grouped(channels, per_group, k, h, n_each):
+        return _grouped([c for c in channels], [c // per_group for c in channels], n_each).assign(
+            kh=k, kw=k, h_in=h, w_in=h, pad_h=k // 2, pad_w=k // 2
+        )
+
+    sizes = [32, 64, 128, 256, 512, 1024]
+    dw = pd.concat([grouped(sizes, 1, k, h, 2) for k in (3, 5) for h in (14, 56)], ignore_index=True)
+    direct = grouped(sizes, 1, 7, 14, 3)
+    looped = pd.concat([grouped(sizes[1:], 2, 3, h, 2) for h in (14, 56)], ignore_index=True)
+    rare = grouped([48], 1, 3, 14, 2)
+    train = pd.concat([dw, direct, looped, rare], ignore_index=True)
+    keys = pd.Series(["dw"] * len(dw) + ["direct"] * len(direct) + ["looped"] * len(looped) + ["rare"] * len(rare))
+    ch = chooser.fit_chooser(train, "conv_fwd", "ALGO_1", keys, candidates=1)
+    lab = {name: ch.labels.index(name) for name in ("dw", "direct", "looped", "rare")}
+
+    seven = grouped([96, 192], 1, 7, 56, 1)
+    two_a_group = grouped([96, 192], 2, 5, 56, 1)
+    three = grouped([96, 192], 1, 3, 56, 1)
+    nine = grouped([96, 192], 1, 9, 56, 1)
+    q = pd.concat([seven, two_a_group, three, nine], ignore_index=True)
+    lq = configs.log_config(q, "conv_fwd")
+    nearest = ch.nearest(lq)[1][:, 0]
+    assert (nearest[:2] == lab["dw"]).all()  # the nearest rule alone gives the 7x7 layers the depthwise kernel
+
+    support = VariantSupport.of(ch.points, ch.label_idx, chooser.kind_of(ch.points, "conv_fwd"), len(ch.labels))
+    ruled = support.ruled_out(lq, chooser.kind_of(lq, "conv_fwd"))
+    assert ruled[:4, lab["dw"]].all() and not ruled[4:, lab["dw"]].any()
+    assert not ruled[:, lab["rare"]].any()  # 2 of 88 configurations: its absence from 18 is chance
+    cand, _ = ch.propose(lq, radius=1.5)
+    assert (cand[:2] == lab["direct"]).all()  # the 5 nearest it allows all ran the direct kernel
+    assert not (cand[2:4] == lab["dw"]).any()
+    assert (cand[4:] == nearest[4:, None]).all()
+    assert (ch.choose(q)[:2] == "direct").all() and not (ch.choose(q)[2:4] == "dw").any()
+    ungrouped = _convs(20, seed=3)  # no grouped variant is ruled in or out for them
+    assert (
+        ch.propose(configs.log_config(ungrouped, "conv_fwd"), radius=1.5)[0][:, 0]
+        == ch.nearest(configs.log_config(ungrouped, "conv_fwd"))[1][:, 0]
+    ).all()

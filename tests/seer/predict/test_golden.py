@@ -125,7 +125,11 @@ refitted: only the FFT conv and rank time entries of h100-sxm (9 rows) and the L
 Then (issue 25, session 30) the gate's answer kept from binding where most of a row's 5 nearest
 training configurations ran the other kind of kernel (seer.models.gate.gated), nothing refitted:
 only the GEMM algorithm's conv and rank time entries of h100-sxm (16 rows) and the L4 (15) moved,
-and the rank order with them; no best entry."""
+and the rank order with them; no best entry. Then (issue 25, session 31) no variant proposed for a
+filter, stride, dilation or channels a group its algorithm ran often without it
+(seer.models.variant_support, Chooser.by_support), nothing refitted: only the
+IMPLICIT_PRECOMP_GEMM conv and rank time entries of h100-sxm (7 rows) and the L4 (2) moved, and
+h100-sxm's rank order with them; no best entry."""
 
 from __future__ import annotations
 
