@@ -22,7 +22,7 @@ import pandas as pd
 from seer import predict
 from seer.data import records
 from seer.errors import SeerError
-from seer.models.chooser import usable_cores
+from seer.models.knn import usable_cores
 
 
 def _best(fn, repeat: int) -> float:

@@ -29,7 +29,7 @@ from seer.data import configs
 from seer.data.records import CONV_FIELDS, CONV_OPS
 from seer.data.records.harness import UNVERIFIED
 from seer.hardware.gpus import GPUSpec
-from seer.models.knn import decode, encode
+from seer.models.knn import decode, encode, query_workers
 
 NEIGHBOURS = 8  # training calls an estimate averages over
 DISTANCE_FLOOR = 0.25  # log2 units added to each neighbour's distance: weights 1 / (d + floor)
@@ -67,7 +67,7 @@ class CallTimes:
             if found is None:
                 continue
             tree, r = found
-            dist, idx = tree.query(x, k=NEIGHBOURS)
+            dist, idx = tree.query(x, k=NEIGHBOURS, workers=query_workers(len(x)))
             w = 1.0 / (dist + DISTANCE_FLOOR)
             out[:, j] = roof * np.exp((r[idx] * w).sum(axis=1) / w.sum(axis=1))
         return out

@@ -16,7 +16,6 @@ configuration's distance.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -30,29 +29,14 @@ from seer.data.records import CONV_OPS
 from seer.models.bin_gate import is_loop
 from seer.models.candidates import Rule
 from seer.models.gate import DOUBT_NEAREST, gated
-from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode
+from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode, query_workers
 from seer.models.template import Template, templates
 from seer.models.tree import Tree, fit_tree
 from seer.models.variant_support import VariantSupport
 
 CANDIDATES = dict.fromkeys(CONV_OPS, 1)  # nearest training configs whose variants compete (default 5)
-PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
 SUPPORT_NEAREST = 5  # training configs whose variants replace one a row's shape rules out (by_support)
 SCAN_POINTS = 8  # single-variant choosers this small are scanned, not searched (see `within`)
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def query_workers(n: int) -> int:
-    """Threads for a k-d tree query of n points: one where the process has one core or the
-    query is small (a hand-off to threads costs more than it saves), else one per core."""
-    return max(1, min(usable_cores(), n // PARALLEL_ROWS))
 
 
 def sq_distances(q: np.ndarray, p: np.ndarray) -> np.ndarray:

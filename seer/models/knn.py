@@ -8,11 +8,27 @@ of the interior are stored, as base64 float32 (a few kB instead of MBs of JSON n
 from __future__ import annotations
 
 import base64
+import os
 
 import numpy as np
 from scipy.spatial import cKDTree
 
 INTERIOR_KEEP = 10  # keep every 10th interior point (by position) so no region empties
+PARALLEL_ROWS = 8192  # queries per thread worth a k-d tree query's hand-off to threads
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def query_workers(n: int) -> int:
+    """Threads for a k-d tree query of n points: one where the process has one core or the
+    query is small (a hand-off to threads costs more than it saves), else one per core."""
+    return max(1, min(usable_cores(), n // PARALLEL_ROWS))
 
 
 def condense(points: np.ndarray, labels: np.ndarray, k: int = 6) -> np.ndarray:
