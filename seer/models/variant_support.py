@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seer.data.configs import CHANNEL_COLUMNS, GROUPS_COLUMN
+from seer.data.configs import CHANNEL_COLUMNS, per_group
+from seer.models.support import SHAPE_COLUMNS  # the filter, the stride, the dilation: (height, width) each
 
-PAIRS = ((5, 6), (8, 9), (12, 13))  # log-config columns: the filter, the stride, the dilation (height, width)
 CHANCE = 1e-3  # a variant missing from a value's configurations with less chance than this does not run it
 _BITS = 10  # bits per size in a pair's key (sizes up to 1023)
 
@@ -32,10 +32,10 @@ _BITS = 10  # bits per size in a pair's key (sizes up to 1023)
 def attributes(points: np.ndarray) -> np.ndarray:
     """One integer per row and attribute: the filter, stride and dilation (each a height and
     width pair), whether a group has one input channel, whether it has one output channel."""
-    sizes = np.rint(np.exp2(points[:, [j for pair in PAIRS for j in pair]])).astype(np.int64)
-    pairs = [(sizes[:, 2 * i] << _BITS) | sizes[:, 2 * i + 1] for i in range(len(PAIRS))]
-    ones = [(np.abs(points[:, c] - points[:, GROUPS_COLUMN]) < 1e-6).astype(np.int64) for c in CHANNEL_COLUMNS]
-    return np.column_stack(pairs + ones)
+    sizes = np.rint(np.exp2(points[:, SHAPE_COLUMNS])).astype(np.int64)
+    pairs = [(sizes[:, i] << _BITS) | sizes[:, i + 1] for i in range(0, len(SHAPE_COLUMNS), 2)]
+    ones = (np.abs(per_group(points)[:, CHANNEL_COLUMNS]) < 1e-6).astype(np.int64)  # log2(C/G), log2(K/G) = 0
+    return np.column_stack([*pairs, ones])
 
 
 @dataclass(frozen=True)
