@@ -452,6 +452,7 @@ _LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
 GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 FILTER_COLUMNS = [5, 6]  # its filter's height and width
 CHANNEL_COLUMNS = [1, 2]  # its input and output channels
+PAD_COLUMNS = [10, 11]  # its padding, log2(pad + 1)
 
 
 def per_group(points: np.ndarray) -> np.ndarray:

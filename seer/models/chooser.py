@@ -301,12 +301,14 @@ class Chooser:
 
     def by_support(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """Candidate label rows, a candidate the row's shape rules out (seer.models.variant_support:
-        a variant never run on the row's filter, stride, dilation or channels a group, where its
-        algorithm ran that value often) replaced: the SUPPORT_NEAREST training configurations
-        nearest the row, of its kind, whose variants its shape does not rule out propose theirs
-        (the fastest predicted taken, as among any candidates). The nearest rule gave the H100's
-        filter-gradient depthwise kernel to layers of 2 channels a group and to dilated ones,
-        4-30x short (docs/results.md, "A kernel proposed only for shapes it runs")."""
+        a variant never run on the row's filter, stride, dilation, channels a group or padding,
+        where its algorithm ran that value often) replaced: the SUPPORT_NEAREST training
+        configurations nearest the row, of its kind, whose variants its shape does not rule out
+        propose theirs (the fastest predicted taken, as among any candidates). The nearest rule
+        gave the H100's filter-gradient depthwise kernel to layers of 2 channels a group and to
+        dilated ones, 4-30x short (docs/results.md, "A kernel proposed only for shapes it runs"),
+        and the forward direct kernel to a padded layer, 5.7x over (docs/results.md, "Padding
+        among the shapes a kernel runs")."""
         support = self.support()
         if support is None:
             return cand
@@ -534,7 +536,10 @@ class Chooser:
         if self.filter_variants():
             rule += "; a filter shape that ran one variant, that variant"
         if self.support() is not None:
-            rule += "; no variant for a filter, stride, dilation or channels a group its algorithm ran often without it"
+            rule += (
+                "; no variant for a filter, stride, dilation, channels a group or padding its algorithm ran often"
+                " without it"
+            )
         if self.gate is not None:
             rule += (
                 "; kept to a tree's answer to whether cuDNN runs its direct kernel where most of the"

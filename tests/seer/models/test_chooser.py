@@ -367,3 +367,32 @@ def test_a_variant_is_not_proposed_for_a_shape_its_algorithm_ran_often_without_i
         ch.propose(configs.log_config(ungrouped, "conv_fwd"), radius=1.5)[0][:, 0]
         == ch.nearest(configs.log_config(ungrouped, "conv_fwd"))[1][:, 0]
     ).all()
+
+
+def test_a_kernel_run_only_unpadded_is_not_proposed_for_a_padded_layer():
+    # cuDNN's forward IMPLICIT_PRECOMP_GEMM ran its direct kernel only on unpadded 7x7 stride-2
+    # layers (44 of the H100's 3,190 ungrouped training calls, none of the 648 padded): a padded
+    # 7x7 stride-2 layer nearest them is not given it, an unpadded one still is.
+    from seer.data import configs
+    from seer.models.variant_support import VariantSupport
+
+    direct = _convs(12, seed=5).assign(kh=7, kw=7, stride_h=2, stride_w=2)
+    plain = _convs(300, seed=6)
+    padded = pd.concat(  # the other kernel runs padded layers, 7x7 stride-2 ones among them (at batch 4)
+        [_convs(500, seed=7), _convs(100, seed=8).assign(batch=4, kh=7, kw=7, stride_h=2, stride_w=2)]
+    ).assign(pad_h=1, pad_w=1)
+    train = pd.concat([direct, plain, padded], ignore_index=True)
+    keys = pd.Series(["direct"] * len(direct) + ["xmma"] * (len(plain) + len(padded)))
+    ch = chooser.fit_chooser(train, "conv_fwd", "IMPLICIT_PRECOMP_GEMM", keys, candidates=1)
+    lab = {name: ch.labels.index(name) for name in ("direct", "xmma")}
+
+    q = pd.concat([direct.head(3).assign(pad_h=1, pad_w=1), direct.head(3)], ignore_index=True)
+    lq = configs.log_config(q, "conv_fwd")
+    assert (ch.nearest(lq)[1][:, 0] == lab["direct"]).all()  # the nearest rule alone gives all six the direct kernel
+    support = VariantSupport.of(ch.points, ch.label_idx, chooser.kind_of(ch.points, "conv_fwd"), len(ch.labels))
+    ruled = support.ruled_out(lq, chooser.kind_of(lq, "conv_fwd"))
+    assert ruled[:3, lab["direct"]].all() and not ruled[3:, lab["direct"]].any()
+    assert list(ch.choose(q)) == ["xmma"] * 3 + ["direct"] * 3
+    fewer = pd.concat([direct, plain, padded.tail(200)], ignore_index=True)  # (1 - 12/512)^200 = 0.9%: chance
+    few = chooser.fit_chooser(fewer, "conv_fwd", "IMPLICIT_PRECOMP_GEMM", keys.head(len(fewer)), candidates=1)
+    assert list(few.choose(q)) == ["direct"] * 6
