@@ -31,6 +31,8 @@ HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kin
     # R x S taps (filter_MB) say nothing of them, and FFT_TILING's tile model fitted with them
     # was 22-30% short on 2x2 and 3x3 filters and 24% long on 9x9 (the H200's 64x64 tile)
     "FFT": ["in_MB", "out_MB", "spectrum_MB"],
+    # a strided data gradient's FFT_TILING folds dy and dx (fold_MB below)
+    "fold": ["fold_MB"],
     "conv": ["in_MB", "out_MB", "filter_MB"],
 }
 
@@ -77,6 +79,8 @@ def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
         return HELPERS["gemm"]
     if algo == "WINOGRAD_NONFUSED" and "winograd" in kernel.lower():
         return [*HELPERS[algo], "xgemm_G"]
+    if algo == "FFT_TILING" and op == "conv_bwd_data":
+        return [*HELPERS["FFT"], *HELPERS["fold"]]
     if algo in ("FFT", "FFT_TILING"):
         return HELPERS["FFT"]
     if algo in ("WINOGRAD_NONFUSED", "GEMM"):
@@ -136,6 +140,9 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     "write_MB": lambda b: b.sizes["write_bytes"] * MB,
     "in_MB": lambda b: per_row(b, "el_MB") * b.shapes["N"] * b.shapes["C"] * b.shapes["H"] * b.shapes["W"],
     "out_MB": lambda b: per_row(b, "el_MB") * b.shapes["NPQ"] * b.shapes["K"],
+    # a strided data gradient's FFT_TILING folds dy into its phases and dx back out of them
+    # (nchwToFoldedNchwKernel, foldedNchwToNchwKernel): each read and written once more
+    "fold_MB": lambda b: 2 * (per_row(b, "in_MB") + per_row(b, "out_MB")) * (b.shapes["PH"] > 1),
     "xin_MB": lambda b: _winograd_MB(b, "C", tiled=True),
     "xout_MB": lambda b: _winograd_MB(b, "K", tiled=True),
     "xfilter_MB": lambda b: _winograd_MB(b, "K", tiled=False) * b.shapes["C"],

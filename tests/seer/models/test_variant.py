@@ -351,6 +351,16 @@ def test_a_data_gradients_fft_tiles_cover_dx_each_phase_of_a_folded_one():
     assert list(view["gn"]) == list(rows["c_in"] * rows["phases"]) and (view["gk"] == 64).all()
     tiles, one = configs.ConfigBatch.of(rows, "conv_bwd_data").one_tile()
     assert list(tiles) == list(rows["launches"])
+    # the folded calls read and write dy and dx once more (nchwToFoldedNchw, foldedNchwToNchw)
+    from seer.models.features import helper_names, per_row
+
+    batch = configs.ConfigBatch.of(rows, "conv_bwd_data")
+    assert helper_names("conv_bwd_data", "FFT_TILING")[-1] == "fold_MB"
+    assert "fold_MB" not in helper_names("conv_fwd", "FFT_TILING") + helper_names("conv_bwd_data", "FFT")
+    dx = 4e-6 * rows["batch"] * rows["c_in"] * rows["h_in"] * rows["w_in"]
+    dy = 4e-6 * rows["batch"] * 64 * batch.shapes["P"] * batch.shapes["Q"]
+    fold = np.where(rows["phases"] > 1, 2 * (dx + dy), 0.0)
+    assert np.allclose(per_row(batch, "fold_MB"), fold) and (fold[1:3] > 0).all()
 
 
 def test_fft_tiles_follow_the_launches_cudnn_made():

@@ -341,6 +341,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, toget
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         elif algo in ("FFT", "FFT_TILING"):  # the filters' spectra: K x C/G complex values a bin, a phase
             h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if fit.op == "conv_bwd_data" else 1)]
+            if algo == "FFT_TILING" and fit.op == "conv_bwd_data":  # a folded call's dy and dx, read and written again
+                h += [2 * (h[0] + h[1]) * (s["PH"] > 1)]
         else:
             h += [el * s["K"] * s["CRS"]]
             if fit.op == "conv_fwd" and "grouped_direct" in fit.kernel:  # the direct kernel, per input channel
