@@ -153,6 +153,39 @@ def test_a_filter_gradients_reduction_is_split_over_the_blocks_beyond_its_output
     assert reduction_split(np.array([16.0 * 4]), {k: v[1:] for k, v in s.items()}, 32.0, 64.0).tolist() == [1.0]
 
 
+def test_a_filter_gradients_reduction_is_split_where_its_grid_tiles_dw_though_an_axis_misses():
+    """wgrad_alg0_engine<.., 6, 7, 3, 3, 5, ..> tiles dw 64 x 128 (C*R*S by K) and runs N x
+    ceil(PQ/500) blocks on each tile; its y rule, ceil(K/128), misses 15% of the calls. Its blocks
+    still reduce about 500 of N*P*Q positions each, not all of them. A depthwise kernel's grid,
+    which tiles no C*R*S x K output, and inexact, splits nothing."""
+    from seer.data import configs
+    from seer.models.features import inputs, tiles_dw
+
+    G = geometry
+    alg0 = G.Geometry(
+        "conv_bwd_filter",
+        {
+            "grid_x": G.Ceil("CRS", 64, 1.0),
+            "grid_y": G.Ceil("K", 128, 0.85),
+            "grid_z": G.Product(("N", "PQ"), (1, 500), 1.0),
+        },
+    )
+    assert not alg0.exact() and tiles_dw(alg0)
+    layer = conv_records(300).head(1).assign(
+        op="conv_bwd_filter", algo="ALGO_0", batch=128, c_in=512, c_out=512, h_in=28, w_in=28,
+        kh=3, kw=3, stride_h=1, stride_w=1, pad_h=1, pad_w=1, dil_h=1, dil_w=1, groups=1,
+    )
+    b = configs.ConfigBatch.of(layer, "conv_bwd_filter")
+    assert b.sizes["gk"].tolist() == [128 * 784.0]
+    assert inputs(b, alg0, "ALGO_0").kb.tolist() == [128 * 784 / (128 * 2)]  # 392 positions a block
+    depthwise = G.Geometry(
+        "conv_bwd_filter",
+        {"grid_x": G.Product(("R", "S"), (3, 3), 1.0), "grid_y": G.Ceil("C", 64, 1.0), "grid_z": G.MulCeil("CRS", "RS", 4, 0.0)},
+    )
+    assert not tiles_dw(depthwise)
+    assert inputs(b, depthwise, "ALGO_1").kb.tolist() == [128 * 784.0]
+
+
 def _packed_geometry():
     """dgrad2d_alg1_1's grid learnt from synthetic records, and a 3-channel 7x7 layer."""
     rec = conv_records(300, seed=3)

@@ -358,8 +358,10 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, toget
     if col2im:
         kb = s["K"] / s["G"]
     tm, tn = geom.tiles()
-    if fit.op == "conv_bwd_filter" and tm > 1 and tn > 1 and all(r.match >= 1 for r in geom.axes.values()):
-        # blocks beyond the output's tiles (either way round) split the reduction
+    tiles_dw = {e for r in geom.axes.values() for e, div in r.factors if div > 1} >= {"CRS", "K"}
+    if fit.op == "conv_bwd_filter" and tm > 1 and tn > 1 and (all(r.match >= 1 for r in geom.axes.values()) or tiles_dw):
+        # blocks beyond the output's tiles (either way round) split the reduction, where the
+        # grid is known or tiles dw (C/G x R x S by K)
         tiles = (
             np.maximum(np.ceil(s["gm"] / tm) * np.ceil(s["gn"] / tn), np.ceil(s["gm"] / tn) * np.ceil(s["gn"] / tm))
             * s["gbatch"]
