@@ -60,8 +60,23 @@ SCALES: dict[str, Scale] = {
     "write_MB": Scale.BANDWIDTH,
     **{name: Scale.BANDWIDTH for names in HELPERS.values() for name in names if name.endswith("_MB")},
     "direct_G": Scale.WORK,
+    "direct_C": Scale.CLOCK,
     "xgemm_G": Scale.WORK,
 }
+# helper terms paid once a round of blocks over the SMs (S: a chain of dependent steps that each
+# block's threads walk), not once a unit of the call's work: `design` multiplies them by S
+PER_SM_ROUND = ("direct_C",)
+# cuDNN's direct forward kernel, conv2d_grouped_direct_kernel<6 flags, channels per group, ...>:
+# 0 channels per group is the kernel that loops over any number of them; 1, 2 and 4 unroll them
+_DIRECT_CHANNELS = re.compile(r"conv2d_grouped_direct_kernel<(?:\w+, ){6}(\d+),")
+
+
+def loops_channels(kernel: str) -> bool:
+    """Whether a kernel is cuDNN's direct forward kernel that loops over a group's input
+    channels one after the other (the template's channels per group 0; the kernels of 1, 2 and
+    4 channels a group unroll them)."""
+    m = _DIRECT_CHANNELS.search(kernel)
+    return m is not None and int(m.group(1)) == 0
 
 
 def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
@@ -74,7 +89,13 @@ def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
     kernel rows), its own grid and reduction count them already. cuDNN's direct kernel
     (conv2d_grouped_direct) pays per input channel (`direct_G`) under whichever forward algorithm
     runs it: under IMPLICIT_GEMM its cross-validated RMSPE was 39.3% without (the H100; 26.3%
-    with), under IMPLICIT_PRECOMP_GEMM 26.4% (19.4%)."""
+    with), under IMPLICIT_PRECOMP_GEMM 26.4% (19.4%). Its generic template, which loops over a
+    group's channels one after another (loops_channels), also pays each step's latency once a
+    round of blocks over the SMs (`direct_C`): a call of few blocks is that chain of steps however
+    few outputs it has, and without the term the H100's calls of at most 64 blocks were timed at
+    0.74 of their time (median); its cross-validated RMSPE went 21.6% -> 18.2% under the GEMM
+    algorithm (H200 22.5% -> 18.4%), 26.3% -> 22.4% under IMPLICIT_GEMM (28.9% -> 23.0%)
+    (docs/results.md, "The direct kernel's channel loop paid once a round of blocks")."""
     if op in GEMM_OPS:
         return HELPERS["gemm"]
     if algo == "WINOGRAD_NONFUSED" and "winograd" in kernel.lower():
@@ -83,10 +104,11 @@ def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
         return [*HELPERS["FFT"], *HELPERS["fold"]]
     if algo in ("FFT", "FFT_TILING"):
         return HELPERS["FFT"]
+    loop = ["direct_C"] if loops_channels(kernel) else []
     if algo in ("WINOGRAD_NONFUSED", "GEMM"):
-        return HELPERS[algo]
+        return [*HELPERS[algo], *loop]
     if op == "conv_fwd" and "grouped_direct" in kernel:
-        return [*HELPERS["conv"], "direct_G"]
+        return [*HELPERS["conv"], "direct_G", *loop]
     return HELPERS["conv"]
 
 
@@ -151,6 +173,9 @@ _MB_RULES: dict[str, Callable[[ConfigBatch], np.ndarray]] = {
     # GEMM algorithm below c_out = 128 loops over channels, each step with a cost of its own
     # beside its R x S multiply-adds (1x1 filters were predicted 42% too fast without it)
     "direct_G": lambda b: 1e-9 * b.shapes["NKPQ"] * b.shapes["C"] / b.shapes["G"],
+    # the input channels of a group that each thread of the direct kernel loops over, one after
+    # the other: the steps' latency paid once a round of blocks (PER_SM_ROUND)
+    "direct_C": lambda b: b.shapes["C"] / b.shapes["G"],
     "xgemm_G": lambda b: 1e-9 * winograd_macs(b.shapes),  # Winograd's GEMMs, 1e9 multiply-adds
     "filter_MB": lambda b: per_row(b, "el_MB") * b.shapes["K"] * b.shapes["CRS"],
 }
@@ -390,6 +415,8 @@ def design(x: Inputs, bps: int, sms: int, fs: FeatureSet) -> Design:
     if fs.loops and x.loops is not None:
         kb, tile_mb = kb * x.loops, tile_mb * x.loops
     under = None
+    S = np.divide(x.blocks, sms)
+    np.ceil(S, out=S)
     if fs.seer_terms:
         comp = _columns(n, [lambda o: np.multiply(W, kb, out=o), W, 1.0])
         mem = _columns(n, [lambda o: np.add(x.read_mb, x.write_mb, out=o), 1.0])
@@ -398,8 +425,6 @@ def design(x: Inputs, bps: int, sms: int, fs: FeatureSet) -> Design:
             under = _columns(n, [x.read_mb, x.write_mb, lambda o: np.multiply(W, kb, out=o), 1.0])
             names["under"] = ["read_MB", "write_MB", "W*Kb", "1"]
     else:
-        S = np.divide(x.blocks, sms)
-        np.ceil(S, out=S)
         comp = _columns(n, [lambda o: np.multiply(W, kb, out=o), W, lambda o: np.multiply(S, kb, out=o), S, 1.0])
         mem = _columns(n, [lambda o: np.add(x.read_mb, x.write_mb, out=o), tile_mb, W, 1.0])
         names = {"compute": ["W*Kb", "W", "S*Kb", "S", "1"], "memory": ["MB", "tile_MB", "W", "1"]}
@@ -408,7 +433,9 @@ def design(x: Inputs, bps: int, sms: int, fs: FeatureSet) -> Design:
     return Design(
         comp,
         mem,
-        _columns(n, [helpers[k] for k in names["helpers"]]) if helpers else np.zeros((n, 0)),
+        _columns(n, [helpers[k] * S if k in PER_SM_ROUND else helpers[k] for k in names["helpers"]])
+        if helpers
+        else np.zeros((n, 0)),
         names,
         under,
         x.logcfg,

@@ -17,7 +17,7 @@ from seer.data.configs import FFT_TILED_OPS, ConfigBatch, fft_tiles, groups, one
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
-from seer.models.features import Inputs, design, inputs
+from seer.models.features import PER_SM_ROUND, Inputs, design, inputs
 from seer.models.geometry import Geometry, fit_geometry
 from seer.models.keys import FeatureSet, VariantKey
 from seer.models.law import Regime, TimeLaw, type_of
@@ -44,13 +44,15 @@ def overlapping(g: np.ndarray, overlap: int) -> tuple[np.ndarray | None, np.ndar
 
 
 class _Times(Mapping):
-    """A mapping of arrays, each read on first use (as the helper terms are) times k."""
+    """A mapping of arrays, each read on first use (as the helper terms are) times k; a term paid
+    once a round of blocks (features.PER_SM_ROUND) as it is: k launches' rounds are the design's
+    S of k times the blocks."""
 
     def __init__(self, terms: Mapping[str, np.ndarray], k: np.ndarray):
         self.terms, self.k = terms, k
 
     def __getitem__(self, name: str) -> np.ndarray:
-        return self.terms[name] * self.k
+        return self.terms[name] if name in PER_SM_ROUND else self.terms[name] * self.k
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.terms)

@@ -196,6 +196,64 @@ def test_the_direct_convolution_pays_per_input_channel_beside_its_multiply_adds(
         assert np.median(err[k == size]) < 0.05, (size, np.median(err[k == size]))
 
 
+def test_the_direct_kernel_that_loops_over_channels_pays_each_step_once_a_round_of_blocks():
+    # cuDNN's generic direct kernel (conv2d_grouped_direct_kernel<.., 0, ..>: any channels per
+    # group; its 1, 2 and 4 unroll them) walks a group's C/G input channels one after another in
+    # each thread, and a call of few blocks pays every step's latency however few outputs it has.
+    # With no term for it the H100's 1x1 calls of 1-8 blocks were timed at a quarter of their time
+    from seer.data import configs
+    from seer.models import features
+
+    generic = "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, false, false, 0, 0, int, float>(...)"
+    unrolled = generic.replace("false, 0, 0,", "false, 2, 3,")
+    assert features.loops_channels(generic) and not features.loops_channels(unrolled)
+    for algo in ("GEMM", "IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM"):
+        assert features.helper_names("conv_fwd", algo, generic)[-1] == "direct_C"
+        assert "direct_C" not in features.helper_names("conv_fwd", algo, unrolled)
+    assert "direct_C" not in features.helper_names("conv_fwd", "GEMM", "explicit_convolve_sgemm<float, int, 128>")
+    rng = np.random.default_rng(4)
+    base = conv_records(300)
+    base = base[base["algo"] == "GEMM"].head(240).reset_index(drop=True)
+    n = len(base)
+    k = rng.choice([1, 3, 5], n)
+    hw = rng.choice([1, 2, 4, 10, 40], n)
+    df = base.assign(
+        batch=rng.choice([1, 2, 8, 32, 128], n),
+        c_in=rng.choice([16, 64, 256, 1024], n),
+        h_in=hw + k - 1,
+        w_in=hw + k - 1,
+        c_out=rng.choice([8, 32, 128], n),
+        kh=k,
+        kw=k,
+        stride_h=1,
+        stride_w=1,
+        pad_h=0,
+        pad_w=0,
+        groups=1,
+    )
+    s = configs.shapes(df)
+    blocks = np.ceil(s["NKPQ"] / 1024)
+    df["grid_x"], df["grid_y"], df["grid_z"] = blocks, 1, 1
+    df["time_ms"] = 4e-4 * np.ceil(blocks / SMS) * s["C"] / s["G"] + 2e-11 * s["NKPQ"] * s["CRS"] + 0.005
+    few = blocks <= SMS
+    err = {}
+    for kernel in (generic, unrolled):
+        m = _fit(df.assign(kernel=kernel))
+        assert ("direct_C" in m.law.helpers.names) == (kernel == generic)
+        assert models.VariantFit.from_dict(m.to_dict()).law.helpers.names == m.law.helpers.names
+        err[kernel] = np.median(np.abs(m.predict(df) / df["time_ms"] - 1)[few])
+    assert err[generic] < 0.02 < 0.1 < err[unrolled], err
+    # k launches at once have k times the blocks, so S counts their rounds: the term is not k times
+    from seer.data.configs import ConfigBatch
+    from seer.models.variant import launched_together
+
+    m = _fit(df.assign(kernel=generic))
+    x = features.inputs(ConfigBatch.of(df, "conv_fwd"), m.geometry, "GEMM", kernel=generic)
+    two = launched_together(x, np.full(n, 2.0))
+    np.testing.assert_array_equal(two.helpers["direct_C"], x.helpers["direct_C"])
+    np.testing.assert_array_equal(two.helpers["direct_G"], 2 * x.helpers["direct_G"])
+
+
 def _grouped(rec, g):
     """The rows as convolutions of g groups run one group a launch: each group the rows' own
     convolution (its grid per launch), the call g of them."""

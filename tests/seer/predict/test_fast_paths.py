@@ -384,6 +384,8 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, toget
     bps, sms = fit.blocks_per_sm, fit.sms
     W = np.ceil(blocks / (bps * sms))
     S = np.ceil(blocks / sms)
+    if re.search(r"conv2d_grouped_direct_kernel<(\w+, ){6}0,", fit.kernel):  # its thread's channels, once a round
+        h += [s["C"] / s["G"] * S]
     one = np.ones(len(W))
     under = None
     if fs.seer_terms:

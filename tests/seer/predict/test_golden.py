@@ -129,7 +129,10 @@ and the rank order with them; no best entry. Then (issue 25, session 31) no vari
 filter, stride, dilation or channels a group its algorithm ran often without it
 (seer.models.variant_support, Chooser.by_support), nothing refitted: only the
 IMPLICIT_PRECOMP_GEMM conv and rank time entries of h100-sxm (7 rows) and the L4 (2) moved, and
-h100-sxm's rank order with them; no best entry."""
+h100-sxm's rank order with them; no best entry. Then (issue 25, session 34) the generic direct
+kernel's channel loop paid once a round of blocks (seer.models.features, `direct_C`), h100-sxm
+refitted: only the GEMM conv and rank time entries of h100-sxm (5 rows) and the L4 (60, median
+1.0003x) moved; no rank order or best entry."""
 
 from __future__ import annotations
 
