@@ -14,7 +14,16 @@ from seer.data.configs import ConfigBatch
 from seer.hardware.gpus import GPUSpec
 from seer.models import FitOptions, VariantFit, family_key
 from seer.models.chooser import Chooser
-from seer.models.dual import DUAL_ALGOS, FORWARD, GRADIENT_OPS, ForwardDual, fit_dual, unstrided
+from seer.models.dual import (
+    DUAL_ALGOS,
+    FORWARD,
+    GRADIENT_OPS,
+    POSITIONS_OP,
+    ForwardDual,
+    fit_dual,
+    positions,
+    unstrided,
+)
 from seer.predict.variants import VariantPredictor
 
 
@@ -49,7 +58,15 @@ def fit_duals(train: pd.DataFrame, target: np.ndarray, vp: VariantPredictor) -> 
                 continue
             own = vp.algorithm_times(g, op, [algo])
             forward = vp.algorithm_times(g.assign(op=FORWARD), FORWARD, [algo]).times[:, 0]
-            dual = fit_dual(op, algo, target[g.index], forward, own.times[:, 0], held_out(vp, own.variants[:, 0]))
+            dual = fit_dual(
+                op,
+                algo,
+                target[g.index],
+                forward,
+                own.times[:, 0],
+                held_out(vp, own.variants[:, 0]),
+                positions(ConfigBatch.of(g, op)) if op == POSITIONS_OP else None,
+            )
             if dual is not None:
                 out[key] = dual
     return out

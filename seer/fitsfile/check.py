@@ -492,7 +492,7 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
     for k in ("rmspe", "own_rmspe"):
         c.num(c.get(d, k, w, "a finite number >= 0"), _at(w, k), 0)
     c.num(c.get(d, "n", w, "a whole number >= 1"), _at(w, "n"), 1, whole=True)
-    for k in ("spread", "own_spread"):  # files before 2026-11-27 have none
+    for k in ("spread", "own_spread", "per_position_ns"):  # files before 2026-11-27 (-29) have none
         if k in d:
             c.num(d[k], _at(w, k), 0)
 

@@ -26,10 +26,25 @@ first scaled to what its model errs on rows it did not learn from (seer.fit.dual
 in-sample, the H200's backward-filter Winograd models erred 16.6% typically against the dual's
 27.4%, and on Test-set-I's held-out calls 84.7% RMSPE, the dual 39.8%. The fits file keeps every
 figure either way; a file without spreads compares RMSPEs.
+
+A filter gradient is the forward's pipeline with one difference the forward never has: its
+GEMM sums over the images and output positions (N x P x Q, in tiles or bins) and produces only
+the K x C/G filter, so a layer of few channels and many positions has few blocks, each walking a
+long reduction alone, and takes that chain's time whatever its channels, where the forward's
+many blocks share the work. On the H100's unstrided backward-filter Winograd training calls,
+measured over forward-predicted time was 0.90 (median) where its GEMM's blocks each sum below
+2^5 images x tiles, 1.9 at 2^8-2^10 and 3.4 at 2^10-2^14, and VGG-16's 64-channel
+224 x 224 layer at batch 128 was predicted 8.7 ms against 17.6 measured. So a filter gradient's
+dual is the larger of the scaled forward and `per_position_ns` x N x P x Q, joined smoothly
+(their root sum of squares, `ForwardDual.time`: a bound, not a cost added to every layer; added,
+AlexNet's layers of 192-384 channels took 0.04-0.17 ms more than they run), the two fitted
+together (robustly, on log ratios) and the chain kept where it lowers the dual's typical error
+on the training calls (docs/results.md, "A filter gradient's reduction over positions").
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -45,11 +60,13 @@ DUAL_ALGOS = ("FFT", "FFT_TILING", "WINOGRAD_NONFUSED")  # the gradients that ru
 # Ranked by that RMSPE, Winograd's times were weighed 2.5x and FFT picked in its place on 7
 # Test-set-II layers (H100 backward-filter mean slowdown 14.1%; heuristic's 11.5%).
 SPREAD = 1.4826
+POSITIONS_OP = "conv_bwd_filter"  # the gradient whose GEMM reduces over images x output positions
 
 
 @dataclass(frozen=True)
 class ForwardDual:
-    """A gradient algorithm's time as `scale` x the forward's of the same configuration."""
+    """A gradient algorithm's time as `scale` x the forward's of the same configuration, or, where
+    longer, `per_position_ns` per image x output position (a filter gradient's reduction: `time`)."""
 
     op: str  # the gradient direction
     algo: str
@@ -59,6 +76,14 @@ class ForwardDual:
     n: int  # training calls both answered
     spread: float | None = None  # its typical error there (SPREAD): the ranking weighs it; None: rmspe (older files)
     own_spread: float | None = None  # the own models' typical error on the same calls, held out (fit_dual)
+    per_position_ns: float = 0.0  # the reduction's chain, ns per image x output position (N x P x Q); 0: none
+
+    def time(self, forward: np.ndarray, batch: ConfigBatch) -> np.ndarray:
+        """The gradient's time (ms) of each config of `batch` from the forward's (`forward`, ms):
+        the scaled forward and the reduction's chain joined as a root sum of squares."""
+        if not self.per_position_ns:
+            return self.scale * forward
+        return np.hypot(self.scale * forward, self.per_position_ns * 1e-6 * positions(batch))
 
     @property
     def risk(self) -> float:
@@ -74,7 +99,10 @@ class ForwardDual:
         return self.spread <= self.own_spread
 
     def to_dict(self) -> dict:
-        return {k: round(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items() if v is not None}
+        d = asdict(self)
+        if not self.per_position_ns:
+            del d["per_position_ns"]  # as files before the term
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items() if v is not None}
 
     @classmethod
     def from_dict(cls, d: dict) -> ForwardDual:
@@ -88,6 +116,7 @@ class ForwardDual:
             int(d["n"]),
             optional("spread"),
             optional("own_spread"),
+            float(d.get("per_position_ns", 0.0)),  # files before 2026-11-29 have none
         )
 
 
@@ -97,6 +126,11 @@ def unstrided(batch: ConfigBatch) -> np.ndarray:
     return one("stride_h") & one("stride_w")
 
 
+def positions(batch: ConfigBatch) -> np.ndarray:
+    """Each config's images x output positions, N x P x Q: what a filter gradient sums over."""
+    return np.asarray(batch.sizes["NPQ"], dtype=float)
+
+
 def fit_dual(
     op: str,
     algo: str,
@@ -104,19 +138,47 @@ def fit_dual(
     forward: np.ndarray,
     own: np.ndarray,
     held_out: np.ndarray | None = None,
+    npq: np.ndarray | None = None,
 ) -> ForwardDual | None:
     """The dual of (op, algo) from training calls' measured times and the forward's and the
     gradient's own predictions of them (NaN where a model has no answer); None where no call
     has all three. `held_out`: for each call, how much larger the error of the own model that
     timed it is on rows it did not learn from (its variant's cross-validated over training
-    RMSPE, 1 at least); the own models' spread is of their errors so scaled."""
+    RMSPE, 1 at least); the own models' spread is of their errors so scaled. `npq`: each
+    call's N x P x Q, where a filter gradient's dual may bound its time by a chain per position
+    (_with_positions)."""
     ok = np.isfinite(measured) & np.isfinite(forward) & np.isfinite(own) & (measured > 0) & (forward > 0)
     if not ok.any():
         return None
     t, f, o = measured[ok], forward[ok], own[ok]
     scale = float(np.exp(np.median(np.log(t / f))))
-    rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
-    err, own_err = scale * f / t - 1.0, o / t - 1.0  # the dual's and the own models' relative error on each call
     typical = lambda e: float(SPREAD * np.median(np.abs(e)))
+    per_position = 0.0
+    if op == POSITIONS_OP and npq is not None:
+        scale, per_position = _with_positions(t, f, npq[ok], scale, typical)
+    rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
+    pred = np.hypot(scale * f, per_position * 1e-6 * npq[ok]) if per_position and npq is not None else scale * f
+    err, own_err = pred / t - 1.0, o / t - 1.0  # the dual's and the own models' relative error on each call
     own_spread = typical(own_err if held_out is None else own_err * np.maximum(held_out[ok], 1.0))
-    return ForwardDual(op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), own_spread)
+    return ForwardDual(
+        op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), own_spread, per_position
+    )
+
+
+def _with_positions(
+    t: np.ndarray, f: np.ndarray, npq: np.ndarray, scale: float, typical: Callable[[np.ndarray], float]
+) -> tuple[float, float]:
+    """(scale, ns per position) of t ~ hypot(scale x f, ns x 1e-6 x npq), fitted on log ratios with a
+    soft-L1 loss (a few calls the forward misses by 10x do not pull it), where it errs less
+    typically than `scale` alone; else (scale, 0). Both stay positive (fitted as logs)."""
+    from scipy.optimize import least_squares  # fit time only
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        return np.log(np.hypot(np.exp(x[0]) * f, np.exp(x[1]) * 1e-6 * npq)) - np.log(t)
+
+    start = np.array([np.log(scale), np.log(max(float(np.median(t / npq)) * 1e6 * 0.1, 1e-12))])
+    x = least_squares(residual, start, loss="soft_l1", f_scale=0.1).x
+    a, b = float(np.exp(x[0])), float(np.exp(x[1]))
+    if typical(np.hypot(a * f, b * 1e-6 * npq) / t - 1.0) < typical(scale * f / t - 1.0):
+        return a, b
+    return scale, 0.0

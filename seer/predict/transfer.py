@@ -10,7 +10,8 @@ chooser, and recomputes what depends on the target:
 - time per unit of per-block work (the `Kb` terms) scaled by the per-SM FP32 rate
   (datasheet TFLOP/s / SMs: clock x lanes) and by the sustained efficiency the sources reach:
   a source that runs at a smaller fraction of its datasheet peak than the sources on average
-  (a power-capped card) has its per-wave time scaled down accordingly;
+  (a power-capped card) has its per-wave time scaled down accordingly; so is a filter
+  gradient's reduction chain per position (seer.models.dual), a block's work;
 - per-wave overheads (W, S) by the clock; megabytes by the DRAM bandwidth;
 - the launch floor and constant terms stay (they are the host's and the driver's);
 - the sustained-clock law of a source is kept for a target of its chip (an A100-80GB from the
@@ -146,7 +147,12 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
             variants[key] = dataclasses.replace(
                 v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)
             )
-        out.append(vp.replace(gpu=target, variants=variants))
+        # a filter gradient's reduction chain (seer.models.dual) is a block's work: per SM, as W x Kb
+        duals = {
+            k: dataclasses.replace(d, per_position_ns=d.per_position_ns * per_sm * eff_ratio.get(k, 1.0))
+            for k, d in vp.duals.items()
+        }
+        out.append(vp.replace(gpu=target, variants=variants, duals=duals))
     mem = _memory(fits).fit
     moved = None
     if mem is not None and src.slug in mem.gpus:

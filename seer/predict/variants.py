@@ -242,8 +242,9 @@ class VariantPredictor:
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True
     ) -> Launch:
         """As _launch_own; a gradient algorithm with a forward dual (seer.models.dual) is timed
-        as the forward convolution of the same configs, scaled, on the unstrided rows both
-        answer (the gradient's support of filter shapes and kinds stands)."""
+        as the forward convolution of the same configs (ForwardDual.time: scaled, a filter gradient's
+        bounded by its reduction over positions), on the unstrided rows both answer (the
+        gradient's support of filter shapes and kinds stands)."""
         own = self._launch_own(batch, ch, order, with_inside)
         dual = self.duals.get(family_key(ch.op, ch.algo))
         if dual is None:
@@ -253,9 +254,9 @@ class VariantPredictor:
         use = np.isfinite(fwd.times) & np.isfinite(own.times) & unstrided(batch)
         return Launch(
             np.where(use, fwd.keys, own.keys),
-            np.where(use, dual.scale * fwd.times, own.times),
+            np.where(use, dual.time(fwd.times, batch), own.times),
             np.where(use, fwd.inside, own.inside),
-            np.where(use, dual.scale * fwd.slowest, own.slowest),
+            np.where(use, dual.time(fwd.slowest, batch), own.slowest),
             np.where(use, dual.risk, own.error),
         )
 
