@@ -83,7 +83,7 @@ class ForwardDual:
         the scaled forward and the reduction's chain joined as a root sum of squares."""
         if not self.per_position_ns:
             return self.scale * forward
-        return np.hypot(self.scale * forward, self.per_position_ns * 1e-6 * positions(batch))
+        return bounded(self.scale, self.per_position_ns, forward, positions(batch))
 
     @property
     def risk(self) -> float:
@@ -131,6 +131,11 @@ def positions(batch: ConfigBatch) -> np.ndarray:
     return np.asarray(batch.sizes["NPQ"], dtype=float)
 
 
+def bounded(scale: float, per_position_ns: float, forward: np.ndarray, npq: np.ndarray) -> np.ndarray:
+    """The scaled forward time and the reduction's chain (ms) joined as a root sum of squares."""
+    return np.hypot(scale * forward, per_position_ns * 1e-6 * npq)
+
+
 def fit_dual(
     op: str,
     algo: str,
@@ -157,7 +162,7 @@ def fit_dual(
     if op == POSITIONS_OP and npq is not None:
         scale, per_position = _with_positions(t, f, npq[ok], scale, typical)
     rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
-    pred = np.hypot(scale * f, per_position * 1e-6 * npq[ok]) if per_position and npq is not None else scale * f
+    pred = bounded(scale, per_position, f, npq[ok]) if per_position and npq is not None else scale * f
     err, own_err = pred / t - 1.0, o / t - 1.0  # the dual's and the own models' relative error on each call
     own_spread = typical(own_err if held_out is None else own_err * np.maximum(held_out[ok], 1.0))
     return ForwardDual(
@@ -174,11 +179,11 @@ def _with_positions(
     from scipy.optimize import least_squares  # fit time only
 
     def residual(x: np.ndarray) -> np.ndarray:
-        return np.log(np.hypot(np.exp(x[0]) * f, np.exp(x[1]) * 1e-6 * npq)) - np.log(t)
+        return np.log(bounded(np.exp(x[0]), np.exp(x[1]), f, npq)) - np.log(t)
 
     start = np.array([np.log(scale), np.log(max(float(np.median(t / npq)) * 1e6 * 0.1, 1e-12))])
     x = least_squares(residual, start, loss="soft_l1", f_scale=0.1).x
     a, b = float(np.exp(x[0])), float(np.exp(x[1]))
-    if typical(np.hypot(a * f, b * 1e-6 * npq) / t - 1.0) < typical(scale * f / t - 1.0):
+    if typical(bounded(a, b, f, npq) / t - 1.0) < typical(scale * f / t - 1.0):
         return a, b
     return scale, 0.0
