@@ -21,11 +21,21 @@ loose enough that no measured call is below it (tests check it on every bundled 
   the filters' spectra dominate and the products become GEMVs: the H100's fits, trained at
   batch 2 and up, answered VGG-16's 128 -> 256 channel 3x3 layer on 56x56 at batch 1 in 0.05
   ms, below the 0.32 ms its 1.1 GB of spectra take (15.7 ms measured), and picked it.
+  The gradients' FFT multiplies the same bins (a data gradient the output gradient's spectra by
+  the filters', summed over K; a filter gradient the input's by the output gradient's, summed
+  over N) and keeps the same three spectra: the H100's 368 backward-data and 371 backward-filter
+  FP32 FFT calls took at least 1.31x and 1.39x that bound (the H200's 401 and 418: 1.40x and
+  1.48x). Without it the H100's fits answered a backward-data FFT call of 256 -> 64 channels 7x7
+  on 64x64 at batch 3 in 0.08 ms (its forward FFT variant's model far outside its data), below
+  the 0.67 ms its products take (3.23 ms measured).
   FFT_TILING multiplies the bins of its tiles the same way (configs.fft_tiling_bins: 32 x 17 a
   tile; for filters of one row or column, the 1-D pieces of every line); its 3,433 FP32 calls
   on the two GPUs took at least 1.32x that (1-D filters at batch 128 and 256). Without it the H100's
   FFT_TILING models answered ResNet-50's layer3.0.conv1 at batch 128 (512 -> 256 channels 1x1
-  on 28x28) at 0.45 ms, below the 0.96 ms its products take (1.56 ms measured).
+  on 28x28) at 0.45 ms, below the 0.96 ms its products take (1.56 ms measured). Its data
+  gradient tiles the same way (the H100's 699 FP32 calls: at least 1.34x; the H200's 749:
+  1.33x); its filter gradient does not (of each GPU's 10 calls one ran in 0.42-0.45x that
+  bound, another in 0.78-0.89x), so it has no product bound.
   WINOGRAD_NONFUSED multiplies every transformed point of every tile by every filter's, in all
   three directions (configs.winograd_tiles: F(4x4, 3x3), 36 points a tile, and F(9x9, 5x5),
   169, on 5x5): 2 FLOPs per point, tile, input and output channel of a group. Its 2,164 FP32
@@ -51,8 +61,10 @@ from seer.data.records import CONV_OPS, GEMM_OPS
 from seer.hardware.dtypes import DEFAULT_DTYPE, element_bytes
 from seer.hardware.gpus import GPUSpec
 
-FFT = "FFT"  # the forward algorithms bounded by their complex products (FFT_FLOPS per bin, image and channel pair)
+FFT = "FFT"  # the algorithms bounded by their complex products (FFT_FLOPS per bin, image and channel pair)
 FFT_TILING = "FFT_TILING"
+# the FFT algorithms each direction runs on the forward's bins (backward-filter FFT_TILING does not)
+BINNED = {"conv_fwd": (FFT, FFT_TILING), "conv_bwd_data": (FFT, FFT_TILING), "conv_bwd_filter": (FFT,)}
 WINOGRAD_NONFUSED = "WINOGRAD_NONFUSED"  # bounded by its transformed points' products, every direction
 WINOGRAD_FILTERS = (3, 5)  # the filter sizes cuDNN's non-fused Winograd runs (configs.winograd_tiles' tiles)
 FFT_FLOPS = 8.0  # a complex multiply-add: four real multiplies, four adds
@@ -94,7 +106,7 @@ def floors_by_algorithm(df: pd.DataFrame, op: str, gpu: GPUSpec, algos: list[str
 
 def _flop_bound(op: str, algo: str, flop: np.ndarray, products: dict[str, np.ndarray]) -> np.ndarray | float:
     """The FLOP bound (`bounds`' first two) that holds for `algo`: the direct method's for GEMMs
-    and DIRECT_ALGOS, the complex products' for the forward FFTs, the transformed points' for
+    and DIRECT_ALGOS, the complex products' for the FFTs (BINNED), the transformed points' for
     Winograd non-fused, none for the rest."""
     if op not in CONV_OPS or algo in DIRECT_ALGOS[op]:
         return flop
@@ -105,10 +117,11 @@ def bounds(
     df: pd.DataFrame, op: str, gpu: GPUSpec, algos: Iterable[str] = (FFT, FFT_TILING)
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """(ms at the FP32 peak for the direct method's FLOPs of float32 rows, the same for the
-    complex products of each FFT algorithm among `algos` (FFT's raised to its spectra's
-    traffic; forward convolutions; none for other ops: a prediction of other algorithms counts
-    no FFT's bins) and of Winograd non-fused's transformed points (any direction), ms at the DRAM bandwidth for
-    the traffic beyond the L2) of each row; zeros for ops other than GEMMs and convolutions."""
+    complex products of each FFT algorithm among `algos` that its direction runs on the
+    forward's bins (BINNED; FFT's raised to its spectra's traffic; a prediction of other
+    algorithms counts no FFT's bins) and of Winograd non-fused's transformed points (any
+    direction), ms at the DRAM bandwidth for the traffic beyond the L2) of each row; zeros for
+    ops other than GEMMs and convolutions."""
     if op not in CONV_OPS and op not in GEMM_OPS:
         return np.zeros(len(df)), {}, np.zeros(len(df))
     s = shapes(df.assign(op=op))
@@ -118,7 +131,7 @@ def bounds(
     if "math" in df:  # float32 in TF32 math runs on tensor cores too (at 4-8x the FP32 peak)
         fp32 &= df["math"].fillna("").astype(str).isin(FMA_MATHS).to_numpy()
     flop = np.where(fp32, 1e3 * t["flops"] / gpu.fp32_flops, 0.0)
-    wanted = set(algos) if op == "conv_fwd" else set()
+    wanted = set(algos) & set(BINNED.get(op, ()))
     bins = {}  # per image and channel pair of a group
     if FFT in wanted:
         bins[FFT] = s["FB"]

@@ -166,6 +166,22 @@ def test_fft_tiling_is_bounded_by_its_tiles_products():
     assert h.predict(**layer) >= least
 
 
+def test_the_gradients_ffts_are_bounded_by_the_forwards_products_but_not_filter_gradient_tiling():
+    """A gradient's FFT multiplies the forward's bins (summed over K or N instead of C); the H100's
+    fits answered this backward-data call in 0.08 ms, 3.23 ms measured."""
+    h = seer.load("h100-sxm")
+    layer = dict(batch=3, c_in=256, h_in=64, w_in=64, c_out=64, kh=7, kw=7, pad_h=3, pad_w=3)
+    algos = ("FFT", "FFT_TILING")
+    rows = frame(pd.DataFrame([dict(layer, op="conv_fwd", algo=a) for a in algos]), {})[0]
+    forward = floor_ms(rows, "conv_fwd", h.gpu)
+    assert forward[0] > 0.6 and forward[1] > 0  # 0.67 ms of FFT products; 0.03 ms of tiles
+    assert floor_ms(rows.assign(op="conv_bwd_data"), "conv_bwd_data", h.gpu) == pytest.approx(forward)
+    by_filter = floor_ms(rows.assign(op="conv_bwd_filter"), "conv_bwd_filter", h.gpu)
+    assert by_filter[0] == pytest.approx(forward[0]) and by_filter[1] < forward[1]
+    with pytest.warns(SeerWarning, match="raised"):
+        assert h.predict(**layer, op="conv_bwd_data", algo="FFT") == pytest.approx(forward[0])
+
+
 def test_winograd_is_bounded_by_its_transformed_points_in_the_records_and_the_kernel_names_spelling():
     """A 1,024 -> 1,024 channel 3x3 layer on 40x40 at batch 128: F(4x4, 3x3) on 10 x 10 tiles of
     its 38 x 38 output, 36 points a tile. The H100's fits answered 6.6 ms (21.4 ms measured) on
