@@ -25,7 +25,7 @@ from scipy.spatial import cKDTree
 from seer import __version__
 from seer.data import census, configs, records
 from seer.data.keys import PER_GROUP
-from seer.data.prepare import SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
+from seer.data.prepare import CALL_KEYS, SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.fit.duals import fitted_duals
@@ -109,8 +109,12 @@ def fit_gpu(
     rec = prepare(rec)
     rec = rec[~family_column(rec).isin(list(biased))].reset_index(drop=True)
     timing = conv_timing(rec)
-    # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level estimate
+    # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level
+    # estimate of a convolution's; a GEMM's of its named algorithms (the harness's cuBLASLt ones)
+    # from its training calls, since it times GEMMs (Test-set-I's held out)
     calls = fit_call_times(timed, spec) if timing == "every_algorithm" else {}
+    calls = {op: c for op, c in calls.items() if op not in GEMM_OPS}
+    calls.update(fit_call_times(training_calls(timed[timed["op"].isin(GEMM_OPS)], rec), spec))
     own = rec["key"].copy()
     rec["key"] = pooled_keys(rec, options.min_rows)
     target = rec["time_ms"].to_numpy(dtype=float)
@@ -340,6 +344,19 @@ def looped_joins(rec: pd.DataFrame, own: pd.Series, target: np.ndarray, models: 
             models[str(k)] = dataclasses.replace(looped, n_train=len(g), train_rmspe=err, cv_rmspe=err)
             out[own == k] = k
     return out
+
+
+def training_calls(timed: pd.DataFrame, prepared: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `timed` whose call is on the training side of the `prepared` rows' split (a
+    call's side is its main row's, where the rows say which is main)."""
+    keys = [c for c in CALL_KEYS if c in timed and c in prepared]
+    if not keys or timed.empty:
+        return timed.iloc[:0]
+    train = prepared["split"] == "train"
+    if "role" in prepared:
+        train &= prepared["role"].fillna("main") == "main"
+    held_in = pd.MultiIndex.from_frame(prepared.loc[train, keys].astype(str))
+    return timed[pd.MultiIndex.from_frame(timed[keys].astype(str)).isin(held_in)]
 
 
 def library_picks(rec: pd.DataFrame) -> pd.DataFrame:

@@ -24,7 +24,7 @@ import pandas as pd
 
 from seer import models
 from seer.data import configs
-from seer.data.records import CONV_OPS, OPS, VARIANT_OPS
+from seer.data.records import CONV_OPS, GEMM_OPS, OPS, VARIANT_OPS
 from seer.errors import SeerError
 from seer.hardware.dtypes import MODEL_DTYPES
 from seer.models import knn
@@ -498,14 +498,15 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
 
 
 def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:
-    """A convolution direction's timed training calls (seer.models.call_time.CallTimes), keyed by its op."""
+    """A convolution direction's or GEMM op's timed training calls (seer.models.call_time.CallTimes),
+    keyed by its op (a GEMM's library picks under the algorithm "")."""
     c.obj(d, w)
-    op = c.text(c.get(d, "op", w, "a convolution op"), _at(w, "op"), CONV_OPS)
+    op = c.text(c.get(d, "op", w, "a convolution or GEMM op"), _at(w, "op"), CONV_OPS + GEMM_OPS)
     if key != op:
         c.fail(w, f"keyed {json.dumps(op)} (its op)", got=json.dumps(key))
     algos = c.seq(c.get(d, "algos", w, "a list of algorithms"), _at(w, "algos"), what=" of algorithms")
     for i, a in enumerate(algos):
-        c.text(a, _at(_at(w, "algos"), i))
+        c.text(a, _at(_at(w, "algos"), i), nonempty=op in CONV_OPS)
     if not algos or len(set(algos)) != len(algos):
         c.fail(_at(w, "algos"), "a non-empty list of distinct algorithms", algos)
     n = _points(c, c.get(d, "points", w, "encoded points"), _at(w, "points"), _sample(op)[1])

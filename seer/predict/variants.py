@@ -16,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from seer.data.configs import GROUPS_COLUMN, ConfigBatch
-from seer.data.records import CONV_OPS, VARIANT_OPS
+from seer.data.records import CONV_OPS, GEMM_OPS, VARIANT_OPS
 from seer.data.variants import CONV_OP_ALGOS
 from seer.errors import SeerError
 from seer.hardware.dtypes import DEFAULT_DTYPE
 from seer.hardware.gpus import GPUSpec
 from seer.models import DEFAULT, FitOptions, VariantFit, family_key
-from seer.models.call_time import CallTimes
+from seer.models.call_time import CallTimes, joined, roofline_of
 from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.dual import FORWARD, ForwardDual, unstrided
@@ -244,7 +244,10 @@ class VariantPredictor:
         """As _launch_own; a gradient algorithm with a forward dual (seer.models.dual) is timed
         as the forward convolution of the same configs (ForwardDual.time: scaled, a filter gradient's
         bounded by its reduction over positions), on the unstrided rows both answer (the
-        gradient's support of filter shapes and kinds stands)."""
+        gradient's support of filter shapes and kinds stands); a GEMM with timed calls in the
+        fits, as _launch_gemm."""
+        if ch.op in GEMM_OPS and ch.op in self.call_times:
+            return self._launch_gemm(batch, ch, order)
         own = self._launch_own(batch, ch, order, with_inside)
         dual = self.duals.get(family_key(ch.op, ch.algo))
         if dual is None:
@@ -258,6 +261,23 @@ class VariantPredictor:
             np.where(use, fwd.inside, own.inside),
             np.where(use, dual.time(fwd.slowest, batch), own.slowest),
             np.where(use, dual.risk, own.error),
+        )
+
+    def _launch_gemm(self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None) -> Launch:
+        """As _launch_near, each GEMM's time joined with its call-level estimate
+        (seer.models.call_time.joined: within the trust distance their geometric mean, beyond
+        it the estimate where a timed call lies within that distance; `keys` stay the variant
+        chosen)."""
+        got = self._launch_near(batch, ch, order, with_inside=True)
+        traffic = batch.traffic
+        roof = roofline_of(traffic["flops"], traffic["read_bytes"] + traffic["write_bytes"], self.gpu)
+        call = self.call_times[ch.op].estimate(batch.logcfg, roof, ch.algo, reach=self.options.trust_distance)
+        return Launch(
+            got.keys,
+            joined(got.times, got.inside, call),
+            got.inside,
+            joined(got.slowest, got.inside, call),
+            got.error,
         )
 
     def _launch_own(

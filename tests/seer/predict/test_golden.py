@@ -132,7 +132,12 @@ IMPLICIT_PRECOMP_GEMM conv and rank time entries of h100-sxm (7 rows) and the L4
 h100-sxm's rank order with them; no best entry. Then (issue 25, session 34) the generic direct
 kernel's channel loop paid once a round of blocks (seer.models.features, `direct_C`), h100-sxm
 refitted: only the GEMM conv and rank time entries of h100-sxm (5 rows) and the L4 (60, median
-1.0003x) moved; no rank order or best entry."""
+1.0003x) moved; no rank order or best entry. Then (issue 25, session 36) a GEMM's time joined with
+its call-level estimate from the algorithm's timed calls (seer.models.call_time.joined; h100-sxm's
+fits gained call_times.gemm, nothing else refitted): only GEMM entries moved, h100-sxm's within
+the trust distance of a timed call (bmm 3 of 60 rows, gemm 2, lt:20 2, lt:55 2, linear 8) and the
+L4's through the H100's efficiency on the reference GEMMs (seer.predict.transfer.efficiency: its
+lt:55 0.769 -> 0.735; L4 gemm 52 of 60 rows, median 1.019x, lt:55 48, lt:20 2)."""
 
 from __future__ import annotations
 
