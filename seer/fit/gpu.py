@@ -112,8 +112,7 @@ def fit_gpu(
     # an autotuner's picks alone (NeuSight's) time each algorithm only where it won: no call-level
     # estimate of a convolution's; a GEMM's of its named algorithms (the harness's cuBLASLt ones)
     # from its training calls, since it times GEMMs (Test-set-I's held out)
-    calls = fit_call_times(timed, spec) if timing == "every_algorithm" else {}
-    calls = {op: c for op, c in calls.items() if op not in GEMM_OPS}
+    calls = fit_call_times(timed[timed["op"].isin(records.CONV_OPS)], spec) if timing == "every_algorithm" else {}
     calls.update(fit_call_times(training_calls(timed[timed["op"].isin(GEMM_OPS)], rec), spec))
     own = rec["key"].copy()
     rec["key"] = pooled_keys(rec, options.min_rows)

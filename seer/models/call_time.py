@@ -31,6 +31,7 @@ an algorithm reads the calls cuBLAS's heuristic ranked first (LIBRARY_PICK).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,12 +53,13 @@ LIBRARY_PICK = ""  # the algorithm of a GEMM asked without one: the calls cuBLAS
 def roofline_ms(df: pd.DataFrame, op: str, gpu: GPUSpec) -> np.ndarray:
     """The least time the GPU could take for each configuration: FLOPs at FP32 peak or bytes at
     DRAM bandwidth, whichever is more (a scale that takes the sizes' first-order effect out)."""
-    return roofline_of(*configs.flops_bytes(df.assign(op=op)), gpu)
+    return roofline_of(configs.traffic(df.assign(op=op)), gpu)
 
 
-def roofline_of(flops: np.ndarray, moved: np.ndarray, gpu: GPUSpec) -> np.ndarray:
-    """roofline_ms from the FLOPs and compulsory bytes (a ConfigBatch's traffic)."""
-    return np.maximum(flops / gpu.fp32_flops, moved / (gpu.dram_gbs * 1e9)) * 1e3
+def roofline_of(traffic: Mapping[str, np.ndarray], gpu: GPUSpec) -> np.ndarray:
+    """roofline_ms from the rows' FLOPs and compulsory bytes (configs.traffic, or a ConfigBatch's)."""
+    moved = traffic["read_bytes"] + traffic["write_bytes"]
+    return np.maximum(traffic["flops"] / gpu.fp32_flops, moved / (gpu.dram_gbs * 1e9)) * 1e3
 
 
 @dataclass

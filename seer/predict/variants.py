@@ -269,8 +269,7 @@ class VariantPredictor:
         it the estimate where a timed call lies within that distance; `keys` stay the variant
         chosen)."""
         got = self._launch_near(batch, ch, order, with_inside=True)
-        traffic = batch.traffic
-        roof = roofline_of(traffic["flops"], traffic["read_bytes"] + traffic["write_bytes"], self.gpu)
+        roof = roofline_of(batch.traffic, self.gpu)
         call = self.call_times[ch.op].estimate(batch.logcfg, roof, ch.algo, reach=self.options.trust_distance)
         return Launch(
             got.keys,
