@@ -492,3 +492,31 @@ def test_skip_names_a_step_it_can_leave_out(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "no step core to skip" in err and "\n" not in err
+
+
+@pytest.mark.parametrize("max_configs", [None, 5])
+def test_every_steps_command_line_is_one_its_program_accepts(tmp_path, max_configs):
+    """The 2026-11-30 H200 call's census step was handed the grid's `--redo unsplit`, which the
+    census does not take: it stopped at once (exit 2) and the call's census was lost."""
+    import argparse
+
+    from cudnn_bench.__main__ import build_parser
+
+    argvs: list[list[str]] = []
+
+    def step(sess, name, argv, timeout):
+        argvs.append(argv)
+        sess.last_output = []
+        return 0
+
+    opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
+                     timing=K.TimingOptions(warmup=1, reps=1, min_reps=1))
+    K.run(opts, fake_env(), log=lambda s: None)
+    sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
+    args = argparse.Namespace(backend="driver", max_configs=max_configs, skip={"traces"}, shard="1/4",
+                              redo=["unsplit"])
+    O.run_session(args, sess, step=step)
+    ours = [a[3:] for a in argvs if a[1:3] == ["-m", "cudnn_bench"]]
+    assert {a[0] for a in ours} >= {"info", "collect", "census", "counters"}
+    for argv in ours:
+        build_parser().parse_args(argv)  # SystemExit(2) on an argument the subcommand does not take
