@@ -20,11 +20,14 @@ uncaptured, its workspace queries. A family gets a gate where its timed calls as
 workspace exactly when they run the direct kernel (the forward GEMM algorithm and the
 backward-filter ALGO_1 on the H100 and the H200: tools/direct_fallback.py), so that even an
 uncaptured census labels it; with FitOptions.gates "captured", also every family the census
-captured. That is not the default until a census with captures is measured: grown on the calls
-alone of IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace
-does not tell, gates raised their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the
-H100). And only from GATE_MIN labelled configurations: a tree's error on the forward GEMM was
-10.7%, 8.4%, 6.7% and 4.7% from about 460, 920, 1,850 and 3,690 of them; in a trial the
+captured. That is not the default: grown on the calls alone of IMPLICIT_GEMM and
+IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace does not tell, gates raised
+their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the H100); with the first census
+captures (3,409 configurations on the H200, 7% of its design) they lowered the H200's forward
+RMSPE and raised the H100's (33.9% from 38.3%, 27.3% from 24.9%: docs/results.md, "H200,
+2026-11-30: the first census on a real GPU"). And only from GATE_MIN labelled configurations:
+a tree's error on the forward GEMM was 10.7%, 8.4%, 6.7% and 4.7% from about 460, 920, 1,850 and
+3,690 of them; in a trial the
 backward-filter ALGO_1's gates, grown on 581 and 575 timed calls, took that algorithm's
 Test-set-I RMSPE from 626.4% to 53.2% on the H100 and from 36.2% to 79.2% on the H200, where the
 forward GEMM's, grown on 4,257 and 3,368, lowered it on both (65.0% -> 61.9%, 89.5% -> 40.1%;

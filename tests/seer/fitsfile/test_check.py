@@ -3,6 +3,7 @@ names the file, the JSON path of the bad field and what was expected there."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -463,8 +464,8 @@ def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
 @pytest.mark.parametrize("name", ["gate", "bin_gate"])
 def test_a_gate_is_a_yes_or_no_tree(name, tmp_path):
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
-    gate = next(v["gate"] for v in doc["choosers"].values() if "gate" in v)
-    doc["choosers"]["conv_fwd:FFT"][name] = gate
+    gate = copy.deepcopy(next(v["gate"] for v in doc["choosers"].values() if "gate" in v))
+    doc["choosers"]["conv_fwd:FFT"][name] = gate  # a copy: the edit below must be the FFT's alone
     check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
     leaf = gate["feature"].index(-1)
     gate["label"][leaf] = 2  # a third answer: a gate has two

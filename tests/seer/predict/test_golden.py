@@ -137,7 +137,10 @@ its call-level estimate from the algorithm's timed calls (seer.models.call_time.
 fits gained call_times.gemm, nothing else refitted): only GEMM entries moved, h100-sxm's within
 the trust distance of a timed call (bmm 3 of 60 rows, gemm 2, lt:20 2, lt:55 2, linear 8) and the
 L4's through the H100's efficiency on the reference GEMMs (seer.predict.transfer.efficiency: its
-lt:55 0.769 -> 0.735; L4 gemm 52 of 60 rows, median 1.019x, lt:55 48, lt:20 2)."""
+lt:55 0.769 -> 0.735; L4 gemm 52 of 60 rows, median 1.019x, lt:55 48, lt:20 2). Then (issue 26, the
+H200's census of 2026-11-30, which labels the H100's gates too: one census an architecture)
+h100-sxm refitted on its unchanged records: one conv/GEMM row and its rank entry moved, on h100-sxm
+(1,656 -> 186 ms: the direct kernel no longer chosen) and the L4 (628 -> 589 ms)."""
 
 from __future__ import annotations
 
