@@ -380,20 +380,10 @@ def test_a_driver_backend_that_cannot_start_falls_back_to_cupy(tmp_path):
 
 
 def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_path):
-    import argparse
-
     steps: list[tuple[str, list[str], float]] = []
 
-    def step(sess, name, argv, timeout):
-        steps.append((name, argv, timeout))
-        sess.last_output = []
-        return 0
-
     def session() -> list[str]:
-        steps.clear()
-        sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
-        args = argparse.Namespace(backend="driver", max_configs=None, skip={"traces"}, shard=None, redo=[])
-        O.run_session(args, sess, step=step)
+        steps[:] = _recorded(tmp_path)
         return [name.split(":")[0] for name, _, _ in steps]
 
     opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
@@ -418,21 +408,27 @@ def test_the_side_steps_follow_the_grid_until_the_gpu_holds_their_suites(tmp_pat
     assert "backward" in session() and not [n for n in _skipped(tmp_path, "backward") if n.startswith("backward")]
 
 
-def _skipped(tmp_path, skip: str) -> list[str]:
-    """The steps of a scripted session with `skip` left out."""
+def _recorded(tmp_path, **args) -> list[tuple[str, list[str], float]]:
+    """(name, argv, timeout) of each step of a session whose steps all succeed without running
+    (run_session's arguments: traces skipped, no shard, no redo, unless `args` say otherwise)."""
     import argparse
 
-    names: list[str] = []
+    steps: list[tuple[str, list[str], float]] = []
 
     def step(sess, name, argv, timeout):
-        names.append(name)
+        steps.append((name, argv, timeout))
         sess.last_output = []
         return 0
 
     sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
-    O.run_session(argparse.Namespace(backend="driver", max_configs=None, skip={"traces", skip}, shard=None, redo=[]),
-                  sess, step=step)
-    return names
+    given = {"backend": "driver", "max_configs": None, "skip": {"traces"}, "shard": None, "redo": [], **args}
+    O.run_session(argparse.Namespace(**given), sess, step=step)
+    return steps
+
+
+def _skipped(tmp_path, skip: str) -> list[str]:
+    """The steps of a scripted session with `skip` left out."""
+    return [name for name, _, _ in _recorded(tmp_path, skip={"traces", skip})]
 
 
 def test_the_grid_gets_the_counters_time_when_counters_are_skipped(tmp_path):
@@ -498,25 +494,13 @@ def test_skip_names_a_step_it_can_leave_out(capsys):
 def test_every_steps_command_line_is_one_its_program_accepts(tmp_path, max_configs):
     """The 2026-11-30 H200 call's census step was handed the grid's `--redo unsplit`, which the
     census does not take: it stopped at once (exit 2) and the call's census was lost."""
-    import argparse
-
     from cudnn_bench.__main__ import build_parser
-
-    argvs: list[list[str]] = []
-
-    def step(sess, name, argv, timeout):
-        argvs.append(argv)
-        sess.last_output = []
-        return 0
 
     opts = K.Options(out=tmp_path / "data", suites=["test_set_ii"], limit=1, budget=Budget(), progress=False,
                      timing=K.TimingOptions(warmup=1, reps=1, min_reps=1))
     K.run(opts, fake_env(), log=lambda s: None)
-    sess = O.Session(tmp_path, tmp_path / "data", time.monotonic() + 570, tmp_path / "log")
-    args = argparse.Namespace(backend="driver", max_configs=max_configs, skip={"traces"}, shard="1/4",
-                              redo=["unsplit"])
-    O.run_session(args, sess, step=step)
-    ours = [a[3:] for a in argvs if a[1:3] == ["-m", "cudnn_bench"]]
+    steps = _recorded(tmp_path, max_configs=max_configs, shard="1/4", redo=["unsplit"])
+    ours = [a[3:] for _, a, _ in steps if a[1:3] == ["-m", "cudnn_bench"]]
     assert {a[0] for a in ours} >= {"info", "collect", "census", "counters"}
     for argv in ours:
         build_parser().parse_args(argv)  # SystemExit(2) on an argument the subcommand does not take
