@@ -9,7 +9,10 @@ every algorithm on every configuration, so a share of its configurations (chosen
 configuration key: the same ones every run) can be held out of a fit entirely and the fit's picks
 scored on them, beside cuDNN's heuristic and the fixed default, as Test-set-II scores them. Held
 out here are whole configurations, every algorithm's rows (Test-set-I holds out rows of each
-variant instead, so the same configuration may train another algorithm).
+variant instead, so the same configuration may train another algorithm), and their census rows:
+the census captured about a third of conv_grid's configurations, whose kernels label the
+choosers' gates and trees (before 2026-11-30, session 38, they reached the gates of a held-out
+fit).
 
 With --transferred nothing is fitted: the GPU's fits are moved from other GPUs' (seer.load of a
 GPU without fits of its own, seer.predict.transfer), which never saw its data, and every grid
@@ -68,7 +71,7 @@ def main(
             what = f"{suite} configurations, all of them: the GPU's fits moved from {', '.join(fits.transferred_from)}"
         else:
             out = grid & held_out(rec["config_key"], share)
-            _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT))
+            _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT), held=rec[out])
             fits = seer.load(write(doc, Path(tmp) / "fits.json"))
             what = f"{suite} configurations held out of the fit ({share:.0%} by key hash)"
         table = selection.measured_table(rec[out], op=op)

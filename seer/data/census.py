@@ -54,6 +54,16 @@ def read(path: Path) -> pd.DataFrame:
     return df
 
 
+def without(rows: pd.DataFrame, held: pd.DataFrame) -> pd.DataFrame:
+    """The census rows of configurations other than `held`'s (rows with the DIMS columns): a
+    check that holds configurations out of a fit holds their census labels out too."""
+    if rows.empty or held.empty:
+        return rows
+    out = pd.MultiIndex.from_frame(held[list(DIMS)].apply(pd.to_numeric).dropna().astype("int64"))
+    mine = pd.MultiIndex.from_frame(rows[list(DIMS)].apply(pd.to_numeric).astype("int64"))
+    return rows[~mine.isin(out)]
+
+
 def _names(ids, names: list[str]) -> tuple[str, ...] | None:
     """A row's kernel numbers as names (None where the call was not captured)."""
     if not isinstance(ids, str) or ids == "":

@@ -28,6 +28,7 @@ from seer.data.keys import PER_GROUP
 from seer.data.prepare import CALL_KEYS, SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
+from seer.fit.census_keys import census_keys
 from seer.fit.duals import fitted_duals
 from seer.fit.shared import shared_variant, with_shared
 from seer.fitsfile import SCHEMA
@@ -102,7 +103,7 @@ def fit_gpu(
     census_rows: pd.DataFrame | None = None,
 ) -> dict:
     """Fit one GPU's records: the variants, choosers and drift sections of its fits file
-    (`census_rows`: the GPU's census, seer.data.census, labels for the choosers' gates)."""
+    (`census_rows`: the GPU's census, seer.data.census, labels for the choosers' gates and trees)."""
     rec = adopt_algorithms(rec[rec["op"].isin(VARIANT_OPS)])
     timed = rec  # every call as recorded, each kernel a row: what the call-level estimate reads
     biased = {k: v for k, v in unnamed_shares(rec).items() if v > options.max_unnamed_share}
@@ -139,7 +140,9 @@ def fit_gpu(
             conv = op in records.CONV_OPS
             gate = _gate(rec, op, algo, census_rows, options.gates) if conv else None
             bins = _bin_gate(rec, op, algo, census_rows) if conv and options.gates == "captured" else None
-            chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate, bins)
+            fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
+            asked = census_keys(census_rows, op, algo, g, timed, fam) if conv and r.trees else None
+            chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate, bins, asked)
             choosers[family_key(op, algo)] = chooser.to_dict()
     for op, g in library_picks(train[train["key"].isin(list(models))]).groupby("op", sort=True):
         choosers.setdefault(family_key(op, ""), fit_chooser(g, op, "", g["key"]).to_dict())
@@ -447,8 +450,9 @@ def fit_date() -> str:
     return when.date().isoformat()
 
 
-def fit_one(args: tuple) -> tuple[str, dict, float]:
-    """Fit one GPU's records (a worker's job: everything it needs travels in `args`)."""
+def fit_one(args: tuple, held: pd.DataFrame | None = None) -> tuple[str, dict, float]:
+    """Fit one GPU's records (a worker's job: everything it needs travels in `args`); `held`:
+    configurations a check holds out of the fit, whose census rows it must not read either."""
     name, g, data_path, drift, options = args
     try:
         spec = gpus.lookup(name)
@@ -457,6 +461,8 @@ def fit_one(args: tuple) -> tuple[str, dict, float]:
     t0 = time.perf_counter()
     where = census.folder_of(Path(data_path), spec.slug)
     asked = census.read(where) if where is not None else None
+    if asked is not None and held is not None:
+        asked = census.without(asked, held)
     body = fit_gpu(g, spec, drift=drift, options=options, census_rows=asked)
     memory = fit_memory(g)
     doc = {

@@ -8,7 +8,8 @@ picks one per convolution algorithm by cross-validation):
   predict fastest. cuBLAS's heuristics aim at the fastest kernel for each shape, so GEMMs take
   the fastest of the 5 nearest;
 - SEER's classification tree (`seer.models.tree`), one per kind of convolution (grouped or
-  not), where the library's choice turns on thresholds of single sizes.
+  not), where the library's choice turns on thresholds of single sizes; grown on the training
+  rows and the census's captured configurations their kernels label (seer.fit.census_keys).
 Either way the trust distance (is a configuration near the data?) is the nearest training
 configuration's distance.
 """
@@ -28,7 +29,7 @@ from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
 from seer.models.bin_gate import is_loop
 from seer.models.candidates import Rule
-from seer.models.gate import DOUBT_NEAREST, gated
+from seer.models.gate import DOUBT_NEAREST, gated, is_direct
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode, query_workers
 from seer.models.template import Template, templates
 from seer.models.tree import Tree, fit_tree
@@ -272,10 +273,26 @@ class Chooser:
         cand = self._with_leaf(logcfg, cand, ~inside & has_tree)
         treed = inside & has_tree
         if treed.any():
-            members = self.tree_candidates(logcfg[treed])
+            members = self._direct_doubted(self.tree_candidates(logcfg[treed]), cand[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
         return self._gated(logcfg, self._kept(logcfg, cand)), inside
+
+    def _direct_doubted(self, members: np.ndarray, near: np.ndarray) -> np.ndarray:
+        """Tree leaf members (label rows), each row whose leaf answers a direct kernel
+        (seer.models.gate) joined by its `near` candidates (the variants of its nearest training
+        configurations), the fastest predicted taken. cuDNN runs its direct kernel on some
+        configurations and a GEMM-like kernel 10-20x faster on their neighbours, on a rule the
+        sizes do not show, and the costs are lopsided: a direct kernel named where the other ran
+        errs +900-1,900%, the other named where the direct ran about -90%. The H200's Test-set-I
+        IMPLICIT_GEMM row of 1 image, 1,024 -> 2,048 channels 1x1 on 18 x 18 took the direct kernel
+        of its leaf (2.89 ms predicted, 0.17 measured; that algorithm's RMSPE 44.9%; 20.6% so;
+        docs/results.md, "The census's kernels label the choosers' trees")."""
+        labels = np.asarray(self.labels)
+        direct = is_direct(labels[members[:, 0]])
+        if not direct.any():
+            return members
+        return np.column_stack([members, np.where(direct[:, None], near, members[:, :1])])
 
     def _with_leaf(self, logcfg: np.ndarray, cand: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Candidate label rows, the `rows` (beyond the trust distance) given their tree leaf's
@@ -701,21 +718,28 @@ def fit_chooser(
     per_group: bool = False,
     gate: Tree | None = None,
     bin_gate: Tree | None = None,
+    labelled: pd.DataFrame | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the
     nearest configurations (`candidates` of them compete; with `per_group`, a grouped
     convolution's nearest by channels per group) and, for each kind of row (grouped or not)
     that `trees` gives a tree rule, that kind's tree (Rule: its smallest leaf, whether it splits
-    the convolution's products too), which answers within the trust distance; `gate`, where
-    given, keeps every answer to its kind of kernel (seer.models.gate); `bin_gate` names the
-    FFT's loops over its bins (seer.models.bin_gate)."""
+    the convolution's products too), which answers within the trust distance, grown on the
+    `labelled` configurations too (untimed, with the `key` of one of the training rows' variants:
+    seer.fit.census_keys); `gate`, where given, keeps every answer to its kind of kernel
+    (seer.models.gate); `bin_gate` names the FFT's loops over its bins (seer.models.bin_gate)."""
     labels = sorted(pd.unique(keys))
     lookup = {k: i for i, k in enumerate(labels)}
     idx = keys.map(lookup).to_numpy(dtype=int)
     pts = points_of(train, op)
     kinds = kind_of(pts, op)
+    grow_pts, grow_idx = pts, idx
+    if labelled is not None and len(labelled):
+        grow_pts = np.vstack([pts, points_of(labelled.assign(op=op), op)])
+        grow_idx = np.concatenate([idx, labelled["key"].map(lookup).to_numpy(dtype=int)])
+    grow_kinds = kind_of(grow_pts, op)
     fitted = {
-        kind: fit_tree(pts[kinds == kind], idx[kinds == kind], rule.size, rule.products)
+        kind: fit_tree(grow_pts[grow_kinds == kind], grow_idx[grow_kinds == kind], rule.size, rule.products)
         for kind, rule in (trees or {}).items()
         if (kinds == kind).any()
     }

@@ -396,3 +396,26 @@ def test_a_kernel_run_only_unpadded_is_not_proposed_for_a_padded_layer():
     fewer = pd.concat([direct, plain, padded.tail(200)], ignore_index=True)  # (1 - 12/512)^200 = 0.9%: chance
     few = chooser.fit_chooser(fewer, "conv_fwd", "IMPLICIT_PRECOMP_GEMM", keys.head(len(fewer)), candidates=1)
     assert list(few.choose(q)) == ["direct"] * 6
+
+
+def test_a_leaf_that_answers_the_direct_kernel_lets_the_nearest_configurations_variants_compete():
+    from seer.data import configs
+
+    tr = _convs(600)
+    keys = np.where(_explicit_from_128(tr) == "direct", "grouped_direct_010000_0_0", "explicit_sgemm")
+    ch = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(keys), candidates=3, trees=_TREES_1)
+    labels = np.asarray(ch.labels)
+    q = configs.log_config(_convs(300, seed=1), "conv_fwd")
+    cand, inside = ch.propose(q, radius=1.5)
+    leaf = ch.tree_candidates(q)[:, 0]
+    direct = inside & (labels[leaf] == "grouped_direct_010000_0_0")
+    near = ch.nearest(q, 3)[1]
+    mixed = direct & (labels[near] == "explicit_sgemm").any(axis=1)
+    assert mixed.any() and direct.sum() > mixed.sum()  # (some direct leaves amid explicit neighbours)
+    # the leaf's answer first, then the nearest's variants: the fastest predicted is taken
+    assert (cand[direct, 0] == leaf[direct]).all()
+    assert all(set(near[i]) <= set(cand[i]) for i in np.flatnonzero(direct))
+    assert (labels[cand[mixed]] == "explicit_sgemm").any(axis=1).all()
+    # a leaf of the other kernel answers alone, as before
+    other = inside & ~direct
+    assert other.any() and (labels[cand[other]] == "explicit_sgemm").all()

@@ -140,7 +140,13 @@ L4's through the H100's efficiency on the reference GEMMs (seer.predict.transfer
 lt:55 0.769 -> 0.735; L4 gemm 52 of 60 rows, median 1.019x, lt:55 48, lt:20 2). Then (issue 26, the
 H200's census of 2026-11-30, which labels the H100's gates too: one census an architecture)
 h100-sxm refitted on its unchanged records: one conv/GEMM row and its rank entry moved, on h100-sxm
-(1,656 -> 186 ms: the direct kernel no longer chosen) and the L4 (628 -> 589 ms)."""
+(1,656 -> 186 ms: the direct kernel no longer chosen) and the L4 (628 -> 589 ms). Then (issue 25,
+the census's captured kernels labelling the choosers' trees, seer.fit.census_keys, and a direct
+leaf's neighbours competing, Chooser._direct_doubted) h100-sxm refitted on its unchanged records:
+on h100-sxm IMPLICIT_PRECOMP_GEMM 3 of 60 rows moved (a faster tile named, 0.68-0.92x) and FFT 4
+(another FFT variant named: 0.97x and 1.17x, and 3.9x and 4.0x on two strided layers), with their
+rank entries; on the L4, moved from them, IMPLICIT_PRECOMP_GEMM 59 rows by 0.1%, FFT 8 and
+IMPLICIT_GEMM 1 (1.2x)."""
 
 from __future__ import annotations
 

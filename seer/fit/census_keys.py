@@ -1,0 +1,107 @@
+"""The census's configurations labelled with the variant key cuDNN would launch: labels for the
+choosers' trees beyond the timed calls.
+
+A chooser learns cuDNN's choice of kernel from the configurations whose calls were timed, a few
+hundred to a few thousand per algorithm. The census (seer.data.census) captures, without timing,
+which kernels each algorithm launches on thousands more, and how often. A captured call is given
+the key the training calls of its algorithm got that launched the same kernels and looped alike
+(over the groups: at least one launch per group; over an ungrouped FFT's frequency bins: at least
+one per bin; seer.data.prepare), where every such training call got one key. A key also turns on
+what no capture shows (which kernel ran longest: the explicit GEMM's im2col or its GEMM), so a
+kernel set seen with two keys labels nothing, and an algorithm is labelled only where the rule
+gives the key its training calls got on AGREE_MIN of the configurations both timed and captured
+(at least CHECK_MIN): on the H200's census it did on 97.0-100% per algorithm, the FFTs' gradients
+lowest.
+
+The labels join the trees' training points only (Chooser.trees): the nearest-configuration rule
+and the trust distance stay the timed calls', since a variant model's trust is in its timed data.
+Configurations the algorithm's calls timed, training or held out, are labelled by their calls
+alone, as the gates' census labels are (seer.fit.gpu._with_census).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seer.data import census, configs
+from seer.data.configs import ConfigBatch
+from seer.data.keys import PER_BIN, PER_GROUP
+from seer.data.prepare import CALL_KEYS
+from seer.models.chooser import points_of
+
+AGREE_MIN = 0.99  # share of the timed and captured configurations whose key the rule must name
+CHECK_MIN = 50  # timed and captured configurations needed to check the rule on an algorithm
+# an FFT call loops over its frequency bins (configs: FB); a grouped call over its groups
+BIN_LOOP_ALGO = "FFT"
+ONE_D_ALGO = "FFT_TILING"  # whose calls of 1-D filters get keys of their own (prepare.one_d_variants)
+
+Signature = tuple[frozenset, bool, bool]  # a call's kernel names, whether it looped, whether 1-D
+
+
+def census_keys(
+    rows: pd.DataFrame | None, op: str, algo: str, train: pd.DataFrame, timed: pd.DataFrame, fam: pd.DataFrame
+) -> pd.DataFrame:
+    """The census's captured configurations of one algorithm that its calls did not time (`fam`:
+    the algorithm's prepared rows, training and held out) with `key`, the variant key its
+    training rows (`train`, as the chooser learns them) got for the same signature; empty where
+    the census captured none or the rule misnames more than 1 - AGREE_MIN of the checked ones."""
+    columns = [*census.DIMS, "key"]
+    captured = _captured(rows, op, algo)
+    if captured.empty or train.empty:
+        return pd.DataFrame(columns=columns)
+    keys = signature_keys(train, timed, op, algo)
+    named = np.array([keys.get(s) for s in signatures(captured, op, algo)], dtype=object)
+    pts = points_of(captured.assign(op=op), op)
+    timed_pts = {tuple(p) for p in points_of(fam.drop_duplicates([c for c in CALL_KEYS if c in fam]), op)}
+    new = np.array([tuple(p) not in timed_pts for p in pts], dtype=bool)
+    got = dict(zip(map(tuple, points_of(train, op)), train["key"]))
+    truth = np.array([got.get(tuple(p)) for p in pts], dtype=object)
+    checked = ~new & (named != None) & (truth != None)  # noqa: E711 (elementwise)
+    if checked.sum() < CHECK_MIN or (named[checked] == truth[checked]).mean() < AGREE_MIN:
+        return pd.DataFrame(columns=columns)
+    keep = new & (named != None) & np.isin(named.astype(str), train["key"].unique())  # noqa: E711
+    return captured[keep][list(census.DIMS)].assign(key=named[keep]).reset_index(drop=True)
+
+
+def signature_keys(train: pd.DataFrame, timed: pd.DataFrame, op: str, algo: str) -> dict[Signature, str]:
+    """Each signature of the training calls (their kernel names in `timed`, every kernel a row)
+    that got one key alone, with that key."""
+    ids = [c for c in CALL_KEYS if c in train]
+    mine = timed[(timed["op"] == op) & (timed["algo"] == algo) & timed["kernel"].fillna("").astype(str).ne("")]
+    names = mine.groupby(ids)["kernel"].agg(lambda k: frozenset(k.astype(str)))
+    sets = names.reindex(pd.MultiIndex.from_frame(train[ids].astype(mine[ids].dtypes.to_dict()))).to_numpy()
+    key = train["key"].astype(str)
+    looped = (key.str.endswith(PER_GROUP) | key.str.contains(PER_BIN, regex=False)).to_numpy()
+    seen: dict[Signature, set[str]] = {}
+    for s, loop, one_d, k in zip(sets, looped, _one_d(train, op, algo), key):
+        if isinstance(s, frozenset):
+            seen.setdefault((s, bool(loop), bool(one_d)), set()).add(k)
+    return {s: next(iter(k)) for s, k in seen.items() if len(k) == 1}
+
+
+def signatures(captured: pd.DataFrame, op: str, algo: str) -> list[Signature]:
+    """Each captured call's signature: its kernel names, whether its launches looped over the
+    groups (at least one a group) or, ungrouped, an FFT's bins (at least one a bin), whether 1-D."""
+    groups = pd.to_numeric(captured["groups"], errors="coerce").to_numpy(dtype=float)
+    launches = pd.to_numeric(captured["launches"], errors="coerce").to_numpy(dtype=float)
+    bins = ConfigBatch.of(captured.assign(op=op), op).sizes["FB"] if algo == BIN_LOOP_ALGO else np.inf
+    loop = np.where(groups > 1, launches >= groups, launches >= bins)
+    one_d = _one_d(captured, op, algo)
+    return [(frozenset(k), bool(lo), bool(o)) for k, lo, o in zip(captured["kernels"], loop, one_d)]
+
+
+def _captured(rows: pd.DataFrame | None, op: str, algo: str, math: str = "fma") -> pd.DataFrame:
+    """The census's calls of one algorithm that it captured."""
+    if rows is None or rows.empty or not {"capture", "launches", "kernels"} <= set(rows.columns):
+        return pd.DataFrame(columns=[*census.DIMS, "kernels", "launches"])
+    mine = (rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)
+    mine &= (rows["capture"] == "ok") & rows["kernels"].map(lambda k: isinstance(k, tuple))
+    return rows[mine]
+
+
+def _one_d(rows: pd.DataFrame, op: str, algo: str) -> np.ndarray:
+    """Whether each row is a call of a 1-D filter whose key says so (prepare.one_d_variants)."""
+    if algo != ONE_D_ALGO or op not in configs.FFT_TILED_OPS:
+        return np.zeros(len(rows), dtype=bool)
+    return np.asarray(configs.one_d_filters(rows), dtype=bool)
