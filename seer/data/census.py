@@ -54,6 +54,15 @@ def read(path: Path) -> pd.DataFrame:
     return df
 
 
+def captured(rows: pd.DataFrame, op: str, algo: str, math: str = "fma") -> pd.DataFrame:
+    """The census's calls of one algorithm that it captured into a graph (none where its parts
+    predate captures)."""
+    if rows.empty or not {"capture", "launches"} <= set(rows.columns):
+        return rows.iloc[:0]
+    mine = (rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)
+    return rows[mine & (rows["capture"] == "ok")]
+
+
 def without(rows: pd.DataFrame, held: pd.DataFrame) -> pd.DataFrame:
     """The census rows of configurations other than `held`'s (rows with the DIMS columns): a
     check that holds configurations out of a fit holds their census labels out too."""

@@ -25,15 +25,13 @@ import numpy as np
 import pandas as pd
 
 from seer.data import census, configs
-from seer.data.configs import ConfigBatch
 from seer.data.keys import PER_BIN, PER_GROUP
 from seer.data.prepare import CALL_KEYS
+from seer.models.bin_gate import LOOPING_ALGO, launched_bins
 from seer.models.chooser import points_of
 
 AGREE_MIN = 0.99  # share of the timed and captured configurations whose key the rule must name
 CHECK_MIN = 50  # timed and captured configurations needed to check the rule on an algorithm
-# an FFT call loops over its frequency bins (configs: FB); a grouped call over its groups
-BIN_LOOP_ALGO = "FFT"
 ONE_D_ALGO = "FFT_TILING"  # whose calls of 1-D filters get keys of their own (prepare.one_d_variants)
 
 Signature = tuple[frozenset, bool, bool]  # a call's kernel names, whether it looped, whether 1-D
@@ -47,14 +45,15 @@ def census_keys(
     training rows (`train`, as the chooser learns them) got for the same signature; empty where
     the census captured none or the rule misnames more than 1 - AGREE_MIN of the checked ones."""
     columns = [*census.DIMS, "key"]
-    captured = _captured(rows, op, algo)
-    if captured.empty or train.empty:
+    captured = census.captured(rows, op, algo) if rows is not None else pd.DataFrame()
+    if "kernels" in captured:  # a captured call's kernel names (None where uncaptured)
+        captured = captured[captured["kernels"].map(lambda k: isinstance(k, tuple))]
+    if captured.empty or "kernels" not in captured or train.empty:
         return pd.DataFrame(columns=columns)
     keys = signature_keys(train, timed, op, algo)
     named = np.array([keys.get(s) for s in signatures(captured, op, algo)], dtype=object)
     pts = points_of(captured.assign(op=op), op)
-    timed_pts = {tuple(p) for p in points_of(fam.drop_duplicates([c for c in CALL_KEYS if c in fam]), op)}
-    new = np.array([tuple(p) not in timed_pts for p in pts], dtype=bool)
+    new = untimed(pts, fam, op)
     got = dict(zip(map(tuple, points_of(train, op)), train["key"]))
     truth = np.array([got.get(tuple(p)) for p in pts], dtype=object)
     checked = ~new & (named != None) & (truth != None)  # noqa: E711 (elementwise)
@@ -62,6 +61,13 @@ def census_keys(
         return pd.DataFrame(columns=columns)
     keep = new & (named != None) & np.isin(named.astype(str), train["key"].unique())  # noqa: E711
     return captured[keep][list(census.DIMS)].assign(key=named[keep]).reset_index(drop=True)
+
+
+def untimed(points: np.ndarray, fam: pd.DataFrame, op: str) -> np.ndarray:
+    """Whether each log-configuration is none the family's calls (`fam`, training or held out)
+    timed: a configuration they timed is labelled by its calls alone."""
+    timed = {tuple(p) for p in points_of(fam.drop_duplicates([c for c in CALL_KEYS if c in fam]), op)}
+    return np.array([tuple(p) not in timed for p in points], dtype=bool)
 
 
 def signature_keys(train: pd.DataFrame, timed: pd.DataFrame, op: str, algo: str) -> dict[Signature, str]:
@@ -85,19 +91,10 @@ def signatures(captured: pd.DataFrame, op: str, algo: str) -> list[Signature]:
     groups (at least one a group) or, ungrouped, an FFT's bins (at least one a bin), whether 1-D."""
     groups = pd.to_numeric(captured["groups"], errors="coerce").to_numpy(dtype=float)
     launches = pd.to_numeric(captured["launches"], errors="coerce").to_numpy(dtype=float)
-    bins = ConfigBatch.of(captured.assign(op=op), op).sizes["FB"] if algo == BIN_LOOP_ALGO else np.inf
-    loop = np.where(groups > 1, launches >= groups, launches >= bins)
+    bins = launched_bins(captured, op) if algo == LOOPING_ALGO else np.zeros(len(captured), dtype=bool)
+    loop = np.where(groups > 1, launches >= groups, bins)
     one_d = _one_d(captured, op, algo)
     return [(frozenset(k), bool(lo), bool(o)) for k, lo, o in zip(captured["kernels"], loop, one_d)]
-
-
-def _captured(rows: pd.DataFrame | None, op: str, algo: str, math: str = "fma") -> pd.DataFrame:
-    """The census's calls of one algorithm that it captured."""
-    if rows is None or rows.empty or not {"capture", "launches", "kernels"} <= set(rows.columns):
-        return pd.DataFrame(columns=[*census.DIMS, "kernels", "launches"])
-    mine = (rows["op"] == op) & (rows["algo"] == algo) & (rows["status"] == "ok") & (rows["math"] == math)
-    mine &= (rows["capture"] == "ok") & rows["kernels"].map(lambda k: isinstance(k, tuple))
-    return rows[mine]
 
 
 def _one_d(rows: pd.DataFrame, op: str, algo: str) -> np.ndarray:

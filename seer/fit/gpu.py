@@ -28,7 +28,7 @@ from seer.data.keys import PER_GROUP
 from seer.data.prepare import CALL_KEYS, SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
 from seer.errors import SeerError
-from seer.fit.census_keys import census_keys
+from seer.fit.census_keys import census_keys, untimed
 from seer.fit.duals import fitted_duals
 from seer.fit.shared import shared_variant, with_shared
 from seer.fitsfile import SCHEMA
@@ -209,9 +209,8 @@ def _with_census(
     those the family's calls (`fam`, training or held out) timed."""
     if not len(asked):
         return pts, label
-    seen = {tuple(p) for p in points_of(fam.drop_duplicates("call_id"), op)}
     more = points_of(asked, op)
-    new = np.array([tuple(p) not in seen for p in more], dtype=bool)
+    new = untimed(more, fam, op)
     return np.vstack([pts, more[new]]), np.concatenate([label, asked[column].to_numpy(dtype=bool)[new]])
 
 

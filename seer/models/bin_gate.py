@@ -55,18 +55,15 @@ def census_loops(rows: pd.DataFrame, op: str, math: str = "fma") -> pd.DataFrame
     """The census's ungrouped FFT calls of `op` that it captured, and `loop`: whether the call
     launched at least as many kernels as its transform has frequency bins."""
     columns = [*census.DIMS, "op", "loop"]
-    if rows.empty or not {"capture", "launches"} <= set(rows.columns):
-        return pd.DataFrame(columns=columns)
-    mine = rows[
-        (rows["op"] == op)
-        & (rows["algo"] == LOOPING_ALGO)
-        & (rows["status"] == "ok")
-        & (rows["math"] == math)
-        & (rows["capture"] == "ok")
-        & (pd.to_numeric(rows["groups"], errors="coerce") == 1)
-    ]
+    mine = census.captured(rows, op, LOOPING_ALGO, math)
+    mine = mine[pd.to_numeric(mine["groups"], errors="coerce") == 1] if len(mine) else mine
     if mine.empty:
         return pd.DataFrame(columns=columns)
-    bins = ConfigBatch.of(mine.assign(op=op), op).sizes["FB"]
-    loop = pd.to_numeric(mine["launches"], errors="coerce").to_numpy(dtype=float) >= bins
-    return mine.assign(loop=loop)[columns]
+    return mine.assign(loop=launched_bins(mine, op))[columns]
+
+
+def launched_bins(captured: pd.DataFrame, op: str) -> np.ndarray:
+    """Whether each captured FFT call of `op` launched at least as many kernels as its transform
+    has frequency bins (configs: FB): a loop over the bins, not the handful of a batched call."""
+    bins = ConfigBatch.of(captured.assign(op=op), op).sizes["FB"]
+    return pd.to_numeric(captured["launches"], errors="coerce").to_numpy(dtype=float) >= bins
