@@ -560,7 +560,8 @@ class Chooser:
         if self.gate is not None:
             rule += (
                 "; kept to a tree's answer to whether cuDNN runs its direct kernel where most of the"
-                f" {DOUBT_NEAREST} nearest training configurations agree (seer.models.gate)"
+                f" {DOUBT_NEAREST} nearest training configurations agree and its leaf learnt from one kind"
+                " (seer.models.gate)"
             )
         if self.bin_gate is not None:
             rule += "; a loop over the FFT's bins where a tree grown on the census says so (seer.models.bin_gate)"

@@ -127,14 +127,16 @@ def gated(
     not, where there is one).
 
     Where most of the DOUBT_NEAREST training configurations nearest a row ran the other kind of
-    kernel, the answer is in doubt and does not bind: the row's own candidates and the nearest
-    training point of each kind of kernel join it (the gate's answer stays first, what
-    Chooser.choose names), and the fastest predicted is taken, as among any candidates. A wrong
-    direct answer costs 10-20x (the direct kernel's model on a layer cuDNN ran as an explicit
-    GEMM), a wrong GEMM answer at most the 90% by which it is fast. On Test-set-I the forward
-    GEMM's RMSPE fell 61.6% -> 35.4% (H100) and 39.7% -> 38.4% (H200), its median 9.1% -> 9.2%
-    and 8.8% -> 9.1% (docs/results.md, "Where its nearest configurations disagree, the gate's
-    answer does not bind")."""
+    kernel, or the gate's leaf learnt from both kinds (mixed_leaf), the answer is in doubt and
+    does not bind: the row's own candidates and the nearest training point of each kind of kernel
+    join it (the gate's answer stays first, what Chooser.choose names), and the fastest predicted
+    is taken, as among any candidates. A wrong direct answer costs 10-20x (the direct kernel's
+    model on a layer cuDNN ran as an explicit GEMM), a wrong GEMM answer at most the 90% by which
+    it is fast. On Test-set-I the neighbours' doubt took the forward GEMM's RMSPE 61.6% -> 35.4%
+    (H100) and 39.7% -> 38.4% (H200), its median 9.1% -> 9.2% and 8.8% -> 9.1% (docs/results.md,
+    "Where its nearest configurations disagree, the gate's answer does not bind"); the mixed
+    leaf's 33.2% -> 30.6% and 52.2% -> 50.3%, the H200's filter-gradient ALGO_1 38.4% -> 33.7%
+    (docs/results.md, "A gate leaf of both kinds does not bind")."""
     want = gate.predict(logcfg).astype(bool)
     direct = is_direct(labels)
     point_direct = direct[label_idx]
@@ -152,7 +154,8 @@ def gated(
     k = min(DOUBT_NEAREST, len(points))
     _, near = cKDTree(points).query(logcfg, k=k)
     near = np.asarray(near).reshape(len(logcfg), k)
-    doubt = np.flatnonzero(2 * (point_direct[near] != want[:, None]).sum(axis=1) > k)
+    outvoted = 2 * (point_direct[near] != want[:, None]).sum(axis=1) > k
+    doubt = np.flatnonzero(outvoted | mixed_leaf(gate, logcfg))
     if not len(doubt):
         return out
     both = [out[doubt, :1], cand[doubt]]  # the gate's answer first, then every candidate the row had
@@ -164,6 +167,13 @@ def gated(
     wider[:, : out.shape[1]] = out
     wider[doubt] = wide
     return wider
+
+
+def mixed_leaf(gate: Tree, logcfg: np.ndarray) -> np.ndarray:
+    """Whether each row's gate leaf learnt from configurations of both kinds of kernel (False
+    for a gate stored before leaves kept their members)."""
+    cand = gate.candidates(logcfg)
+    return (cand != cand[:, :1]).any(axis=1)
 
 
 def _nearest_of_kernel(

@@ -74,15 +74,26 @@ def test_the_gate_keeps_each_rows_candidates_to_its_answer():
     assert "gate" not in plain.to_dict()
 
 
+class Always:
+    """A gate that always answers "direct", from leaves of direct configurations only (or, with
+    `mixed`, of both kinds)."""
+
+    def __init__(self, mixed=False):
+        self.mixed = mixed
+
+    def predict(self, x):
+        return np.ones(len(x), dtype=np.int64)
+
+    def candidates(self, x):
+        return np.tile([1, 0] if self.mixed else [1], (len(x), 1)).astype(np.int64)
+
+
 def test_a_row_without_a_candidate_of_the_gates_answer_takes_the_nearest_that_ran_it():
     labels = ["a_" + EXPLICIT, "b_" + DIRECT]
     points = np.array([[0.0, 0.0], [0.0, 5.0], [5.0, 5.0]])
     label_idx = np.array([0, 1, 1])
     kinds = np.zeros(3, dtype=bool)
 
-    class Always:  # a gate that always answers "direct"
-        def predict(self, x):
-            return np.ones(len(x), dtype=np.int64)
 
     cand = np.array([[0, 0], [0, 1]])
     q = np.array([[4.0, 5.0], [0.0, 0.0]])
@@ -98,9 +109,6 @@ def test_where_most_of_its_nearest_configurations_ran_the_other_kernel_both_kind
     label_idx = np.array([0] * 5 + [1] * 5)
     kinds = np.zeros(10, dtype=bool)
 
-    class Always:  # a gate that always answers "direct"
-        def predict(self, x):
-            return np.ones(len(x), dtype=np.int64)
 
     q = np.array([[0.2, 0.3], [8.6, 8.7], [0.4, 0.4]])
     cand = np.array([[1], [1], [0]])
@@ -116,6 +124,22 @@ def test_where_most_of_its_nearest_configurations_ran_the_other_kernel_both_kind
 
     assert between(2) == {0, 1}  # 3 of its 5 nearest ran the explicit GEMM: a majority
     assert between(3) == {1}  # 2 of its 4 (all the points): no majority, the answer binds
+
+
+def test_where_the_gates_leaf_learnt_both_kinds_both_compete():
+    labels = ["a_" + EXPLICIT, "b_" + DIRECT]
+    points = np.array([[9.0, 9.0], [9.0, 8.0], [8.0, 9.0], [8.0, 8.0], [8.5, 8.5], [0.0, 0.0]])
+    label_idx = np.array([1, 1, 1, 1, 1, 0])
+    kinds = np.zeros(6, dtype=bool)
+    q, cand = np.array([[8.6, 8.7]]), np.array([[1]])
+    args = (q, cand, labels, points, label_idx, kinds, np.zeros(1, dtype=bool))
+    assert set(gate.gated(Always(), *args)[0]) == {1}  # a pure leaf, its nearest agree: it binds
+    assert set(gate.gated(Always(mixed=True), *args)[0]) == {0, 1}  # a leaf of both kinds: in doubt
+    twice = log_config(_convs(gate.GATE_MIN // 2), "conv_fwd").repeat(2, axis=0)  # each ran both kinds
+    grown = gate.fit_gate(twice, np.arange(len(twice)) % 2 == 0)
+    sure = gate.fit_gate(twice, _runs_direct(_convs(gate.GATE_MIN // 2)).repeat(2))
+    asked = log_config(_convs(50, seed=3), "conv_fwd")
+    assert gate.mixed_leaf(grown, asked).all() and not gate.mixed_leaf(sure, asked).any()
 
 
 def _family(n, seed, split="train"):
