@@ -495,6 +495,8 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
     for k in ("spread", "own_spread", "per_position_ns"):  # files before 2026-11-27 (-29) have none
         if k in d:
             c.num(d[k], _at(w, k), 0)
+    if "share" in d:  # files before 2026-11-30 have none
+        c.num(d["share"], _at(w, "share"), 0, 1)
 
 
 def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:

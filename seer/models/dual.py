@@ -27,6 +27,15 @@ in-sample, the H200's backward-filter Winograd models erred 16.6% typically agai
 27.4%, and on Test-set-I's held-out calls 84.7% RMSPE, the dual 39.8%. The fits file keeps every
 figure either way; a file without spreads compares RMSPEs.
 
+Since 2026-11-30 the choice is a blend (`ForwardDual.blend`): the geometric mean of the dual's and
+the own models' times, weighted `share` to the dual, the share (0, 0.05, ..., 1) whose log errors
+on the training calls (the own models' held out as above) have the smallest median magnitude
+(`blend_share`). Two estimates that miss apart are better averaged; one that misses where the
+other does, more so, is no help. On the H200 the filter gradient's Winograd share came out 0.1:
+its dual, used whole, had erred 43.3% RMSPE on Test-set-I and its own models 26.7%; blended, it
+errs 25.9% (docs/results.md, "A gradient's dual and its own models blended"). A file without
+shares uses the dual whole where `used`, else not at all.
+
 A filter gradient is the forward's pipeline with one difference the forward never has: its
 GEMM sums over the images and output positions (N x P x Q, in tiles or bins) and produces only
 the K x C/G filter, so a layer of few channels and many positions has few blocks, each walking a
@@ -77,6 +86,7 @@ class ForwardDual:
     spread: float | None = None  # its typical error there (SPREAD): the ranking weighs it; None: rmspe (older files)
     own_spread: float | None = None  # the own models' typical error on the same calls, held out (fit_dual)
     per_position_ns: float = 0.0  # the reduction's chain, ns per image x output position (N x P x Q); 0: none
+    share: float | None = None  # its weight in the blend with the own models (fit_dual); None: files before
 
     def time(self, forward: np.ndarray, batch: ConfigBatch) -> np.ndarray:
         """The gradient's time (ms) of each config of `batch` from the forward's (`forward`, ms):
@@ -91,9 +101,35 @@ class ForwardDual:
         return self.rmspe if self.spread is None else self.spread
 
     @property
+    def weight(self) -> float:
+        """The dual's share of a gradient's time (`blend`): `share`, fitted on the training calls
+        (blend_share); in a file without shares, 1 where it is `used`, else 0."""
+        if self.share is not None:
+            return self.share
+        return float(self.used)
+
+    def blend(self, dual: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """The dual's and the own models' times of the same calls joined as a weighted geometric
+        mean (`weight`)."""
+        w = self.weight
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.exp(w * np.log(dual) + (1 - w) * np.log(own))
+
+    def blended_error(self, own_error: np.ndarray) -> np.ndarray:
+        """The error of the blend that a pick weighs (seer.predict.fits.RISK): the dual's `risk`
+        where it times the gradient alone, else its and each row's own model's error combined as
+        two independent estimates' are (inverse variances add; a rough figure, whatever the share)."""
+        w = self.weight
+        if w >= 1 or w <= 0:
+            return np.full_like(own_error, self.risk) if w >= 1 else own_error
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1 / np.sqrt(1 / self.risk**2 + 1 / own_error**2)
+
+    @property
     def used(self) -> bool:
-        """Whether it times the gradient: it errs no more on the training calls than the
-        gradient's own models, typically (by RMSPE where the file has no spreads)."""
+        """Whether it timed the gradient in a file without shares: it errs no more on the
+        training calls than the gradient's own models, typically (by RMSPE where the file has no
+        spreads)."""
         if self.spread is None or self.own_spread is None:
             return self.rmspe < self.own_rmspe
         return self.spread <= self.own_spread
@@ -117,6 +153,7 @@ class ForwardDual:
             optional("spread"),
             optional("own_spread"),
             float(d.get("per_position_ns", 0.0)),  # files before 2026-11-29 have none
+            optional("share"),
         )
 
 
@@ -164,10 +201,22 @@ def fit_dual(
     rmspe = lambda err: float(np.sqrt(np.mean(err**2)))
     pred = bounded(scale, per_position, f, npq[ok]) if per_position and npq is not None else scale * f
     err, own_err = pred / t - 1.0, o / t - 1.0  # the dual's and the own models' relative error on each call
-    own_spread = typical(own_err if held_out is None else own_err * np.maximum(held_out[ok], 1.0))
+    held = own_err if held_out is None else own_err * np.maximum(held_out[ok], 1.0)
+    own_spread = typical(held)
+    share = blend_share(np.log1p(err), np.log1p(np.maximum(held, -0.99)))
     return ForwardDual(
-        op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), own_spread, per_position
+        op, algo, scale, rmspe(err), rmspe(own_err), int(ok.sum()), typical(err), own_spread, per_position, share
     )
+
+
+SHARES = np.linspace(0.0, 1.0, 21)  # the dual's weights tried in the blend
+
+
+def blend_share(dual_log_err: np.ndarray, own_log_err: np.ndarray) -> float:
+    """The dual's weight in the blend whose log errors on the training calls have the smallest
+    median magnitude: w x the dual's + (1 - w) x the own models'."""
+    scores = [float(np.median(np.abs(w * dual_log_err + (1 - w) * own_log_err))) for w in SHARES]
+    return float(SHARES[int(np.argmin(scores))])
 
 
 def _with_positions(

@@ -45,7 +45,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         FitOptions.from_dict(doc.get("options")),
         tuple(doc.get("dtypes") or (DEFAULT_DTYPE,)),  # files before dtypes were recorded: float32 data only
         launched,
-        {family_key(d.op, d.algo): d for d in duals if d.used},
+        {family_key(d.op, d.algo): d for d in duals if d.weight > 0},
         calls,
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None

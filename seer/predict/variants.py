@@ -243,9 +243,10 @@ class VariantPredictor:
     ) -> Launch:
         """As _launch_own; a gradient algorithm with a forward dual (seer.models.dual) is timed
         as the forward convolution of the same configs (ForwardDual.time: scaled, a filter gradient's
-        bounded by its reduction over positions), on the unstrided rows both answer (the
-        gradient's support of filter shapes and kinds stands); a GEMM with timed calls in the
-        fits, as _launch_gemm."""
+        bounded by its reduction over positions) blended with its own models' time by the dual's
+        share (ForwardDual.blend; the variant named is the heavier part's), on the unstrided rows
+        both answer (the gradient's support of filter shapes and kinds stands); a GEMM with timed
+        calls in the fits, as _launch_gemm."""
         if ch.op in GEMM_OPS and ch.op in self.call_times:
             return self._launch_gemm(batch, ch, order)
         own = self._launch_own(batch, ch, order, with_inside)
@@ -255,12 +256,13 @@ class VariantPredictor:
         forward = self.choosers[family_key(FORWARD, ch.algo)]
         fwd = self._launch_own(batch.as_op(FORWARD), forward, None, with_inside)
         use = np.isfinite(fwd.times) & np.isfinite(own.times) & unstrided(batch)
+        heavier = use & (dual.weight >= 0.5)  # whose variant the rows name
         return Launch(
-            np.where(use, fwd.keys, own.keys),
-            np.where(use, dual.time(fwd.times, batch), own.times),
-            np.where(use, fwd.inside, own.inside),
-            np.where(use, dual.time(fwd.slowest, batch), own.slowest),
-            np.where(use, dual.risk, own.error),
+            np.where(heavier, fwd.keys, own.keys),
+            np.where(use, dual.blend(dual.time(fwd.times, batch), own.times), own.times),
+            np.where(heavier, fwd.inside, own.inside),
+            np.where(use, dual.blend(dual.time(fwd.slowest, batch), own.slowest), own.slowest),
+            np.where(use, dual.blended_error(own.error), own.error),
         )
 
     def _launch_gemm(self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None) -> Launch:

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from seer.data.configs import ConfigBatch
-from seer.models.dual import ForwardDual, fit_dual, unstrided
+from seer.models.dual import ForwardDual, blend_share, fit_dual, unstrided
 
 
 def test_the_scale_is_the_median_ratio_and_an_outlier_does_not_pull_it():
@@ -131,3 +131,28 @@ def test_a_chain_that_does_not_lower_the_typical_error_is_not_kept():
     assert d.per_position_ns == 0.0 and d.scale == pytest.approx(0.8)
     assert "per_position_ns" not in d.to_dict()  # as files before the chain, which load with none
     assert d.time(forward, batch) == pytest.approx(0.8 * forward)
+
+
+def test_the_blends_share_is_the_dual_where_it_errs_less_and_between_where_both_err_apart():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0, 0.3, (2, 400))
+    assert blend_share(np.zeros(400), noise[0]) == 1.0  # the dual exact: the dual alone
+    assert blend_share(noise[0], np.zeros(400)) == 0.0  # the own models exact: they alone
+    assert 0.3 <= blend_share(noise[0], noise[1]) <= 0.7  # equal and independent: about half each
+    assert blend_share(noise[0], 2 * noise[0]) == 1.0  # the same miss, larger: no help in it
+
+
+def test_a_dual_and_the_own_models_are_blended_by_its_share():
+    forward = np.ones(200)
+    rng = np.random.default_rng(1)
+    measured = np.exp(rng.normal(0, 0.3, 200))
+    own = measured * np.exp(rng.normal(0, 0.3, 200))
+    d = fit_dual("conv_bwd_data", "FFT", measured, forward, own)
+    assert 0 < d.share < 1 and d.weight == d.share
+    dual_t, own_t = np.array([1.0, 4.0]), np.array([4.0, 1.0])
+    got = d.blend(dual_t, own_t)
+    assert got == pytest.approx(dual_t**d.share * own_t ** (1 - d.share))
+    assert d.blended_error(np.array([d.risk])) == pytest.approx(d.risk / np.sqrt(2))  # equal errors: sqrt 2 less
+    older = {k: v for k, v in d.to_dict().items() if k != "share"}  # a file fitted before the blend
+    assert ForwardDual.from_dict(older).weight == float(ForwardDual.from_dict(older).used)
+    assert ForwardDual.from_dict(d.to_dict()).share == pytest.approx(d.share)
