@@ -127,7 +127,7 @@ def gated(
     not, where there is one).
 
     Where most of the DOUBT_NEAREST training configurations nearest a row ran the other kind of
-    kernel, or the gate's leaf learnt from both kinds (mixed_leaf), the answer is in doubt and
+    kernel, or the gate's leaf learnt from both kinds (leaf_answer), the answer is in doubt and
     does not bind: the row's own candidates and the nearest training point of each kind of kernel
     join it (the gate's answer stays first, what Chooser.choose names), and the fastest predicted
     is taken, as among any candidates. A wrong direct answer costs 10-20x (the direct kernel's
@@ -137,7 +137,7 @@ def gated(
     "Where its nearest configurations disagree, the gate's answer does not bind"); the mixed
     leaf's 33.2% -> 30.6% and 52.2% -> 50.3%, the H200's filter-gradient ALGO_1 38.4% -> 33.7%
     (docs/results.md, "A gate leaf of both kinds does not bind")."""
-    want = gate.predict(logcfg).astype(bool)
+    want, mixed = leaf_answer(gate, logcfg)
     direct = is_direct(labels)
     point_direct = direct[label_idx]
     ok = direct[cand] == want[:, None]
@@ -155,7 +155,7 @@ def gated(
     _, near = cKDTree(points).query(logcfg, k=k)
     near = np.asarray(near).reshape(len(logcfg), k)
     outvoted = 2 * (point_direct[near] != want[:, None]).sum(axis=1) > k
-    doubt = np.flatnonzero(outvoted | mixed_leaf(gate, logcfg))
+    doubt = np.flatnonzero(outvoted | mixed)
     if not len(doubt):
         return out
     both = [out[doubt, :1], cand[doubt]]  # the gate's answer first, then every candidate the row had
@@ -169,11 +169,12 @@ def gated(
     return wider
 
 
-def mixed_leaf(gate: Tree, logcfg: np.ndarray) -> np.ndarray:
-    """Whether each row's gate leaf learnt from configurations of both kinds of kernel (False
-    for a gate stored before leaves kept their members)."""
+def leaf_answer(gate: Tree, logcfg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the gate's answer for each row: its leaf's label, whether its leaf learnt from
+    configurations of both kinds of kernel; False for a gate stored before leaves kept their
+    members), from one walk of the tree (Tree.candidates: the leaf's label first)."""
     cand = gate.candidates(logcfg)
-    return (cand != cand[:, :1]).any(axis=1)
+    return cand[:, 0].astype(bool), (cand != cand[:, :1]).any(axis=1)
 
 
 def _nearest_of_kernel(

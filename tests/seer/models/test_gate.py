@@ -139,7 +139,7 @@ def test_where_the_gates_leaf_learnt_both_kinds_both_compete():
     grown = gate.fit_gate(twice, np.arange(len(twice)) % 2 == 0)
     sure = gate.fit_gate(twice, _runs_direct(_convs(gate.GATE_MIN // 2)).repeat(2))
     asked = log_config(_convs(50, seed=3), "conv_fwd")
-    assert gate.mixed_leaf(grown, asked).all() and not gate.mixed_leaf(sure, asked).any()
+    assert gate.leaf_answer(grown, asked)[1].all() and not gate.leaf_answer(sure, asked)[1].any()
 
 
 def _family(n, seed, split="train"):
