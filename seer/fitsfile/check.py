@@ -421,13 +421,16 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
             c.fail(lw, "the key of a fitted variant in variants", lab)
         if variants[lab].get("op") != op:
             c.fail(lw, f"a variant of op {op}", lab)
-    if "trees" in ch:  # the tree rule (seer.models.tree), one tree per kind of convolution
-        tw = _at(w, "trees")
-        c.obj(ch["trees"], tw)
-        for kind, t in ch["trees"].items():
-            if kind not in KINDS.values():
-                c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
-            _tree(c, t, _at(tw, kind), _axes(t, op, dims), len(labels))
+    # the tree rule (seer.models.tree), one tree per kind of convolution; the trees that
+    # propose beyond the trust distance alone (Chooser.reach), for the kinds without one
+    for name in ("trees", "reach_trees"):
+        if name in ch:
+            tw = _at(w, name)
+            c.obj(ch[name], tw)
+            for kind, t in ch[name].items():
+                if kind not in KINDS.values():
+                    c.fail(tw, f"keyed by {' or '.join(KINDS.values())}", got=json.dumps(kind))
+                _tree(c, t, _at(tw, kind), _axes(t, op, dims), len(labels))
     for name in ("gate", "bin_gate"):  # yes-or-no trees (seer.models.gate, seer.models.bin_gate)
         if name in ch:
             _tree(c, ch[name], _at(w, name), _axes(ch[name], op, dims), 2)

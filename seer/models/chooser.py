@@ -10,6 +10,8 @@ picks one per convolution algorithm by cross-validation):
 - SEER's classification tree (`seer.models.tree`), one per kind of convolution (grouped or
   not), where the library's choice turns on thresholds of single sizes; grown on the training
   rows and the census's captured configurations their kernels label (seer.fit.census_keys).
+Beyond the trust distance a tree's leaf proposes its label beside the nearest's variants, a kind
+whose tree lost the cross-validation a tree grown for that alone (`reach_trees`).
 Either way the trust distance (is a configuration near the data?) is the nearest training
 configuration's distance.
 """
@@ -28,7 +30,7 @@ from seer.data import configs
 from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
 from seer.models.bin_gate import is_loop
-from seer.models.candidates import Rule
+from seer.models.candidates import LEAVES, Rule
 from seer.models.gate import DOUBT_NEAREST, gated, is_direct
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode, query_workers
 from seer.models.template import Template, templates
@@ -139,6 +141,10 @@ class Chooser:
     # whether cuDNN's FFT loops its GEMM over the frequency bins (seer.models.bin_gate): where
     # fitted, it and the nearest configuration name the loops of ungrouped rows (by_bins)
     bin_gate: Tree | None = None
+    # per kind of row (grouped or not) whose tree the cross-validation did not keep, the simplest
+    # tree (leaves of REACH_LEAF rows, on the sizes) grown anyway: it proposes beyond the trust
+    # distance only (_with_leaf), never within it
+    reach: dict[bool, Tree] = field(default_factory=dict)
     _tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _voter_tree: cKDTree | None = field(default=None, repr=False, compare=False)
     _space: Space | None = field(default=None, repr=False, compare=False)  # the tree's coordinates
@@ -255,23 +261,24 @@ class Chooser:
         self, logcfg: np.ndarray, radius: float, order: np.ndarray | None = None, inside_too: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
         """(label indices of each row's candidate variants, whether its nearest training config
-        lies within `radius`; all False where not `inside_too` and the chooser has no tree).
+        lies within `radius`; all False where not `inside_too` and the chooser has no tree,
+        kept or for reach).
         A chooser with trees answers its tree leaf's variants within the radius, where it learnt
         the library's choice, for the kinds of row (grouped or not) it has a tree of; the k
         nearest's variants beyond it (there the tree's thresholds say little: a grid of batch
         128 has none on the batch, and the fastest of the nearest's variants follows the
         library's heuristic to small kernels for small problems), and for those kinds the leaf's
-        label with them (_with_leaf); for the other kinds the k nearest's alone."""
-        if not self.trees:
+        label with them (_with_leaf); for the other kinds the k nearest's alone within the
+        radius, and beyond it with their reach tree's leaf label where they have one."""
+        if not self.trees and not self.reach:
             if not inside_too:
                 cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
             else:
                 cand, inside = self.nearest_within(logcfg, radius, self.k, order)
             return self._gated(logcfg, self._kept(logcfg, cand)), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-        has_tree = np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
-        cand = self._with_leaf(logcfg, cand, ~inside & has_tree)
-        treed = inside & has_tree
+        cand = self._with_leaf(logcfg, cand, ~inside)
+        treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
         if treed.any():
             members = self._direct_doubted(self.tree_candidates(logcfg[treed]), cand[treed])
             cand = _widened(cand, members.shape[1])
@@ -295,20 +302,31 @@ class Chooser:
         return np.column_stack([members, np.where(direct[:, None], near, members[:, :1])])
 
     def _with_leaf(self, logcfg: np.ndarray, cand: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Candidate label rows, the `rows` (beyond the trust distance) given their tree leaf's
-        label as one more candidate (the others one more copy of their first). The nearest
+        """Candidate label rows, the `rows` (beyond the trust distance) of a kind with a tree,
+        kept or grown for reach alone (`reach`), given their leaf's label as one more candidate
+        (the others one more copy of their first). The nearest
         training configurations can lie far off in sizes the tree's thresholds do not turn on:
         the H100's Test-set-I backward-filter ALGO_1 row of 48 images, 448 channels in 64
         groups, 1x1 filter on 7 x 7 took the per-group loop of its 5 nearest (3x3 layers), 0.80
         ms predicted against 0.008 measured, where the grouped tree's leaf names the direct
         kernel cuDNN ran. With the leaf's label, that algorithm's RMSPE 626.4% -> 35.2%, the
         H200's forward IMPLICIT_PRECOMP_GEMM 57.4% -> 30.6%, no algorithm's up by more than 0.7
-        points (docs/results.md, "Beyond the trust distance the tree's leaf proposes too")."""
-        if not rows.any():
-            return cand
+        points (docs/results.md, "Beyond the trust distance the tree's leaf proposes too").
+        The reach trees carry that to the kinds whose tree lost the cross-validation within the
+        data: the H100's backward-filter ALGO_3 keeps no grouped tree, and that same layer took
+        its nearest's per-group loop, 0.46 ms against 0.008 (the algorithm's RMSPE 373.4%), where
+        the reach tree's leaf names the direct kernel cuDNN ran (19.4%; docs/results.md, "Beyond
+        the trust distance every kind's tree proposes")."""
+        kinds = kind_of(logcfg, self.op)
         out = np.column_stack([cand, cand[:, 0]])
-        out[rows, -1] = self.tree_candidates(logcfg[rows])[:, 0]
-        return out
+        hit = False
+        for kind in (False, True):
+            tree = self.trees.get(kind, self.reach.get(kind))
+            mine = np.flatnonzero(rows & (kinds == kind))
+            if tree is not None and len(mine):
+                out[mine, -1] = tree.candidates(logcfg[mine])[:, 0]
+                hit = True
+        return out if hit else cand
 
     def _kept(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to what the configuration's filter shape decides (by_filter), to
@@ -568,6 +586,9 @@ class Chooser:
         return rule
 
     def _rule(self, near: str) -> str:
+        if self.reach:
+            kinds = " and ".join(f"{KINDS[g]} convolutions" for g in sorted(self.reach))
+            near += f" (beyond the trust distance, with a tree's leaf of >= {REACH_LEAF} rows for {kinds})"
         if not self.trees:
             return near
         if len(self.trees) < sum(self.kinds):  # one kind has a tree, the other the nearest rule
@@ -622,6 +643,7 @@ class Chooser:
         if key not in self._kinds:
             keep = kind_of(self.points, self.op) == grouped
             trees = {grouped: self.trees[grouped]} if grouped in self.trees else {}
+            reach = {grouped: self.reach[grouped]} if grouped in self.reach else {}
             voters = None if self.voters is None else int(keep[: self.voters].sum())  # still the leading ones
             if voters == 0:  # no voter of this kind: its points vote
                 voters = None
@@ -637,6 +659,7 @@ class Chooser:
                 self.per_group and grouped,
                 self.gate,
                 self.bin_gate,
+                reach,
             )
         return self._kinds[key]
 
@@ -663,6 +686,7 @@ class Chooser:
             **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
             **({"gate": self.gate.to_dict()} if self.gate is not None else {}),
             **({"bin_gate": self.bin_gate.to_dict()} if self.bin_gate is not None else {}),
+            **({"reach_trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.reach.items())}} if self.reach else {}),
         }
 
     @property
@@ -679,6 +703,8 @@ class Chooser:
         per_group = bool(d.get("per_group", False))
         gate = Tree.from_dict(d["gate"]) if "gate" in d else None
         bin_gate = Tree.from_dict(d["bin_gate"]) if "bin_gate" in d else None
+        got = d.get("reach_trees", {})
+        reach = {g: Tree.from_dict(got[name]) for g, name in KINDS.items() if name in got}
         return cls(
             d["op"],
             d["algo"],
@@ -691,6 +717,7 @@ class Chooser:
             per_group,
             gate,
             bin_gate,
+            reach,
         )
 
 
@@ -744,13 +771,31 @@ def fit_chooser(
         for kind, rule in (trees or {}).items()
         if (kinds == kind).any()
     }
+    reach = reach_trees(pts, idx, kinds, set(fitted)) if op in CONV_OPS else {}
     voters = condense(configs.per_group(pts) if per_group else pts, idx)
     if len(voters) == len(pts):
-        return Chooser(op, algo, labels, pts, idx, candidates, fitted, None, per_group, gate, bin_gate)
+        return Chooser(op, algo, labels, pts, idx, candidates, fitted, None, per_group, gate, bin_gate, reach)
     order = np.concatenate([voters, np.setdiff1d(np.arange(len(pts)), voters)])  # the voters first
-    return Chooser(op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate, bin_gate)
+    return Chooser(
+        op, algo, labels, pts[order], idx[order], candidates, fitted, len(voters), per_group, gate, bin_gate, reach
+    )
 
 
+def reach_trees(points: np.ndarray, idx: np.ndarray, kinds: np.ndarray, kept: set[bool]) -> dict[bool, Tree]:
+    """Per kind of convolution (grouped or not) without a `kept` tree, of at least 2 x REACH_LEAF
+    training points and two variants, the simplest tree the cross-validation tried (leaves of
+    REACH_LEAF rows, on the sizes alone: seer.models.candidates.LEAVES), to propose beyond the
+    trust distance (Chooser._with_leaf). Not the tree that scored best of the trees: beyond the
+    data nothing scored them, and a coarser tree turns on the sizes that split most rows."""
+    out = {}
+    for kind in (False, True):
+        mine = kinds == kind
+        if kind not in kept and mine.sum() >= 2 * REACH_LEAF and len(np.unique(idx[mine])) > 1:
+            out[kind] = fit_tree(points[mine], idx[mine], REACH_LEAF)
+    return out
+
+
+REACH_LEAF = max(LEAVES)  # the smallest leaf of a reach tree (Chooser.reach): the largest the trees try
 BIN_NEAR = 2  # nearest training configurations that must all have looped for a loop to be named (by_bins)
 KINDS = {False: "ungrouped", True: "grouped"}  # a tree's kind of convolution, as a fits file names it
 

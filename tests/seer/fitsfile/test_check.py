@@ -245,7 +245,10 @@ BAD = {
     "blocks_per_sm true": (_set(_field("blocks_per_sm"), True), "blocks_per_sm must be a whole number >= 1, got true"),
     "floor_ms 0": (_set(_field("floor_ms"), 0), "floor_ms must be a finite number in (0, 1e+06], got 0"),
     "variant sms 0": (_set(_field("sms"), 0), "sms must be a whole number >= 1, got 0"),
-    "op unknown": (_set(_field("op"), "matmul"), 'op must be one of "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm", "bmm", "linear", got "matmul"'),
+    "op unknown": (
+        _set(_field("op"), "matmul"),
+        'op must be one of "conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm", "bmm", "linear", got "matmul"',
+    ),
     "compute a string": (_set(_field("compute"), "x"), 'compute must be an object, got "x"'),
     "floor missing": (_drop("floor_ms"), "(expected a time in ms > 0)"),
     "coef one short": (_short_coef, "numbers, got a list of"),
@@ -298,7 +301,9 @@ BAD = {
         'got "sometimes"',
     ),
     "gates": (
-        lambda d: d.setdefault("options", {}).update(gates="every") or 'options.gates must be one of "workspace", "captured"',
+        lambda d: (
+            d.setdefault("options", {}).update(gates="every") or 'options.gates must be one of "workspace", "captured"'
+        ),
         'got "every"',
     ),
     "nan anywhere": (_walk, "NaN"),
@@ -470,6 +475,18 @@ def test_a_gate_is_a_yes_or_no_tree(name, tmp_path):
     leaf = gate["feature"].index(-1)
     gate["label"][leaf] = 2  # a third answer: a gate has two
     with pytest.raises(SeerError, match=re.escape(f'choosers["conv_fwd:FFT"].{name}.label[{leaf}]')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_a_reach_tree_is_checked_as_a_tree(tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    key, kind = next((k, kind) for k, v in doc["choosers"].items() for kind in v.get("reach_trees", {}))
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    doc["choosers"][key]["reach_trees"][kind]["label"][-1] = 99  # a label the chooser has not
+    with pytest.raises(SeerError, match=re.escape(f'choosers["{key}"].reach_trees.{kind}.label[')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    doc["choosers"][key]["reach_trees"] = {"depthwise": doc["choosers"][key]["reach_trees"][kind]}
+    with pytest.raises(SeerError, match="ungrouped or grouped"):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
 
 

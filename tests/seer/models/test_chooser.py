@@ -120,7 +120,8 @@ def test_a_tree_chooser_answers_within_the_data_and_the_nearest_beyond():
     back = chooser.Chooser.from_dict(ch.to_dict())
     assert back.trees[False].min_leaf == 1 and (back.choose(q) == ch.choose(q)).all()
     assert "classification tree" in back.rule and "nearest" in back.rule
-    assert "tree" not in chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr))).rule
+    plain = chooser.fit_chooser(tr, "conv_fwd", "GEMM", pd.Series(_explicit_from_128(tr))).rule
+    assert "classification tree" not in plain and "beyond the trust distance, with a tree's leaf" in plain
 
 
 def test_each_kind_has_its_tree_and_never_answers_the_other_kinds_variant():
@@ -360,7 +361,8 @@ def test_a_variant_is_not_proposed_for_a_shape_its_algorithm_ran_often_without_i
     cand, _ = ch.propose(lq, radius=1.5)
     assert (cand[:2] == lab["direct"]).all()  # the 5 nearest it allows all ran the direct kernel
     assert not (cand[2:4] == lab["dw"]).any()
-    assert (cand[4:] == nearest[4:, None]).all()
+    assert (cand[4:6] == nearest[4:6, None]).all()
+    assert (cand[6:, 0] == nearest[6:]).all()  # (the 9x9 layers, beyond the data, hear the reach tree too)
     assert (ch.choose(q)[:2] == "direct").all() and not (ch.choose(q)[2:4] == "dw").any()
     ungrouped = _convs(20, seed=3)  # no grouped variant is ruled in or out for them
     assert (
@@ -419,3 +421,39 @@ def test_a_leaf_that_answers_the_direct_kernel_lets_the_nearest_configurations_v
     # a leaf of the other kernel answers alone, as before
     other = inside & ~direct
     assert other.any() and (labels[cand[other]] == "explicit_sgemm").all()
+
+
+def test_beyond_the_trust_distance_a_kind_whose_tree_was_not_kept_gets_its_reach_trees_leaf():
+    # the H100's backward-filter ALGO_3 kept no grouped tree (the nearest rule won within the
+    # data), and a 64-group 1x1 layer took its nearest's per-group loop (3x3 layers) where the
+    # direct kernel ran; a tree grown for reach alone proposes its leaf's variant beyond the
+    # trust distance, never within it
+    from seer.data import configs
+
+    flat, grouped = _convs(300), _convs(300, seed=2, groups=2)
+    tr = pd.concat([flat, grouped], ignore_index=True)
+    keys = np.where(tr["groups"] > 1, np.where(tr["c_out"] >= 128, "grouped_direct", "looped"), _explicit_from_128(tr))
+    ch = chooser.fit_chooser(
+        tr, "conv_fwd", "GEMM", pd.Series(keys.astype(object)), candidates=1, trees={False: Rule(True, 1)}
+    )
+    assert set(ch.trees) == {False} and set(ch.reach) == {True}  # a kind with a kept tree needs none
+    assert ch.reach[True].min_leaf == chooser.REACH_LEAF
+    sub = ch.of_kind(True)
+    assert set(sub.reach) == {True} and not sub.trees and not ch.of_kind(False).reach
+    q = _convs(300, seed=4, groups=2)
+    near_q = configs.log_config(q, "conv_fwd")
+    cand, inside = sub.propose(near_q, radius=1.5)
+    assert inside.any() and (cand[inside] == cand[inside, :1]).all()  # within the data: the nearest's alone
+    far_q = configs.log_config(q.assign(batch=1), "conv_fwd")
+    cand, inside = sub.propose(far_q, radius=1.5)
+    assert not inside.any() and (cand[:, 0] == sub.nearest(far_q)[1][:, 0]).all()
+    leaf = ch.reach[True].candidates(far_q)[:, 0]
+    assert (cand[:, -1] == leaf).all() and (cand[:, 0] != leaf).any()
+    # without `inside_too` the reach still needs the trust distance: the same candidates
+    assert np.array_equal(sub.propose(far_q, radius=1.5, inside_too=False)[0], cand)
+    back = chooser.Chooser.from_dict(ch.to_dict())
+    assert set(back.reach) == {True} and np.array_equal(back.of_kind(True).propose(far_q, radius=1.5)[0], cand)
+    assert "beyond the trust distance, with a tree's leaf of >= 8 rows for grouped convolutions" in ch.rule
+    gemm = _gemm(300)
+    small = pd.Series(np.where(gemm["m"] * gemm["n"] < 2**20, "small", "large"))
+    assert not chooser.fit_chooser(gemm, "bmm", "", small).reach  # a GEMM has no kinds of row: no reach

@@ -146,7 +146,11 @@ leaf's neighbours competing, Chooser._direct_doubted) h100-sxm refitted on its u
 on h100-sxm IMPLICIT_PRECOMP_GEMM 3 of 60 rows moved (a faster tile named, 0.68-0.92x) and FFT 4
 (another FFT variant named: 0.97x and 1.17x, and 3.9x and 4.0x on two strided layers), with their
 rank entries; on the L4, moved from them, IMPLICIT_PRECOMP_GEMM 59 rows by 0.1%, FFT 8 and
-IMPLICIT_GEMM 1 (1.2x)."""
+IMPLICIT_GEMM 1 (1.2x). Then (issue 25, session 40) a tree grown for reach alone where a kind's
+tree lost the cross-validation, its leaf proposing beyond the trust distance (Chooser.reach),
+h100-sxm refitted on its unchanged records: only FFT_TILING moved, h100-sxm's conv and rank time
+entries 1 of 60 rows (0.58x) and the L4's, moved from it, 50 (median 0.999x, two 0.25x), with one
+rank order entry."""
 
 from __future__ import annotations
 
