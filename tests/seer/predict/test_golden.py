@@ -148,9 +148,13 @@ on h100-sxm IMPLICIT_PRECOMP_GEMM 3 of 60 rows moved (a faster tile named, 0.68-
 rank entries; on the L4, moved from them, IMPLICIT_PRECOMP_GEMM 59 rows by 0.1%, FFT 8 and
 IMPLICIT_GEMM 1 (1.2x). Then (issue 25, session 40) a tree grown for reach alone where a kind's
 tree lost the cross-validation, its leaf proposing beyond the trust distance (Chooser.reach),
-h100-sxm refitted on its unchanged records: only FFT_TILING moved, h100-sxm's conv and rank time
-entries 1 of 60 rows (0.58x) and the L4's, moved from it, 50 (median 0.999x, two 0.25x), with one
-rank order entry."""
+every bundled GPU refitted on its unchanged records but the A100-40GB (no convolutions): only
+conv, rank and best entries moved, all down or level (a leaf is taken where predicted faster).
+h100-sxm's FFT_TILING 1 of 60 rows (0.58x); IMPLICIT_PRECOMP_GEMM 7, 17, 12 and 9 rows of
+a100-80gb-pcie, p100-pcie, t4 and v100-pcie (median 0.90-0.96x); WINOGRAD_NONFUSED 4, 2 and 19
+rows of p4, t4 and v100-pcie (median 0.53-0.65x); WINOGRAD 1-3 rows of a100-80gb-pcie, p100-pcie
+and p4; the L4's, moved from them, FFT_TILING 50, IMPLICIT_PRECOMP_GEMM 59, WINOGRAD 35 and
+WINOGRAD_NONFUSED 18 (median 0.91-1.00x); best entries of the L4 and v100-pcie 3 each."""
 
 from __future__ import annotations
 
