@@ -683,10 +683,10 @@ class Chooser:
             **({"voters": self.voters} if self.voters is not None else {}),
             **({"per_group": True} if self.per_group else {}),
             **({"candidates": self.candidates} if self.candidates is not None else {}),
-            **({"trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.trees.items())}} if self.trees else {}),
+            **({"trees": _named_by_kind(self.trees)} if self.trees else {}),
             **({"gate": self.gate.to_dict()} if self.gate is not None else {}),
             **({"bin_gate": self.bin_gate.to_dict()} if self.bin_gate is not None else {}),
-            **({"reach_trees": {KINDS[g]: t.to_dict() for g, t in sorted(self.reach.items())}} if self.reach else {}),
+            **({"reach_trees": _named_by_kind(self.reach)} if self.reach else {}),
         }
 
     @property
@@ -698,13 +698,12 @@ class Chooser:
     @classmethod
     def from_dict(cls, d: dict) -> Chooser:
         points, idx = decode(d["points"]), np.asarray(d["label_idx"], dtype=int)
-        trees = {g: Tree.from_dict(d["trees"][name]) for g, name in KINDS.items() if name in d.get("trees", {})}
+        trees = _keyed_by_kind(d.get("trees", {}))
         voters = int(d["voters"]) if "voters" in d else None
         per_group = bool(d.get("per_group", False))
         gate = Tree.from_dict(d["gate"]) if "gate" in d else None
         bin_gate = Tree.from_dict(d["bin_gate"]) if "bin_gate" in d else None
-        got = d.get("reach_trees", {})
-        reach = {g: Tree.from_dict(got[name]) for g, name in KINDS.items() if name in got}
+        reach = _keyed_by_kind(d.get("reach_trees", {}))
         return cls(
             d["op"],
             d["algo"],
@@ -719,6 +718,16 @@ class Chooser:
             bin_gate,
             reach,
         )
+
+
+def _named_by_kind(trees: Mapping[bool, Tree]) -> dict:
+    """Trees per kind of convolution as a fits file keeps them: keyed by the kind's name (KINDS)."""
+    return {KINDS[g]: t.to_dict() for g, t in sorted(trees.items())}
+
+
+def _keyed_by_kind(named: Mapping[str, dict]) -> dict[bool, Tree]:
+    """_named_by_kind read back: each tree under its kind (grouped or not)."""
+    return {g: Tree.from_dict(named[name]) for g, name in KINDS.items() if name in named}
 
 
 def _widened(cand: np.ndarray, width: int) -> np.ndarray:
