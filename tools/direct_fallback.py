@@ -10,7 +10,10 @@ how many shared configuration x algorithm pairs the two GPUs ran the other kerne
 another workspace; and, for the forward GEMM algorithm's ungrouped FP32 configurations, how
 well a classification tree (leaves of >= 3 rows, on the sizes and their products, as the
 variant choosers grow them) learns the choice from 1/8, 1/4, 1/2 and all of the other folds
-(5-fold cross-validation): the learning curve the census extends. Where the GPU's census
+(5-fold cross-validation): the learning curve the census extends; and over 5 folds of its FP32
+configurations, how often the gate's answer is right where it binds and where it is in doubt
+(seer.models.gate.gated: its nearest configurations disagree, or its leaf learnt from both
+kinds), the split that says what the doubt rule trades. Where the GPU's census
 (seer.data.census.folder_of) captured calls, on how many configuration x algorithm pairs a timed
 call ran the same kernels (the same distinct names) and the same kind (direct or not) as the
 captured one: the check that a capture tells what runs.
@@ -34,8 +37,8 @@ from seer.data import census, records
 from seer.data.census import DIMS
 from seer.data.configs import conv_products, log_config
 from seer.models import bin_gate
-from seer.models.chooser import BIN_NEAR, points_of
-from seer.models.gate import GATE_LEAF, ran_direct
+from seer.models.chooser import BIN_NEAR, kind_of, points_of
+from seer.models.gate import DOUBT_NEAREST, GATE_LEAF, leaf_answer, ran_direct
 from seer.models.tree import fit_tree
 
 DIRECT = "grouped_direct"
@@ -102,6 +105,42 @@ def learning_curve(c: pd.DataFrame, folds: int = 5) -> dict[float, float]:
             right += int((tree.predict(x[fold == f]) == y[fold == f]).sum())
         out[frac] = right / len(g)
     return out
+
+
+def doubt_split(c: pd.DataFrame, folds: int = 5) -> dict[str, tuple[int, float]]:
+    """(configurations, the gate's accuracy) over `folds` folds of the forward GEMM's FP32
+    configurations, both kinds, split as seer.models.gate.gated splits them: a gate grown as the
+    fit grows it (leaves of GATE_LEAF, the sizes' products) on the other folds, against the
+    majority of the DOUBT_NEAREST nearest other-fold configurations of the row's kind (grouped
+    or not). Where they disagree, or the leaf learnt from both kinds, the gate's answer does not
+    bind and the faster-predicted kernel (mostly not the direct one) is taken: the split says how
+    often that overrides a right answer."""
+    from scipy.spatial import cKDTree
+
+    g = c[(c["op"] == "conv_fwd") & (c["algo"] == "GEMM") & (c["math"] == "fma")]
+    g = g.drop_duplicates(DIMS)
+    x, y = points_of(g, "conv_fwd"), g["direct"].to_numpy(dtype=bool)
+    kinds = kind_of(x, "conv_fwd")
+    fold = np.random.default_rng(0).permutation(len(g)) % folds
+    answer, mixed, vote = (np.zeros(len(g), dtype=bool) for _ in range(3))
+    for f in range(folds):
+        test, train = fold == f, fold != f
+        gate = fit_tree(x[train], y[train].astype(np.int64), GATE_LEAF, products=True)
+        answer[test], mixed[test] = leaf_answer(gate, x[test])
+        for kind in (False, True):
+            rows, pool = np.flatnonzero(test & (kinds == kind)), np.flatnonzero(train & (kinds == kind))
+            if len(rows) and len(pool):
+                k = min(DOUBT_NEAREST, len(pool))
+                _, i = cKDTree(x[pool]).query(x[rows], k=k)
+                vote[rows] = 2 * y[pool][np.asarray(i).reshape(len(rows), k)].sum(axis=1) > k
+    right = answer == y
+    parts = {
+        "binding (its neighbours agree, a leaf of one kind)": ~mixed & (vote == answer),
+        "in doubt, the gate says direct, its neighbours not": ~mixed & (vote != answer) & answer,
+        "in doubt, the gate says not direct, its neighbours direct": ~mixed & (vote != answer) & ~answer,
+        "in doubt, a leaf of both kinds": mixed,
+    }
+    return {k: (int(m.sum()), float(right[m].mean()) if m.any() else np.nan) for k, m in parts.items()}
 
 
 def fft_loops(rec: pd.DataFrame) -> pd.DataFrame:
@@ -188,6 +227,8 @@ def main(argv: list[str]) -> int:
         f"forward GEMM, {n} ungrouped FP32 configurations, a tree's cross-validated accuracy from a share "
         "of the training folds: " + ", ".join(f"{k:g}: {100 * v:.1f}%" for k, v in curve.items())
     )
+    split = "; ".join(f"{k}: {n}, {100 * a:.1f}% right" for k, (n, a) in doubt_split(first).items())
+    print(f"forward GEMM, the gate's answer over 5 folds of its FP32 configurations by whether it binds: {split}")
     loops = fft_loops(rec)
     for op, g in loops.groupby("op", sort=True):
         if g["loop"].any():
