@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from seer.data.configs import GEMM_OPS, ConfigBatch, winograd_macs, winograd_tiles
+from seer.data.configs import FFT_TILED_OPS, GEMM_OPS, ConfigBatch, winograd_macs, winograd_tiles
 from seer.models.geometry import Geometry
 from seer.models.keys import FeatureSet
 
@@ -33,6 +33,8 @@ HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kin
     "FFT": ["in_MB", "out_MB", "spectrum_MB"],
     # a strided data gradient's FFT_TILING folds dy and dx (fold_MB below)
     "fold": ["fold_MB"],
+    # a tiled call's work done once a call, not once a tile, as one tile's share (`once_a_call`)
+    "tiled": ["call_MB", "call"],
     "conv": ["in_MB", "out_MB", "filter_MB"],
 }
 
@@ -61,6 +63,7 @@ SCALES: dict[str, Scale] = {
     **{name: Scale.BANDWIDTH for names in HELPERS.values() for name in names if name.endswith("_MB")},
     "direct_G": Scale.WORK,
     "direct_C": Scale.CLOCK,
+    "call": Scale.FIXED,
     "xgemm_G": Scale.WORK,
 }
 # helper terms paid once a round of blocks over the SMs (S: a chain of dependent steps that each
@@ -101,7 +104,9 @@ def helper_names(op: str, algo: str, kernel: str = "") -> list[str]:
     if algo == "WINOGRAD_NONFUSED" and "winograd" in kernel.lower():
         return [*HELPERS[algo], "xgemm_G"]
     if algo == "FFT_TILING" and op == "conv_bwd_data":
-        return [*HELPERS["FFT"], *HELPERS["fold"]]
+        return [*HELPERS["FFT"], *HELPERS["fold"], *HELPERS["tiled"]]
+    if algo == "FFT_TILING" and op in FFT_TILED_OPS:
+        return [*HELPERS["FFT"], *HELPERS["tiled"]]
     if algo in ("FFT", "FFT_TILING"):
         return HELPERS["FFT"]
     loop = ["direct_C"] if loops_channels(kernel) else []
@@ -224,6 +229,29 @@ class _Helpers(Mapping):
         return len(self.names)
 
 
+def once_a_call(
+    spectrum: Callable[[], np.ndarray], tiles: np.ndarray, images: np.ndarray, batch_tile: int
+) -> dict[str, Callable[[], np.ndarray]]:
+    """The filters' spectra terms of one tile of a tiled call (cuDNN's FFT_TILING, its time
+    fitted and predicted a tile at a time), and what the call does once, not once a tile, as one
+    tile's share. The spectra are transformed once a call (`call_MB`: their MB over the tiles)
+    and read by every tile's complex GEMM once a row of its blocks along the batch, where its
+    grid tiles the batch (`spectrum_MB`: their MB times ceil(N / the batch tile)). The call's
+    fixed costs are `call`, 1 over the tiles. Timed as tiles times one tile's, with the spectra
+    once a tile, a call of one tile was predicted at 0.83 of its time (median, the H100's forward
+    32 x 64 GEMM tile) and calls of 4-128 tiles at 1.03-1.16. With the transform once a call, that
+    tile's cross-validated RMSPE went 17.6% -> 4.5%. Read once a tile, the 64 x 64 tile's
+    spectra were timed at 1.12 of batches of 48-64 images and 0.74 of 256. Read once a row of
+    blocks, its cross-validated RMSPE went 19.3% -> 7.4% (docs/results.md, "What a tiled call
+    does once")."""
+    rows = np.ceil(images / batch_tile) if batch_tile > 1 else 1.0
+    return {
+        "spectrum_MB": lambda: spectrum() * rows,
+        "call_MB": lambda: spectrum() / tiles,
+        "call": lambda: 1.0 / tiles,
+    }
+
+
 def reduction_split(blocks: np.ndarray, s: Mapping[str, np.ndarray], tm: float, tn: float) -> np.ndarray:
     """How many blocks share one output tile's reduction (1 at least): a grid with more blocks
     than the GEMM view's output has tiles (either way round) splits the reduction among them.
@@ -250,10 +278,17 @@ def tiles_dw(geom: Geometry) -> bool:
 
 
 def inputs(
-    batch: ConfigBatch, geom: Geometry, algo: str, logcfg: bool = False, kernel: str = "", loops: bool = True
+    batch: ConfigBatch,
+    geom: Geometry,
+    algo: str,
+    logcfg: bool = False,
+    kernel: str = "",
+    loops: bool = True,
+    tiles: np.ndarray | None = None,
 ) -> Inputs:
     """The inputs of one variant's features for a batch of configs run with `algo`, its calls
-    keyed by `kernel` (helper_names); the blocks' loops over outputs where `loops`."""
+    keyed by `kernel` (helper_names); the blocks' loops over outputs where `loops`; `tiles`:
+    the FFT_TILING tiles of the calls whose one tile `batch` holds (once_a_call)."""
     batch = batch.with_algo(algo)
     s = batch.sizes
     grid = geom.grid(batch)
@@ -269,10 +304,14 @@ def inputs(
     else:  # helper kernels of a convolution: layout and Winograd transforms, im2col
         # the filters' spectra: K x C/G complex values a bin (each phase's of a folded data gradient)
         phased = geom.op == "conv_bwd_data"
-        spectrum = {
-            "spectrum_MB": lambda: 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if phased else 1.0)
-        }
-        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), spectrum)
+
+        def spectrum() -> np.ndarray:
+            return 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if phased else 1.0)
+
+        own = {"spectrum_MB": spectrum}
+        if tiles is not None:
+            own = once_a_call(spectrum, tiles, batch.shapes["N"], geom.batch_tile())
+        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), own)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         tile = pixel_tile(kernel)
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB if tile is None else pixel_tiles_work(s, tile)

@@ -123,14 +123,17 @@ class VariantFit:
         if self.key.per_group:
             g, batch = batch.shapes["G"], batch.one_group()
             together, reps = overlapping(g, self.overlap)
+        tiles: np.ndarray | None = None
         if self.tiled:
             tiles, batch = batch.one_tile()
             reps = reps * tiles
         if self.binned:
             reps = reps * batch.sizes["FB"]
-        return reps * self._time(batch, together)
+        return reps * self._time(batch, together, tiles)
 
-    def _time(self, batch: ConfigBatch, together: np.ndarray | None = None) -> np.ndarray:
+    def _time(
+        self, batch: ConfigBatch, together: np.ndarray | None = None, tiles: np.ndarray | None = None
+    ) -> np.ndarray:
         x = inputs(
             batch,
             self.geometry,
@@ -138,6 +141,7 @@ class VariantFit:
             logcfg=self.law.type_chooser is not None,
             kernel=self.kernel,
             loops=self.feature_set.loops,
+            tiles=tiles,
         )
         if together is not None:
             x = launched_together(x, together)
@@ -269,8 +273,10 @@ class VariantModel:
         if self.key.per_group:  # each call as G calls of one group's convolution
             g, train = groups(train), one_group(train)
             together, reps = overlapping(g, overlap)
+        tiles: np.ndarray | None = None
         if self.tiled:  # and of one tile's
-            reps, train = reps * fft_tiles(train), one_tile(train)
+            tiles = fft_tiles(train)
+            reps, train = reps * tiles, one_tile(train)
         batch = ConfigBatch.of(train, op)
         if self.binned:  # and of one frequency bin's GEMM
             reps = reps * batch.sizes["FB"]
@@ -280,7 +286,7 @@ class VariantModel:
         geom = fit_geometry(train, op, batch)
         types = seer_types(train, opts)
         kernel = str(train["kernel"].iloc[0])
-        x = inputs(batch, geom, self.key.algo, logcfg=types is not None, kernel=kernel)
+        x = inputs(batch, geom, self.key.algo, logcfg=types is not None, kernel=kernel, tiles=tiles)
         if together is not None:
             x = launched_together(x, together)
         cands = [self.known_bps] if self.known_bps else bps_candidates(train, self.cc)

@@ -154,7 +154,14 @@ h100-sxm's FFT_TILING 1 of 60 rows (0.58x); IMPLICIT_PRECOMP_GEMM 7, 17, 12 and 
 a100-80gb-pcie, p100-pcie, t4 and v100-pcie (median 0.90-0.96x); WINOGRAD_NONFUSED 4, 2 and 19
 rows of p4, t4 and v100-pcie (median 0.53-0.65x); WINOGRAD 1-3 rows of a100-80gb-pcie, p100-pcie
 and p4; the L4's, moved from them, FFT_TILING 50, IMPLICIT_PRECOMP_GEMM 59, WINOGRAD 35 and
-WINOGRAD_NONFUSED 18 (median 0.91-1.00x); best entries of the L4 and v100-pcie 3 each."""
+WINOGRAD_NONFUSED 18 (median 0.91-1.00x); best entries of the L4 and v100-pcie 3 each. Then
+(issue 25, session 41) a tiled call's filter spectra transformed once a call and read once a row
+of its GEMM's blocks, and its fixed costs paid once a call (seer.models.features.once_a_call),
+h100-sxm and a100-80gb-pcie refitted on their unchanged records (the other GPUs' files came out
+the same): FFT_TILING conv and rank entries of h100-sxm (50 of 60 rows, median 1.03x, 0.72-1.49x),
+a100-80gb-pcie (28, median 0.74x, 0.22-1.10x) and the L4 moved from it (56, median 0.72x,
+0.22-2.23x); a100-80gb-pcie's other algorithms by its drift (FFT 0.99x, the rest within 0.4%),
+the L4's within 0.1%; rank orders and best entries of a100-80gb-pcie (2) and the L4 (1)."""
 
 from __future__ import annotations
 
