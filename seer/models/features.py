@@ -288,7 +288,8 @@ def inputs(
 ) -> Inputs:
     """The inputs of one variant's features for a batch of configs run with `algo`, its calls
     keyed by `kernel` (helper_names); the blocks' loops over outputs where `loops`; `tiles`:
-    the FFT_TILING tiles of the calls whose one tile `batch` holds (once_a_call)."""
+    the FFT_TILING tiles of the calls whose one tile `batch` holds (once_a_call; not given,
+    calls of one tile)."""
     batch = batch.with_algo(algo)
     s = batch.sizes
     grid = geom.grid(batch)
@@ -308,10 +309,12 @@ def inputs(
         def spectrum() -> np.ndarray:
             return 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if phased else 1.0)
 
+        names = helper_names(geom.op, algo, kernel)
         own = {"spectrum_MB": spectrum}
-        if tiles is not None:
-            own = once_a_call(spectrum, tiles, batch.shapes["N"], geom.batch_tile())
-        helpers = _Helpers(batch, helper_names(geom.op, algo, kernel), geom.batch_tile(), own)
+        if "call" in names:  # a tiled call's (calls of one tile where `tiles` is not given)
+            one = np.ones(len(batch)) if tiles is None else tiles
+            own = once_a_call(spectrum, one, batch.shapes["N"], geom.batch_tile())
+        helpers = _Helpers(batch, names, geom.batch_tile(), own)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         tile = pixel_tile(kernel)
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB if tile is None else pixel_tiles_work(s, tile)

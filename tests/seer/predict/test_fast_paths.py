@@ -314,9 +314,10 @@ def _plain_sizes(df: pd.DataFrame, op: str, algo: str) -> tuple[dict[str, np.nda
     return s, np.log2(np.column_stack(cols))
 
 
-def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, together=1.0) -> Design:
+def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, together=1.0, tiles=1.0) -> Design:
     """A variant's design as the features are defined, written out plainly (`together`: that
-    many launches of it at once, each block's work the same)."""
+    many launches of it at once, each block's work the same; `tiles`: a tiled variant's tiles of
+    the calls whose one tile `df` holds)."""
     geom, algo, fs = fit.geometry, fit.algo, fs or fit.feature_set
     s, logcfg = _plain_sizes(df, fit.op, algo)
     grid = {a: np.maximum(r(s, logcfg), 1.0) for a, r in geom.axes.items()}
@@ -340,9 +341,14 @@ def _reference_design(df: pd.DataFrame, fit, fs: FeatureSet | None = None, toget
         elif algo == "GEMM":
             h += [el * s["NPQ"] * s["CRS"], 1e-9 * s["NKPQ"] * s["C"] / s["G"]]
         elif algo in ("FFT", "FFT_TILING"):  # the filters' spectra: K x C/G complex values a bin, a phase
-            h += [2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if fit.op == "conv_bwd_data" else 1)]
+            spectra = 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if fit.op == "conv_bwd_data" else 1)
+            t = geom.batch_tile()
+            # a tiled call's GEMM reads them once a row of its blocks along the batch
+            h += [spectra * (np.ceil(s["N"] / t) if fit.tiled and t > 1 else 1)]
             if algo == "FFT_TILING" and fit.op == "conv_bwd_data":  # a folded call's dy and dx, read and written again
                 h += [2 * (h[0] + h[1]) * (s["PH"] > 1)]
+            if fit.tiled:  # and transforms them, and pays its fixed costs, once a call: a tile's share
+                h += [spectra / tiles, np.ones(len(spectra)) / tiles]
         else:
             h += [el * s["K"] * s["CRS"]]
             if fit.op == "conv_fwd" and "grouped_direct" in fit.kernel:  # the direct kernel, per input channel
@@ -435,13 +441,15 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
                 g, frame = configs.groups(frame), configs.one_group(frame)
                 reps = g if fit.overlap == 1 else np.ceil(g / fit.overlap)
                 together = 1.0 if fit.overlap == 1 else np.minimum(g, fit.overlap)
+            tiles = 1.0
             if fit.tiled:
-                reps, frame = reps * configs.fft_tiles(frame), configs.one_tile(frame)
+                tiles = configs.fft_tiles(frame)
+                reps, frame = reps * tiles, configs.one_tile(frame)
             if fit.binned:  # F x (F/2 + 1) launches, F the least power of two from 16 holding the padded image
                 need = np.maximum(frame["h_in"] + 2 * frame["pad_h"], frame["w_in"] + 2 * frame["pad_w"])
                 side = np.array([next((f for f in (16, 32, 64, 128, 256) if f >= v), 512) for v in need])
                 reps = reps * side * (side // 2 + 1)
-            one = _reference_design(frame, fit, together=together)
+            one = _reference_design(frame, fit, together=together, tiles=tiles)
             np.testing.assert_allclose(fit.predict(part), reps * fit.law.time(one), rtol=1e-12, err_msg=key)
         else:
             np.testing.assert_array_equal(fit.predict(part), fit.law.time(want), err_msg=key)
