@@ -13,6 +13,7 @@ from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.data.records import CONV_OPS
 from seer.errors import SeerError
 from seer.evaluate.metrics import ACCURACY_KEYS, INTERVAL_KEYS, accuracy, accuracy_table, format_table
+from seer.evaluate.naming import NAMING_KEYS, naming_table
 from seer.evaluate.noise import rerun_line, rerun_table
 from seer.evaluate.report import evaluation_records, fits_for, fitted_gpus, write_out
 from seer.hardware import gpus
@@ -23,7 +24,8 @@ LEVELS = {"op": ["gpu", "op"], "algo": ["gpu", "op", "algo"], "variant": ["gpu",
 
 def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None = None) -> pd.DataFrame:
     """The Test-set-I rows with three predictions and the drift-corrected measurement:
-    pred_config (variant chosen from the config), pred_variant (variant known). Each GPU's rows
+    pred_config (variant chosen from the config; `named`: the variant key it is the time of),
+    pred_variant (variant known). Each GPU's rows
     are scored by that GPU's fits only, unless `gpu` (--gpu) chose the data (report.check_pairing)."""
     rec = rec.assign(position=position(rec)) if "call_id" in rec else rec
     prep = prepare(rec[rec["op"].isin(VARIANT_OPS)])
@@ -43,6 +45,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
             )
         g = g.copy()
         g["pred_config"] = np.nan
+        g["named"] = ""
         for op, rows in g.groupby("op").groups.items():
             sub = g.loc[rows]
             covered = _covered(f, op, sub)
@@ -60,7 +63,9 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
                 )
                 covered = covered & ~unseen
             if covered.any():
-                g.loc[sub.index[covered], "pred_config"] = f.predict(sub[covered])
+                got = f.predict_frame(sub[covered])
+                g.loc[sub.index[covered], "pred_config"] = got["time_ms"].to_numpy()
+                g.loc[sub.index[covered], "named"] = got["kernel"].to_numpy()
         known = g["key"].isin(list(f.variants))
         g["pred_variant"] = np.nan
         if known.any():
@@ -109,6 +114,7 @@ def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
         lvl: accuracy_table(test[ok], "pred_config", "time_ms", by, interval=lvl in ("op", "algo"))
         for lvl, by in LEVELS.items()
     }
+    tables["algo_naming"] = naming_table(test, LEVELS["algo"])
     kv = test["pred_variant"].notna()
     tables["op_known_variant"] = accuracy_table(test[kv], "pred_variant", "time_ms", LEVELS["op"])
     if (test["time_dedrifted"] != test["time_ms"]).any():
@@ -116,11 +122,14 @@ def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return tables
 
 
+METRIC_KEYS = (*ACCURACY_KEYS, *INTERVAL_KEYS, *NAMING_KEYS)
+
+
 def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
     out = {}
     for _, r in table.iterrows():
         key = "overall" if r[by[0]] == "overall" else "/".join(str(r[b]) for b in by)
-        out[key] = {k: (int(r[k]) if k == "n" else float(r[k])) for k in (*ACCURACY_KEYS, *INTERVAL_KEYS) if k in r}
+        out[key] = {k: (int(r[k]) if k in ("n", "as_forward") else float(r[k])) for k in METRIC_KEYS if k in r}
     return out
 
 
@@ -144,6 +153,14 @@ def run_set_one(args) -> int:
     if args.by in ("algo", "variant"):
         print(f"\nper {args.by}:\n")
         print(format_table(tables[args.by]))
+    if args.by == "algo":
+        print(
+            "\nWhere the error lies, per algorithm: the variant named from the configuration, or its model "
+            "(named_right: rows named the variant the library ran, of those not timed as the forward; "
+            "wrong_err_share: the share of the squared error on the rows named wrong; rmspe_known: every row "
+            "timed by the model of the variant it ran; seer.evaluate.naming):\n"
+        )
+        print(format_table(tables["algo_naming"], NAMING_KEYS[2:]))
     print("\nWith the variant known (SEER's Test-set-I per variant):\n")
     print(format_table(tables["op_known_variant"]))
     if "op_dedrifted" in tables:
@@ -163,10 +180,7 @@ def run_set_one(args) -> int:
             "set": "I",
             "data": str(path),
             "prediction": "configuration only",
-            **{
-                name: _json_groups(t, [c for c in t.columns if c not in (*ACCURACY_KEYS, *INTERVAL_KEYS)])
-                for name, t in tables.items()
-            },
+            **{name: _json_groups(t, [c for c in t.columns if c not in METRIC_KEYS]) for name, t in tables.items()},
         }
         if floor:
             payload["noise_floor"] = rerun.to_dict(orient="records")

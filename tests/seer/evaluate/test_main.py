@@ -51,6 +51,17 @@ def test_set_one_json_and_plots(fitted, capsys):
     assert "per variant" in capsys.readouterr().out
 
 
+def test_set_one_by_algo_says_where_the_error_lies(fitted, capsys):
+    out = fitted / "set1_algo.json"
+    args = ["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"), "--by", "algo"]
+    assert evaluate_cli.main([*args, "--out", str(out)]) == 0
+    assert "Where the error lies, per algorithm" in capsys.readouterr().out
+    naming = json.loads(out.read_text())["algo_naming"]
+    over, algo = naming["overall"], naming["Tesla T4/conv_fwd/IMPLICIT_GEMM"]
+    assert over["n"] == json.loads(out.read_text())["overall"]["n"]
+    assert 0.5 < algo["named_right"] <= 1 and algo["rmspe_named_right"] <= algo["rmspe"] + 1e-12
+
+
 def test_set_one_csv(fitted):
     out = fitted / "set1.csv"
     assert (
