@@ -627,6 +627,10 @@ class ConfigBatch:
         """The same convolutions with one group each (`one_group`), of the same dtype and algorithm."""
         return self._rebatched(one_group(self._frame()))
 
+    def unfolded(self) -> ConfigBatch:
+        """The same convolutions unstrided (`unfolded`), of the same dtype and algorithm."""
+        return self._rebatched(unfolded(self._frame()))
+
     def one_tile(self) -> tuple[np.ndarray, ConfigBatch]:
         """(the FFT_TILING tiles of each config, the convolutions of one tile: `one_tile`), of
         the same dtype and algorithm."""
@@ -675,6 +679,17 @@ class ConfigBatch:
 def groups(df: pd.DataFrame) -> np.ndarray:
     """Each convolution row's groups (1 where the column is missing or empty)."""
     return np.nan_to_num(col(df, "groups"), nan=1.0)
+
+
+def unfolded(df: pd.DataFrame) -> pd.DataFrame:
+    """Strided data-gradient rows as the unstrided data gradient of the same dx: what cuDNN's
+    FFT_TILING computes where it does not fold dy into phases (no nchwToFoldedNchwKernel and no
+    tensorTransformGeneric among its kernels) but convolves dy spread out over dx, tiling the
+    whole dx with the whole filter. On the H100's and the H200's strided calls whose tile
+    counts the two ways differ, 29 of 29 such calls (depthwise and grouped) launched their
+    per-tile transform that many times, the folded calls by `_gradient_tiles` (a scratch count
+    over both GPUs' records; docs/results.md, "A strided data gradient that does not fold")."""
+    return df.assign(stride_h=1.0, stride_w=1.0)
 
 
 def one_group(df: pd.DataFrame) -> pd.DataFrame:

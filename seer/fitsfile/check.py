@@ -228,8 +228,9 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
     algo = c.text(c.get(v, "algo", w, "a string"), _at(w, "algo"), nonempty=False)
     for k in ("variant", "kernel", "b_max_source"):
         c.text(c.get(v, k, w, "a string"), _at(w, k), nonempty=False)
-    # runs once per group (VariantKey.per_group), per tile (VariantFit.tiled), per bin (VariantFit.binned)
-    for switch in ("per_group", "tiles", "bins"):
+    # runs once per group (VariantKey.per_group), per tile (VariantFit.tiled), per bin (VariantFit.binned),
+    # a strided data gradient as the unstrided one (VariantFit.unfolded)
+    for switch in ("per_group", "tiles", "bins", "unfolded"):
         if switch in v and not isinstance(v[switch], bool):
             c.fail(_at(w, switch), "true or false", v[switch])
     if "overlap" in v:  # a per-group variant's launches at once (VariantFit.overlap)

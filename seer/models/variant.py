@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from seer.data.configs import FFT_TILED_OPS, ConfigBatch, fft_tiles, groups, one_group, one_tile
+from seer.data.configs import FFT_TILED_OPS, ConfigBatch, fft_tiles, groups, one_group, one_tile, unfolded
 from seer.models.bounds import fit_law
 from seer.models.chooser import Chooser
 from seer.models.crossval import select
@@ -90,6 +90,7 @@ class VariantFit:
     tiled: bool = False  # each call timed as fft_tiles launches of one tile's convolution (VariantModel.tiled)
     binned: bool = False  # each call timed as FB launches of one frequency bin's GEMM (VariantModel.binned)
     overlap: int = 1  # a per-group variant's launches that run at once (1: one after another; see `overlapping`)
+    unfolded: bool = False  # a strided data gradient timed as the unstrided one of its dx (VariantModel.fit)
 
     @property
     def op(self) -> str:
@@ -118,6 +119,8 @@ class VariantFit:
         `overlap` of them at once (overlapping), a tiled one (`tiled`) its tiles times one
         tile's, a binned one (`binned`) its frequency bins times one bin's GEMM."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
+        if self.unfolded:
+            batch = batch.unfolded()
         reps: np.ndarray | float = 1.0
         together: np.ndarray | None = None
         if self.key.per_group:
@@ -180,6 +183,7 @@ class VariantFit:
             **({"overlap": self.overlap} if self.overlap != 1 else {}),
             **({"tiles": True} if self.tiled else {}),
             **({"bins": True} if self.binned else {}),
+            **({"unfolded": True} if self.unfolded else {}),
         }
 
     @classmethod
@@ -214,6 +218,7 @@ class VariantFit:
             tiled=bool(d.get("tiles", False)),
             binned=bool(d.get("bins", False)),
             overlap=int(d.get("overlap", 1)),
+            unfolded=bool(d.get("unfolded", False)),
         )
 
 
@@ -256,18 +261,37 @@ class VariantModel:
         B_max comes from the wave staircase (training error), the feature set from a
         deterministic k-fold cross-validation inside the training rows (held-out error); a
         variant that runs once per group, how many of its launches overlap too
-        (VariantFit.overlap, among OVERLAPS)."""
-        if not self.key.per_group:
-            return self._fit(train, 1)
-        fits = {k: self._fit(train, k) for k in OVERLAPS}
-        # the first of equals, serial launches first: counts that fit a variant's rows alike (7 of
-        # the H100's 45 per-group variants) differ in the last bits of their errors, which a BLAS
-        # of another build orders otherwise
+        (VariantFit.overlap, among OVERLAPS); a strided data gradient's FFT_TILING, whether it is
+        timed unfolded (may_unfold)."""
+        overlaps = OVERLAPS if self.key.per_group else (1,)
+        ways = (False, True) if self.may_unfold(train) else (False,)
+        fits = {(k, u): self._fit(train, k, u) for u in ways for k in overlaps}
+        # the first of equals, serial launches first, folded first: counts that fit a variant's
+        # rows alike (7 of the H100's 45 per-group variants) differ in the last bits of their
+        # errors, which a BLAS of another build orders otherwise
         return fits[near_best({k: f.cv_rmspe for k, f in fits.items()}, self.options.tie_rtol)]
 
-    def _fit(self, train: pd.DataFrame, overlap: int) -> VariantFit:
-        """fit, a per-group variant's launches `overlap` at a time."""
+    def may_unfold(self, train: pd.DataFrame) -> bool:
+        """Whether the variant is also fitted unfolded (configs.unfolded; VariantFit.unfolded), the
+        way kept where it cross-validates better, folded on a tie: a data gradient's FFT_TILING
+        with training calls that fold by configs._gradient_tiles (a stride below the filter's
+        size). cuDNN runs a grouped strided call either way, and only its kernels tell which: the
+        H100's grouped calls keyed by their genericTranspose or inverse transform all ran unfolded,
+        those keyed by their forward transform either way. Fitted unfolded, 3 of the H100's 13
+        data-gradient FFT_TILING variants and 3 of the H200's 14 cross-validated better (the
+        inverse transform's per-group 30.2% -> 7.9% and 35.2% -> 7.1%), the per-group
+        tensorTransformGeneric's among them (27.9% -> 19.5%, 34.3% -> 24.5%), whose calls' kernels
+        show the fold (docs/results.md, "A strided data gradient that does not fold")."""
+        if not (self.tiled and self.key.op == "conv_bwd_data"):
+            return False
+        s = ConfigBatch.of(train, self.key.op).shapes
+        return bool((s["PH"] > 1).any())
+
+    def _fit(self, train: pd.DataFrame, overlap: int, unfold: bool = False) -> VariantFit:
+        """fit, a per-group variant's launches `overlap` at a time, `unfold`: as unfolded."""
         op, opts = self.key.op, self.options
+        if unfold:
+            train = unfolded(train)
         reps: np.ndarray | float = 1.0
         together: np.ndarray | None = None
         if self.key.per_group:  # each call as G calls of one group's convolution
@@ -331,4 +355,5 @@ class VariantModel:
             tiled=self.tiled,
             binned=self.binned,
             overlap=overlap,
+            unfolded=unfold,
         )

@@ -333,7 +333,7 @@ def test_launches_at_once_equal_to_the_last_bits_are_serial(monkeypatch):
     monkeypatch.setattr(
         models.VariantModel,
         "_fit",
-        lambda self, train, k: dataclasses.make_dataclass("F", ["k", "cv_rmspe"])(k, errors[k]),
+        lambda self, train, k, unfold=False: dataclasses.make_dataclass("F", ["k", "cv_rmspe"])(k, errors[k]),
     )
     key = models.VariantKey("conv_fwd", "IMPLICIT_PRECOMP_GEMM", "v", per_group=True)
     assert models.VariantModel(key, cc="7.5", sms=SMS).fit(None).k == 1
@@ -691,3 +691,63 @@ def test_a_filter_gradients_block_reads_the_channels_its_unrolled_columns_span()
     # the forward's and the data gradient's tiles stay the operands' rows
     for op in ("conv_fwd", "conv_bwd_data"):
         assert features.tile_reads(geometry.Geometry(op, grid), b.sizes, 32, 32) == 64
+
+
+def _strided_data_gradients(n, seed, unfold):
+    """Grouped FFT_TILING data-gradient calls, a third unstrided, the rest of stride 2 under 3x3
+    and 5x5 filters, each a tile's complex GEMM once a tile of dx: tiles of its folded phases
+    (configs._gradient_tiles), or, `unfold`, of the whole dx under the whole filter."""
+    from seer.data import configs
+
+    rng = np.random.default_rng(seed)
+    df = _fft_tiling(n, seed, [20, 40, 56, 80, 112]).assign(op="conv_bwd_data", groups=4)
+    df["c_in"], df["c_out"] = df["c_in"] * 4, df["c_out"] * 4
+    df["stride_h"] = df["stride_w"] = rng.choice([1, 2, 2], len(df))
+    df["kh"] = df["kw"] = rng.choice([3, 5], len(df))
+    df["pad_h"] = df["pad_w"] = (df["kh"] - 1) // 2
+    tiles = configs.fft_tiles(configs.unfolded(df) if unfold else df)
+    df["time_ms"] = 4 * tiles * (4e-5 * df["c_in"] / 4 + 2e-3) * np.exp(rng.normal(0, 0.01, len(df)))
+    return df
+
+
+@pytest.mark.parametrize("unfold", [False, True])
+def test_a_strided_data_gradient_is_timed_the_way_its_tiles_ran(unfold):
+    from seer.data import configs
+
+    df = _strided_data_gradients(240, 3, unfold)
+    key = models.VariantKey("conv_bwd_data", "FFT_TILING", "v", per_group=True)
+    model = models.VariantModel(key, cc="7.5", sms=SMS)
+    assert model.may_unfold(df) and not model.may_unfold(df[df["stride_h"] == 1])
+    m = model.fit(df)
+    back = models.VariantFit.from_dict(m.to_dict())
+    assert m.unfolded is unfold and back.unfolded is unfold and ("unfolded" in m.to_dict()) is unfold
+    test = _strided_data_gradients(80, 4, unfold)
+    other = model._fit(df, m.overlap, not unfold)  # the other way, fitted as well as it can be
+    assert other.cv_rmspe > m.cv_rmspe
+    err, other_err = (np.abs(f.predict(test) / test["time_ms"] - 1).median() for f in (back, other))
+    assert err < 0.8 * other_err, (err, other_err)
+    strided = (test["stride_h"] == 2).to_numpy()
+    assert (configs.fft_tiles(configs.unfolded(test))[strided] > configs.fft_tiles(test)[strided]).all()
+
+
+def test_an_unfolded_data_gradient_tiles_the_whole_dx_under_the_whole_filter():
+    import pandas as pd
+
+    from seer.data import configs
+
+    # grouped stride-2 calls of the H100's records that ran no fold and no tensorTransformGeneric,
+    # and their complex GEMM's launches: G x the tiles of dx under the whole filter
+    rows = pd.DataFrame(
+        [
+            dict(batch=12, c_in=224, h_in=112, w_in=112, c_out=384, kh=5, pad_h=0, groups=4, launches=64),
+            dict(batch=256, c_in=96, h_in=80, w_in=80, c_out=28, kh=7, pad_h=3, groups=2, launches=32),
+            dict(batch=128, c_in=448, h_in=56, w_in=56, c_out=448, kh=3, pad_h=1, groups=8, launches=32),
+        ]
+    ).assign(op="conv_bwd_data", algo="FFT_TILING", kw=lambda d: d["kh"], pad_w=lambda d: d["pad_h"])
+    rows = rows.assign(stride_h=2, stride_w=2, dil_h=1, dil_w=1)
+    flat = configs.unfolded(rows)
+    assert list(configs.fft_tiles(flat) * rows["groups"]) == list(rows["launches"])
+    assert (configs.fft_tiles(rows) * rows["groups"] < rows["launches"]).all()  # folded: 4, 4 and 1 a group
+    batch = configs.ConfigBatch.of(rows, "conv_bwd_data").unfolded()
+    assert (batch.shapes["PH"] == 1).all() and (configs.ConfigBatch.of(rows, "conv_bwd_data").shapes["PH"] == 4).all()
+    assert list(batch.shapes["H"]) == list(rows["h_in"]) and list(batch.shapes["C"]) == list(rows["c_in"])
