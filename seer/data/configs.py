@@ -685,10 +685,11 @@ def unfolded(df: pd.DataFrame) -> pd.DataFrame:
     """Strided data-gradient rows as the unstrided data gradient of the same dx: what cuDNN's
     FFT_TILING computes where it does not fold dy into phases (no nchwToFoldedNchwKernel and no
     tensorTransformGeneric among its kernels) but convolves dy spread out over dx, tiling the
-    whole dx with the whole filter. On the H100's and the H200's strided calls whose tile
-    counts the two ways differ, 29 of 29 such calls (depthwise and grouped) launched their
-    per-tile transform that many times, the folded calls by `_gradient_tiles` (a scratch count
-    over both GPUs' records; docs/results.md, "A strided data gradient that does not fold")."""
+    whole dx with the whole filter. Of the H100's and the H200's strided calls whose tile
+    counts the two ways differ, every one that ran no fold (15 and 19) launched its per-tile
+    transform that many times, and 136 of the 147 and 180 of the 195 that folded as many times
+    as `_gradient_tiles` counts (a scratch count over both GPUs' records; docs/results.md, "A
+    strided data gradient that does not fold")."""
     return df.assign(stride_h=1.0, stride_w=1.0)
 
 
