@@ -22,8 +22,8 @@ NAMING_KEYS = ("n", "as_forward", "named_right", "wrong_err_share", "rmspe", "rm
 
 
 def naming_table(test: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Per group of `by` (and overall) over the scored Test-set-I rows (pred_config not NaN) (`pred_config`, `named`:
-    the key the time is of, `key`: the variant the library ran, `pred_variant`): rows;
+    """Per group of `by` (and overall), over the scored Test-set-I rows (`pred_config` not NaN;
+    `named`: the key the time is of, `key`: the variant the library ran, `pred_variant`): rows;
     rows timed as the forward; the share of the others named right; the share of the squared
     relative error on the rows named wrong; RMSPE of every row, of the rows named right, and of
     every row with its variant known (its own model)."""

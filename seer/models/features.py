@@ -309,12 +309,12 @@ def inputs(
         def spectrum() -> np.ndarray:
             return 2 * el * s["K"] * s["C"] / s["G"] * s["gbatch"] * (s["PH"] if phased else 1.0)
 
-        names = helper_names(geom.op, algo, kernel)
+        names, batch_tile = helper_names(geom.op, algo, kernel), geom.batch_tile()
         own = {"spectrum_MB": spectrum}
         if "call" in names:  # a tiled call's (calls of one tile where `tiles` is not given)
             one = np.ones(len(batch)) if tiles is None else tiles
-            own = once_a_call(spectrum, one, batch.shapes["N"], geom.batch_tile())
-        helpers = _Helpers(batch, names, geom.batch_tile(), own)
+            own = once_a_call(spectrum, one, batch.shapes["N"], batch_tile)
+        helpers = _Helpers(batch, names, batch_tile, own)
     if geom.packs():  # its blocks tile no GEMM output: a block's work is the call's over its blocks
         tile = pixel_tile(kernel)
         kb = s["gm"] * s["gn"] * s["gk"] / blocks * MB if tile is None else pixel_tiles_work(s, tile)

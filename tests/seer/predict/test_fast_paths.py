@@ -435,7 +435,7 @@ def test_every_variant_predicts_what_its_design_written_out_gives(gpu):
             np.testing.assert_array_equal(getattr(got, kind), getattr(want, kind), err_msg=f"{key} {kind}")
             assert getattr(got, kind).flags["C_CONTIGUOUS"]
         np.testing.assert_array_equal(fit.law.time(got), fit.law.time(want), err_msg=key)
-        if fit.key.per_group or fit.tiled or fit.binned or fit.unfolded:  # G calls of one group's, one tile's
+        if fit.key.per_group or fit.tiled or fit.binned:  # G calls of one group's convolution, of one tile's
             frame, reps, together = df.iloc[rows].reset_index(drop=True), np.ones(len(rows)), 1.0
             if fit.unfolded:  # a strided data gradient timed as the unstrided one of its dx
                 frame = frame.assign(stride_h=1.0, stride_w=1.0)
