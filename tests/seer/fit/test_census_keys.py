@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from seer.data import census
-from seer.fit.census_keys import CHECK_MIN, census_keys, signature_keys
+from seer.fit.census_keys import CHECK_MIN, MAJORITY_MIN, census_keys, signature_keys
 from seer.models import chooser
 from seer.models.candidates import Rule
 
@@ -102,6 +102,26 @@ def test_a_kernel_set_the_calls_ran_under_two_keys_labels_nothing():
     assert set(signature_keys(train.assign(key=train["key"].where(~big, other)), timed, OP, ALGO).values()) == {
         DIRECT_KEY
     }
+
+
+def test_a_kernel_set_nearly_always_under_one_key_labels_the_census_with_it():
+    # two of the GEMM's ~100 calls keyed by another kernel: its kernel set is no longer one key's,
+    # yet dropping it would leave the tree the direct kernel's labels alone
+    timed_cfgs = _configs(200, seed=0)
+    train, timed = _timed(timed_cfgs)
+    odd = np.flatnonzero(~_direct(train))[:2]
+    train.loc[odd, "key"] = f"{OP}:{ALGO}:nchw_to_nhwc"
+    assert set(signature_keys(train, timed, OP, ALGO).values()) == {DIRECT_KEY}
+    assert set(signature_keys(train, timed, OP, ALGO, MAJORITY_MIN).values()) == {GEMM_KEY, DIRECT_KEY}
+    new = _census(_configs(300, seed=1).assign(c_in=3))  # none of them timed
+    got = census_keys(pd.concat([_census(timed_cfgs), new]), OP, ALGO, train, timed, train)
+    assert len(got) == len(new)
+    assert (got["key"].to_numpy() == np.where(_direct(got), DIRECT_KEY, GEMM_KEY)).all()
+    # a split nearer even labels nothing
+    gemm = np.flatnonzero(~_direct(train))
+    train.loc[gemm[: int(len(gemm) * (1 - MAJORITY_MIN)) + 2], "key"] = f"{OP}:{ALGO}:nchw_to_nhwc"
+    got = census_keys(pd.concat([_census(timed_cfgs), new]), OP, ALGO, train, timed, train)
+    assert set(got["key"]) == {DIRECT_KEY}
 
 
 def test_an_algorithm_whose_captures_misname_the_timed_calls_is_not_labelled():

@@ -161,7 +161,14 @@ h100-sxm and a100-80gb-pcie refitted on their unchanged records (the other GPUs'
 the same): FFT_TILING conv and rank entries of h100-sxm (50 of 60 rows, median 1.03x, 0.72-1.49x),
 a100-80gb-pcie (28, median 0.74x, 0.22-1.10x) and the L4 moved from it (56, median 0.72x,
 0.22-2.23x); a100-80gb-pcie's other algorithms by its drift (FFT 0.99x, the rest within 0.4%),
-the L4's within 0.1%; rank orders and best entries of a100-80gb-pcie (2) and the L4 (1)."""
+the L4's within 0.1%; rank orders and best entries of a100-80gb-pcie (2) and the L4 (1). Then
+(issue 26, session 43: the H200's census grown from 3,409 to 6,285 configurations, and a kernel
+set a signature's training calls got one key 95% of the time labelling the census with it,
+seer.fit.census_keys.MAJORITY_MIN) h100-sxm refitted on its unchanged records: its FFT and
+IMPLICIT_PRECOMP_GEMM conv and rank time entries, 2 rows each (1.03-1.40x), and one rank order
+each of IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM; the L4's, moved from them, FFT 58 rows (median
+0.98x, 0.72-1.52x), IMPLICIT_PRECOMP_GEMM 59 (within 0.2%), IMPLICIT_GEMM 1 (0.83x), and rank
+orders of FFT (4), IMPLICIT_GEMM (2), IMPLICIT_PRECOMP_GEMM and WINOGRAD (1 each)."""
 
 from __future__ import annotations
 
