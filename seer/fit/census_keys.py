@@ -62,8 +62,9 @@ def census_keys(
     if captured.empty or "kernels" not in captured or train.empty:
         return pd.DataFrame(columns=columns)
     sigs = signatures(captured, op, algo)
-    keys = signature_keys(train, timed, op, algo)
-    named = np.array([keys.get(s) for s in sigs], dtype=object)
+    counts = signature_counts(train, timed, op, algo)
+    exact = keyed(counts, 1.0)
+    named = np.array([exact.get(s) for s in sigs], dtype=object)
     pts = points_of(captured.assign(op=op), op)
     new = untimed(pts, fam, op)
     got = dict(zip(map(tuple, points_of(train, op)), train["key"]))
@@ -71,7 +72,7 @@ def census_keys(
     checked = ~new & (named != None) & (truth != None)  # noqa: E711 (elementwise)
     if checked.sum() < CHECK_MIN or (named[checked] == truth[checked]).mean() < AGREE_MIN:
         return pd.DataFrame(columns=columns)
-    most = signature_keys(train, timed, op, algo, MAJORITY_MIN)
+    most = keyed(counts, MAJORITY_MIN)
     named = np.array([most.get(s) for s in sigs], dtype=object)
     keep = new & (named != None) & np.isin(named.astype(str), train["key"].unique())  # noqa: E711
     return captured[keep][list(census.DIMS)].assign(key=named[keep]).reset_index(drop=True)
@@ -90,6 +91,11 @@ def signature_keys(
     """Each signature of the training calls (their kernel names in `timed`, every kernel a row)
     whose most common key the training calls of it got at least `majority` of the time (1: it
     got one key alone), with that key."""
+    return keyed(signature_counts(train, timed, op, algo), majority)
+
+
+def signature_counts(train: pd.DataFrame, timed: pd.DataFrame, op: str, algo: str) -> dict[Signature, Counter[str]]:
+    """Each signature of the training calls with how many of them got each key."""
     ids = [c for c in CALL_KEYS if c in train]
     mine = timed[(timed["op"] == op) & (timed["algo"] == algo) & timed["kernel"].fillna("").astype(str).ne("")]
     names = mine.groupby(ids)["kernel"].agg(lambda k: frozenset(k.astype(str)))
@@ -100,8 +106,13 @@ def signature_keys(
     for s, loop, one_d, k in zip(sets, looped, _one_d(train, op, algo), key):
         if isinstance(s, frozenset):
             seen.setdefault((s, bool(loop), bool(one_d)), Counter())[k] += 1
-    top = {s: c.most_common(1)[0] for s, c in seen.items()}
-    return {s: k for s, (k, n) in top.items() if n >= majority * seen[s].total()}
+    return seen
+
+
+def keyed(counts: dict[Signature, Counter[str]], majority: float) -> dict[Signature, str]:
+    """Each signature whose most common key has at least `majority` of its calls, with that key."""
+    top = {s: c.most_common(1)[0] for s, c in counts.items()}
+    return {s: k for s, (k, n) in top.items() if n >= majority * counts[s].total()}
 
 
 def signatures(captured: pd.DataFrame, op: str, algo: str) -> list[Signature]:
