@@ -138,3 +138,35 @@ def typed_records(n: int = 900, seed: int = 2, noise: float = 0.01) -> pd.DataFr
     d["fp32_util_pct"] = np.where(kind == "compute", 92.0, 35.0)
     d["dram_util_pct"] = np.where(kind == "memory", 88.0, 30.0)
     return records.validate(d)
+
+
+def pointwise_convs(n: int, seed: int = 0) -> pd.DataFrame:
+    """Ungrouped 1x1 forward convolutions of random sizes (the direct-kernel gate's tests)."""
+    rng = np.random.default_rng(seed)
+    h = rng.choice([7, 10, 14, 20, 28, 40, 56, 80, 112], n)
+    k = rng.choice([16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512], n)
+    return pd.DataFrame(
+        {
+            "op": "conv_fwd",
+            "batch": rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256], n),
+            "c_in": rng.choice([16, 32, 64, 128, 256, 512, 1024], n),
+            "h_in": h,
+            "w_in": h,
+            "c_out": k,
+            "kh": 1,
+            "kw": 1,
+            "stride_h": 1,
+            "stride_w": 1,
+            "pad_h": 0,
+            "pad_w": 0,
+            "dil_h": 1,
+            "dil_w": 1,
+            "groups": 1,
+        }
+    )
+
+
+def runs_direct(df: pd.DataFrame) -> np.ndarray:
+    """The rule of the synthetic library: the direct kernel below 128 output channels on large
+    images, the explicit GEMM elsewhere (no single size decides it)."""
+    return ((df["c_out"] < 128) & (df["h_in"] * df["w_in"] * df["batch"] > 4096)).to_numpy()

@@ -105,9 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         choices=GATES,
         default=DEFAULT.gates,
         help="which convolution algorithms get a gate for cuDNN's direct kernel (seer.models.gate): "
-        "'workspace', those whose workspace tells when it runs (default); 'captured', also every "
-        "algorithm the census captured calls of, and the FFT a gate for its loops over the frequency "
-        "bins (seer.models.bin_gate)",
+        "'workspace', those whose workspace tells when it runs; 'captured', also every algorithm the "
+        "census captured calls of (default); 'loops', and the FFT a gate for its loops over the "
+        "frequency bins (seer.models.bin_gate)",
     )
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
     ap.add_argument(

@@ -39,11 +39,11 @@ from seer.models.bin_gate import LOOPING_ALGO, call_loops, census_loops
 from seer.models.call_time import fit_call_times
 from seer.models.chooser import fit_chooser, kind_of, points_of
 from seer.models.drift import Drift, fit_drift, order_is_random, position
+from seer.models.forest import Gate
 from seer.models.gate import call_labels, captured_any, census_labels, fit_gate, workspace_coded
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
 from seer.models.solver import rmspe
-from seer.models.tree import Tree
 
 
 def _fit_variants(
@@ -139,7 +139,7 @@ def fit_gpu(
             r = _rules(g, models, target[g.index], op, options.tree_products)
             conv = op in records.CONV_OPS
             gate = _gate(rec, op, algo, census_rows, options.gates) if conv else None
-            bins = _bin_gate(rec, op, algo, census_rows) if conv and options.gates == "captured" else None
+            bins = _bin_gate(rec, op, algo, census_rows) if conv and options.gates == "loops" else None
             fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
             asked = census_keys(census_rows, op, algo, g, timed, fam) if conv and r.trees else None
             chooser = fit_chooser(g, op, algo, g["key"], r.k, r.trees, r.per_group, gate, bins, asked)
@@ -166,10 +166,10 @@ def fit_gpu(
 
 def _gate(
     rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None, gates: str = DEFAULT.gates
-) -> Tree | None:
+) -> Gate | None:
     """The gate of a convolution family (seer.models.gate), where its timed training calls ask
     for no workspace exactly when they run the direct kernel (the census labels its
-    configurations, captured or not), or with `gates` "captured" where the census captured calls
+    configurations, captured or not), or with `gates` "captured" or "loops" where the census captured calls
     of it: grown on those calls and the census's labelled configurations of the algorithm (less
     those the family timed, whose calls label them, training or held out)."""
     fam = rec[(rec["op"] == op) & (rec["algo"] == algo)]
@@ -177,16 +177,16 @@ def _gate(
     if calls.empty:
         return None
     coded = workspace_coded(calls)
-    if not coded and not (gates == "captured" and captured_any(census_rows, op, algo)):
+    if not coded and not (gates != "workspace" and captured_any(census_rows, op, algo)):
         return None
     pts, direct = points_of(calls, op), calls["direct"].to_numpy(dtype=bool)
     if census_rows is not None:
         asked = census_labels(census_rows, op, algo, workspace=coded)
         pts, direct = _with_census(pts, direct, fam, asked, "direct", op)
-    return fit_gate(pts, direct)
+    return fit_gate(pts, direct, forest=True)
 
 
-def _bin_gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None) -> Tree | None:
+def _bin_gate(rec: pd.DataFrame, op: str, algo: str, census_rows: pd.DataFrame | None) -> Gate | None:
     """The FFT's bin-loop gate of a direction (seer.models.bin_gate), where the census captured
     FFT calls of it: grown on the family's ungrouped timed training calls and the census's captured
     ungrouped configurations (less those the family timed, whose calls label them, training or

@@ -434,8 +434,23 @@ def _chooser(c: _Doc, ch: Any, w: str, variants: dict) -> tuple[str, str]:
                 _tree(c, t, _at(tw, kind), _axes(t, op, dims), len(labels))
     for name in ("gate", "bin_gate"):  # yes-or-no trees (seer.models.gate, seer.models.bin_gate)
         if name in ch:
-            _tree(c, ch[name], _at(w, name), _axes(ch[name], op, dims), 2)
+            _gate(c, ch[name], _at(w, name), op, dims)
     return op, algo
+
+
+def _gate(c: _Doc, g: Any, w: str, op: str, dims: int) -> None:
+    """A yes-or-no gate: one tree, or a forest of them (seer.models.forest) with the share of
+    votes against the majority that puts its answer in doubt."""
+    c.obj(g, w)
+    if "forest" not in g:
+        _tree(c, g, w, _axes(g, op, dims), 2)
+        return
+    trees = c.seq(g["forest"], _at(w, "forest"), what=" of trees")
+    if not trees:
+        c.fail(_at(w, "forest"), "a non-empty list of trees", trees)
+    for i, t in enumerate(trees):
+        _tree(c, t, _at(_at(w, "forest"), i), _axes(t, op, dims), 2)
+    c.num(c.get(g, "doubt", w, "a number in (0, 0.5]"), _at(w, "doubt"), 0, 0.5, lo_open=True)
 
 
 def _axes(t: Any, op: str, dims: int) -> int:

@@ -18,7 +18,7 @@ records its launches: a loop launches its GEMM at least once per bin (144 at the
 16 x 16 transform), a batched call a handful of kernels. So an ungrouped FFT call that launched
 at least its configuration's bins (configs: FB) looped. Grouped calls are left out: cuDNN loops
 over their groups too (seer.models.variant, per_group), and a launch count does not tell one loop
-from the other. Where the census captured FFT calls of a direction (FitOptions.gates "captured")
+from the other. Where the census captured FFT calls of a direction (FitOptions.gates "loops")
 and gives GATE_MIN labelled configurations with both answers, the gate, a tree of that one
 question (seer.models.gate.fit_gate), answers for every ungrouped row in place of the
 nearest-configuration rule: a loop where it says so and the nearest training configuration

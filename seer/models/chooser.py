@@ -31,6 +31,7 @@ from seer.data.keys import PER_BIN
 from seer.data.records import CONV_OPS
 from seer.models.bin_gate import is_loop
 from seer.models.candidates import LEAVES, Rule
+from seer.models.forest import Forest, Gate, gate_from_dict
 from seer.models.gate import DOUBT_NEAREST, gated, is_direct
 from seer.models.knn import ORDER_MIN_POINTS, condense, decode, encode, query_workers
 from seer.models.template import Template, templates
@@ -137,10 +138,10 @@ class Chooser:
     per_group: bool = False
     # whether cuDNN runs its direct fallback kernel (seer.models.gate): where fitted, every row's
     # candidates are kept to its answer
-    gate: Tree | None = None
+    gate: Gate | None = None
     # whether cuDNN's FFT loops its GEMM over the frequency bins (seer.models.bin_gate): where
     # fitted, it and the nearest configuration name the loops of ungrouped rows (by_bins)
-    bin_gate: Tree | None = None
+    bin_gate: Gate | None = None
     # per kind of row (grouped or not) whose tree the cross-validation did not keep, the simplest
     # tree (leaves of REACH_LEAF rows, on the sizes) grown anyway: it proposes beyond the trust
     # distance only (_with_leaf), never within it
@@ -575,7 +576,12 @@ class Chooser:
                 "; no variant for a filter, stride, dilation, channels a group or padding its algorithm ran often"
                 " without it"
             )
-        if self.gate is not None:
+        if isinstance(self.gate, Forest):
+            rule += (
+                f"; kept to the answer of {len(self.gate.trees)} bagged trees to whether cuDNN runs its direct"
+                f" kernel where fewer than {self.gate.doubt:.0%} of them voted the other way (seer.models.gate)"
+            )
+        elif self.gate is not None:
             rule += (
                 "; kept to a tree's answer to whether cuDNN runs its direct kernel where most of the"
                 f" {DOUBT_NEAREST} nearest training configurations agree and its leaf learnt from one kind"
@@ -701,8 +707,8 @@ class Chooser:
         trees = _keyed_by_kind(d.get("trees", {}))
         voters = int(d["voters"]) if "voters" in d else None
         per_group = bool(d.get("per_group", False))
-        gate = Tree.from_dict(d["gate"]) if "gate" in d else None
-        bin_gate = Tree.from_dict(d["bin_gate"]) if "bin_gate" in d else None
+        gate = gate_from_dict(d["gate"]) if "gate" in d else None
+        bin_gate = gate_from_dict(d["bin_gate"]) if "bin_gate" in d else None
         reach = _keyed_by_kind(d.get("reach_trees", {}))
         return cls(
             d["op"],
@@ -753,8 +759,8 @@ def fit_chooser(
     candidates: int | None = None,
     trees: Mapping[bool, Rule] | None = None,
     per_group: bool = False,
-    gate: Tree | None = None,
-    bin_gate: Tree | None = None,
+    gate: Gate | None = None,
+    bin_gate: Gate | None = None,
     labelled: pd.DataFrame | None = None,
 ) -> Chooser:
     """Learn the variant choice from training rows (`keys`: each row's variant key): the

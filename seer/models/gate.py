@@ -19,8 +19,8 @@ and, where `python -m cudnn_bench census` asked cuDNN, the kernels of its captur
 uncaptured, its workspace queries. A family gets a gate where its timed calls ask for no
 workspace exactly when they run the direct kernel (the forward GEMM algorithm and the
 backward-filter ALGO_1 on the H100 and the H200: tools/direct_fallback.py), so that even an
-uncaptured census labels it; with FitOptions.gates "captured", also every family the census
-captured. That is not the default: grown on the calls alone of IMPLICIT_GEMM and
+uncaptured census labels it; with FitOptions.gates "captured" (the default since the gates are
+forests, below), also every family the census captured. Before, grown on the calls alone of IMPLICIT_GEMM and
 IMPLICIT_PRECOMP_GEMM (4,363 and 4,330 on the H100), whose workspace does not tell, gates raised
 their Test-set-I RMSPE (19.5% -> 28.7% and 26.9% -> 45.4% on the H100); with the first census
 captures (3,409 configurations on the H200, 7% of its design) they lowered the H200's forward
@@ -32,6 +32,17 @@ backward-filter ALGO_1's gates, grown on 581 and 575 timed calls, took that algo
 Test-set-I RMSPE from 626.4% to 53.2% on the H100 and from 36.2% to 79.2% on the H200, where the
 forward GEMM's, grown on 4,257 and 3,368, lowered it on both (65.0% -> 61.9%, 89.5% -> 40.1%;
 2026-11-28, docs/results.md).
+
+A gate is grown as a forest of bagged trees (seer.models.forest). On the H100's Test-set-I calls,
+one tree answered 96.7% of the forward GEMM's and 95.2% of the filter gradient's ALGO_1 right,
+the forest (15 trees) 97.8% and 96.9%. Its split vote also says where the answer is in doubt,
+in place of the nearest configurations' vote: with the forest, Test-set-I RMSPE of the forward GEMM
+went 28.5% -> 22.9% (H100) and 31.0% -> 21.0% (H200), of the filter gradient's ALGO_1
+29.2% -> 25.5% and 32.9% -> 29.3%; asking the neighbours as well gave 25.4% and 29.6% on the H100
+(docs/results.md, "A forest for the direct-kernel gate"). Forests grown also for every family the
+census captured lowered RMSPE further on both GPUs (the H100's data-gradient ALGO_1 35.2% ->
+30.1%, the H200's 29.0% -> 25.1%; its ALGO_0 29.6% -> 21.7%; IMPLICIT_GEMM 19.1% -> 16.3% and
+18.6% -> 16.0%), but the H100's data-gradient ALGO_0 (21.1% -> 22.6%).
 """
 
 from __future__ import annotations
@@ -43,7 +54,8 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer.data import census
-from seer.models.tree import Tree, fit_tree
+from seer.models.forest import Forest, Gate, fit_forest
+from seer.models.tree import fit_tree
 
 DIRECT = "grouped_direct"  # what a direct kernel's variant key holds
 GATE_MIN = 2000  # labelled configurations a gate is grown from, at least
@@ -102,17 +114,18 @@ def captured_any(rows: pd.DataFrame | None, op: str, algo: str) -> bool:
     return bool(((rows["op"] == op) & (rows["algo"] == algo) & (rows["capture"] == "ok")).any())
 
 
-def fit_gate(points: np.ndarray, direct: np.ndarray) -> Tree | None:
+def fit_gate(points: np.ndarray, direct: np.ndarray, forest: bool = False) -> Gate | None:
     """The gate grown on labelled log-configurations (None below GATE_MIN of them or where all
-    share a label)."""
+    share a label): one tree, or with `forest` bagged trees (seer.models.forest)."""
     direct = np.asarray(direct, dtype=bool)
     if len(points) < GATE_MIN or direct.all() or not direct.any():
         return None
-    return fit_tree(points, direct.astype(np.int64), GATE_LEAF, products=True)
+    grow = fit_forest if forest else fit_tree
+    return grow(points, direct.astype(np.int64), GATE_LEAF, products=True)
 
 
 def gated(
-    gate: Tree,
+    gate: Gate,
     logcfg: np.ndarray,
     cand: np.ndarray,
     labels: list[str],
@@ -136,7 +149,9 @@ def gated(
     (H100) and 39.7% -> 38.4% (H200), its median 9.1% -> 9.2% and 8.8% -> 9.1% (docs/results.md,
     "Where its nearest configurations disagree, the gate's answer does not bind"); the mixed
     leaf's 33.2% -> 30.6% and 52.2% -> 50.3%, the H200's filter-gradient ALGO_1 38.4% -> 33.7%
-    (docs/results.md, "A gate leaf of both kinds does not bind")."""
+    (docs/results.md, "A gate leaf of both kinds does not bind"). A forest's answer is in doubt
+    where at least its `doubt` share of trees voted the other way, its nearest configurations not
+    asked (seer.models.forest)."""
     want, mixed = leaf_answer(gate, logcfg)
     direct = is_direct(labels)
     point_direct = direct[label_idx]
@@ -151,11 +166,7 @@ def gated(
             ok[rows, 0] = True
     first = cand[np.arange(len(cand)), np.argmax(ok, axis=1)]
     out = np.where(ok, cand, first[:, None])
-    k = min(DOUBT_NEAREST, len(points))
-    _, near = cKDTree(points).query(logcfg, k=k)
-    near = np.asarray(near).reshape(len(logcfg), k)
-    outvoted = 2 * (point_direct[near] != want[:, None]).sum(axis=1) > k
-    doubt = np.flatnonzero(outvoted | mixed)
+    doubt = np.flatnonzero(mixed if isinstance(gate, Forest) else mixed | _outvoted(want, logcfg, points, point_direct))
     if not len(doubt):
         return out
     both = [out[doubt, :1], cand[doubt]]  # the gate's answer first, then every candidate the row had
@@ -169,7 +180,16 @@ def gated(
     return wider
 
 
-def leaf_answer(gate: Tree, logcfg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _outvoted(want: np.ndarray, logcfg: np.ndarray, points: np.ndarray, point_direct: np.ndarray) -> np.ndarray:
+    """Whether most of the DOUBT_NEAREST training configurations nearest each row ran the other
+    kind of kernel than the gate's answer."""
+    k = min(DOUBT_NEAREST, len(points))
+    _, near = cKDTree(points).query(logcfg, k=k)
+    near = np.asarray(near).reshape(len(logcfg), k)
+    return 2 * (point_direct[near] != want[:, None]).sum(axis=1) > k
+
+
+def leaf_answer(gate: Gate, logcfg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(the gate's answer for each row: its leaf's label, whether its leaf learnt from
     configurations of both kinds of kernel; False for a gate stored before leaves kept their
     members), from one walk of the tree (Tree.candidates: the leaf's label first)."""

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, fields
 
 from seer.errors import SeerError
 
-GATES = ("workspace", "captured")  # FitOptions.gates
+GATES = ("workspace", "captured", "loops")  # FitOptions.gates
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,11 @@ class FitOptions:
     loops_gain: float = 0.05
     # Which convolution families get a gate (seer.models.gate): "workspace", those whose timed
     # calls ask for no workspace exactly when they run cuDNN's direct kernel; "captured", those
-    # and every family the census captured calls of (cudnn_bench.capture), and the FFT's gate of
-    # its loops over the bins from the captures' launches (seer.models.bin_gate), to be measured
-    # before it becomes the default.
-    gates: str = "workspace"
+    # and every family the census captured calls of (cudnn_bench.capture); "loops", also the FFT's
+    # gate of its loops over the bins from the captures' launches (seer.models.bin_gate), which
+    # lowered the H200's data-gradient FFT's Test-set-I RMSPE and raised the H100's (34.3% ->
+    # 30.6%, 30.4% -> 35.2%: docs/results.md, "A forest for the direct-kernel gate").
+    gates: str = "captured"
 
     def __post_init__(self) -> None:
         if self.gates not in GATES:

@@ -131,9 +131,12 @@ def fit_tree(points: np.ndarray, label_idx: np.ndarray, min_leaf: int, products:
 
     x = features(points, products)
     clf = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=0).fit(x, label_idx)
-    t = clf.tree_
+    return of_sklearn(clf.tree_, np.asarray(clf.classes_, dtype=np.int64), min_leaf, products)
+
+
+def of_sklearn(t, classes: np.ndarray, min_leaf: int, products: bool) -> Tree:
+    """A Tree from scikit-learn's fitted `tree_`, whose class j is the label index classes[j]."""
     inner = t.children_left >= 0
-    classes = np.asarray(clf.classes_, dtype=np.int64)
     label = classes[t.value[:, 0, :].argmax(axis=1)]
     members = None
     if classes.max() < MAX_MEMBERS:  # one bit per label index

@@ -302,7 +302,7 @@ BAD = {
     ),
     "gates": (
         lambda d: (
-            d.setdefault("options", {}).update(gates="every") or 'options.gates must be one of "workspace", "captured"'
+            d.setdefault("options", {}).update(gates="every") or 'options.gates must be one of "workspace", "captured", "loops"'
         ),
         'got "every"',
     ),
@@ -469,13 +469,16 @@ def test_a_tree_may_split_the_products_of_a_convolution(tmp_path):
 @pytest.mark.parametrize("name", ["gate", "bin_gate"])
 def test_a_gate_is_a_yes_or_no_tree(name, tmp_path):
     doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
-    gate = copy.deepcopy(next(v["gate"] for v in doc["choosers"].values() if "gate" in v))
-    doc["choosers"]["conv_fwd:FFT"][name] = gate  # a copy: the edit below must be the FFT's alone
-    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
-    leaf = gate["feature"].index(-1)
-    gate["label"][leaf] = 2  # a third answer: a gate has two
-    with pytest.raises(SeerError, match=re.escape(f'choosers["conv_fwd:FFT"].{name}.label[{leaf}]')):
-        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    forest = copy.deepcopy(next(v["gate"] for v in doc["choosers"].values() if "gate" in v))
+    for gate, where in ((forest["forest"][0], f"{name}.label"), (forest, f"{name}.forest[1].label")):
+        doc["choosers"]["conv_fwd:FFT"][name] = gate  # a copy: the edit below must be the FFT's alone
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")  # one tree (older files), or a forest
+        tree = gate["forest"][1] if "forest" in gate else gate
+        leaf = tree["feature"].index(-1)
+        was, tree["label"][leaf] = tree["label"][leaf], 2  # a third answer: a gate has two
+        with pytest.raises(SeerError, match=re.escape(f'choosers["conv_fwd:FFT"].{where}[{leaf}]')):
+            check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+        tree["label"][leaf] = was
 
 
 def test_a_reach_tree_is_checked_as_a_tree(tmp_path):

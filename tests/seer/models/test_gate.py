@@ -3,6 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import pointwise_convs as _convs
+from synthetic import runs_direct as _runs_direct
 
 from seer.data import census
 from seer.data.configs import log_config
@@ -10,37 +12,6 @@ from seer.fit.gpu import _gate
 from seer.models import FitOptions, chooser, gate
 
 DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
-
-
-def _convs(n, seed=0):
-    rng = np.random.default_rng(seed)
-    h = rng.choice([7, 10, 14, 20, 28, 40, 56, 80, 112], n)
-    k = rng.choice([16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512], n)
-    return pd.DataFrame(
-        {
-            "op": "conv_fwd",
-            "batch": rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256], n),
-            "c_in": rng.choice([16, 32, 64, 128, 256, 512, 1024], n),
-            "h_in": h,
-            "w_in": h,
-            "c_out": k,
-            "kh": 1,
-            "kw": 1,
-            "stride_h": 1,
-            "stride_w": 1,
-            "pad_h": 0,
-            "pad_w": 0,
-            "dil_h": 1,
-            "dil_w": 1,
-            "groups": 1,
-        }
-    )
-
-
-def _runs_direct(df):
-    """The rule of the synthetic library: the direct kernel below 128 output channels on large
-    images, the explicit GEMM elsewhere (no single size decides it)."""
-    return ((df["c_out"] < 128) & (df["h_in"] * df["w_in"] * df["batch"] > 4096)).to_numpy()
 
 
 def test_a_gate_needs_enough_labels_of_both_kinds():
@@ -94,7 +65,6 @@ def test_a_row_without_a_candidate_of_the_gates_answer_takes_the_nearest_that_ra
     label_idx = np.array([0, 1, 1])
     kinds = np.zeros(3, dtype=bool)
 
-
     cand = np.array([[0, 0], [0, 1]])
     q = np.array([[4.0, 5.0], [0.0, 0.0]])
     out = gate.gated(Always(), q, cand, labels, points, label_idx, kinds, np.zeros(2, dtype=bool))
@@ -108,7 +78,6 @@ def test_where_most_of_its_nearest_configurations_ran_the_other_kernel_both_kind
     points = np.array(explicit + direct)
     label_idx = np.array([0] * 5 + [1] * 5)
     kinds = np.zeros(10, dtype=bool)
-
 
     q = np.array([[0.2, 0.3], [8.6, 8.7], [0.4, 0.4]])
     cand = np.array([[1], [1], [0]])
@@ -217,8 +186,8 @@ def test_captured_calls_label_the_census_whatever_their_workspace():
 def test_with_gates_captured_a_family_whose_workspace_does_not_tell_gets_one_from_its_captures():
     blind = pd.concat([_family(500, 0), _family(200, 1, split="test")]).assign(workspace_bytes=4096)
     census_rows = _captured(_convs(3000, seed=3)).assign(op="conv_fwd")
-    assert _gate(blind, "conv_fwd", "GEMM", census_rows) is None  # the default: the workspace must tell
-    g = _gate(blind, "conv_fwd", "GEMM", census_rows, gates="captured")
+    assert _gate(blind, "conv_fwd", "GEMM", census_rows, gates="workspace") is None  # the workspace must tell
+    g = _gate(blind, "conv_fwd", "GEMM", census_rows)  # the default: "captured"
     test = _convs(500, seed=6)
     assert (g.predict(log_config(test, "conv_fwd")).astype(bool) == _runs_direct(test)).mean() > 0.97
     assert (

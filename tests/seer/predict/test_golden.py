@@ -168,7 +168,13 @@ seer.fit.census_keys.MAJORITY_MIN) h100-sxm refitted on its unchanged records: i
 IMPLICIT_PRECOMP_GEMM conv and rank time entries, 2 rows each (1.03-1.40x), and one rank order
 each of IMPLICIT_GEMM and IMPLICIT_PRECOMP_GEMM; the L4's, moved from them, FFT 58 rows (median
 0.98x, 0.72-1.52x), IMPLICIT_PRECOMP_GEMM 59 (within 0.2%), IMPLICIT_GEMM 1 (0.83x), and rank
-orders of FFT (4), IMPLICIT_GEMM (2), IMPLICIT_PRECOMP_GEMM and WINOGRAD (1 each)."""
+orders of FFT (4), IMPLICIT_GEMM (2), IMPLICIT_PRECOMP_GEMM and WINOGRAD (1 each). Then (issue 25,
+session 44) the direct-kernel gates grown as forests, for every family the census captured
+(seer.models.forest, FitOptions.gates "captured"): h100-sxm's GEMM conv and rank time entries of 10
+rows whose im2col buffer is 96-594 GB, beyond any labelled configuration, now the direct kernel
+(9.6-14.2x; 12 of the 15 trees vote for it; the census's one configuration over 128 GB ran it), the
+L4's moved from them (1.26-1.31x), and rank entries of GEMM, IMPLICIT_GEMM and
+IMPLICIT_PRECOMP_GEMM (h100-sxm 8, 8, 7; the L4's GEMM and IMPLICIT_GEMM 6 each)."""
 
 from __future__ import annotations
 
