@@ -31,14 +31,6 @@ class Forest:
     trees: tuple[Tree, ...]
     doubt: float = DOUBT_SHARE
 
-    @property
-    def min_leaf(self) -> int:
-        return self.trees[0].min_leaf
-
-    @property
-    def products(self) -> bool:
-        return self.trees[0].products
-
     def votes(self, x: np.ndarray) -> np.ndarray:
         """The share of the trees answering yes for each row of x (log-configurations)."""
         return np.mean([t.predict(x) for t in self.trees], axis=0) if len(x) else np.zeros(0)
