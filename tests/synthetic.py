@@ -140,6 +140,10 @@ def typed_records(n: int = 900, seed: int = 2, noise: float = 0.01) -> pd.DataFr
     return records.validate(d)
 
 
+# variant keys of the direct kernel and of the explicit GEMM (the direct-kernel gate's tests)
+DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
+
+
 def pointwise_convs(n: int, seed: int = 0) -> pd.DataFrame:
     """Ungrouped 1x1 forward convolutions of random sizes (the direct-kernel gate's tests)."""
     rng = np.random.default_rng(seed)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
+from synthetic import DIRECT, EXPLICIT
 from synthetic import pointwise_convs as _convs
 from synthetic import runs_direct as _runs_direct
 
@@ -13,8 +15,6 @@ from seer.errors import SeerError
 from seer.fitsfile import check
 from seer.models import forest, gate
 from seer.models.tree import Tree
-
-DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
 
 
 def _labelled(n=gate.GATE_MIN, seed=0):
@@ -83,14 +83,12 @@ def test_a_forests_doubt_is_its_vote_not_its_neighbours():
     q, cand = np.array([[0.2, 0.3]]), np.array([[1]])
     args = (q, cand, labels, points, label_idx, kinds, np.zeros(1, dtype=bool))
 
+    @dataclass(frozen=True)
     class Voted(forest.Forest):
-        def __init__(self, share):
-            object.__setattr__(self, "share", share)
-            object.__setattr__(self, "trees", ())
-            object.__setattr__(self, "doubt", forest.DOUBT_SHARE)
+        share: float = 1.0  # every row's share of trees voting "direct"
 
         def votes(self, x):
             return np.full(len(x), self.share)
 
-    assert set(gate.gated(Voted(1.0), *args)[0]) == {1}
-    assert set(gate.gated(Voted(0.6), *args)[0]) == {0, 1}
+    assert set(gate.gated(Voted((), share=1.0), *args)[0]) == {1}
+    assert set(gate.gated(Voted((), share=0.6), *args)[0]) == {0, 1}

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import DIRECT, EXPLICIT
 from synthetic import pointwise_convs as _convs
 from synthetic import runs_direct as _runs_direct
 
@@ -10,8 +11,6 @@ from seer.data import census
 from seer.data.configs import log_config
 from seer.fit.gpu import _gate
 from seer.models import FitOptions, chooser, gate
-
-DIRECT, EXPLICIT = "grouped_direct_010000_0_0", "explicit_convolve_sgemm_128"
 
 
 def test_a_gate_needs_enough_labels_of_both_kinds():
