@@ -12,6 +12,7 @@ from seer.data import configs
 from seer.data.prepare import VARIANT_OPS, content_hash, prepare
 from seer.data.records import CONV_OPS
 from seer.errors import SeerError
+from seer.evaluate.coverage import COVERAGE_KEYS, coverage_table
 from seer.evaluate.metrics import ACCURACY_KEYS, INTERVAL_KEYS, accuracy, accuracy_table, format_table
 from seer.evaluate.naming import NAMING_KEYS, naming_table
 from seer.evaluate.noise import rerun_line, rerun_table
@@ -46,6 +47,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
         g = g.copy()
         g["pred_config"] = np.nan
         g["named"] = ""
+        g["beyond"] = False
         for op, rows in g.groupby("op").groups.items():
             sub = g.loc[rows]
             covered = _covered(f, op, sub)
@@ -66,6 +68,7 @@ def test_set_one(rec: pd.DataFrame, fits_dir: Path, log=print, gpu: str | None =
                 got = f.predict_frame(sub[covered])
                 g.loc[sub.index[covered], "pred_config"] = got["time_ms"].to_numpy()
                 g.loc[sub.index[covered], "named"] = got["kernel"].to_numpy()
+                g.loc[sub.index[covered], "beyond"] = got["extrapolated"].to_numpy()
         known = g["key"].isin(list(f.variants))
         g["pred_variant"] = np.nan
         if known.any():
@@ -115,6 +118,7 @@ def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
         for lvl, by in LEVELS.items()
     }
     tables["algo_naming"] = naming_table(test, LEVELS["algo"])
+    tables["algo_coverage"] = coverage_table(test, LEVELS["algo"])
     kv = test["pred_variant"].notna()
     tables["op_known_variant"] = accuracy_table(test[kv], "pred_variant", "time_ms", LEVELS["op"])
     if (test["time_dedrifted"] != test["time_ms"]).any():
@@ -122,7 +126,7 @@ def set_one_tables(test: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return tables
 
 
-METRIC_KEYS = (*ACCURACY_KEYS, *INTERVAL_KEYS, *NAMING_KEYS)
+METRIC_KEYS = tuple(dict.fromkeys((*ACCURACY_KEYS, *INTERVAL_KEYS, *NAMING_KEYS, *COVERAGE_KEYS)))
 
 
 def _json_groups(table: pd.DataFrame, by: list[str]) -> dict:
@@ -161,6 +165,12 @@ def run_set_one(args) -> int:
             "timed by the model of the variant it ran; seer.evaluate.naming):\n"
         )
         print(format_table(tables["algo_naming"], NAMING_KEYS[2:]))
+        print(
+            "\nWhere the rows lie, per algorithm: within the trust distance of the training configurations "
+            "their prediction drew on, or beyond it (beyond: the share of the rows beyond; beyond_err_share: "
+            "the share of the squared error on them; seer.evaluate.coverage):\n"
+        )
+        print(format_table(tables["algo_coverage"], COVERAGE_KEYS[1:]))
     print("\nWith the variant known (SEER's Test-set-I per variant):\n")
     print(format_table(tables["op_known_variant"]))
     if "op_dedrifted" in tables:

@@ -55,11 +55,15 @@ def test_set_one_by_algo_says_where_the_error_lies(fitted, capsys):
     out = fitted / "set1_algo.json"
     args = ["--set", "I", "--data", str(fitted / "data.csv"), "--fits", str(fitted / "fits"), "--by", "algo"]
     assert evaluate_cli.main([*args, "--out", str(out)]) == 0
-    assert "Where the error lies, per algorithm" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "Where the error lies, per algorithm" in printed and "Where the rows lie, per algorithm" in printed
     naming = json.loads(out.read_text())["algo_naming"]
     over, algo = naming["overall"], naming["Tesla T4/conv_fwd/IMPLICIT_GEMM"]
     assert over["n"] == json.loads(out.read_text())["overall"]["n"]
     assert 0.5 < algo["named_right"] <= 1 and algo["rmspe_named_right"] <= algo["rmspe"] + 1e-12
+    coverage = json.loads(out.read_text())["algo_coverage"]
+    assert coverage["overall"]["n"] == over["n"]
+    assert 0 <= coverage["overall"]["beyond"] < 1  # some test row lies near training rows
 
 
 def test_set_one_csv(fitted):
