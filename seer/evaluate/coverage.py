@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seer.evaluate.metrics import ape
+from seer.evaluate.metrics import ape, per_group
 
 COVERAGE_KEYS = ("n", "beyond", "rmspe_within", "rmspe_beyond", "beyond_err_share")
 
@@ -29,16 +29,13 @@ def coverage_table(test: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     beyond; the share of the squared relative error on the rows beyond."""
     t = test[test["pred_config"].notna()]
     t = t.assign(_se=ape(t["pred_config"], t["time_ms"]) ** 2, _beyond=t["beyond"].astype(bool))
-    rows = [_row(g, dict(zip(by, k if isinstance(k, tuple) else (k,)))) for k, g in t.groupby(by, sort=True)]
-    rows.append(_row(t, dict.fromkeys(by, "overall")))
-    return pd.DataFrame(rows, columns=[*by, *COVERAGE_KEYS])
+    return per_group(t, by, _row, COVERAGE_KEYS)
 
 
-def _row(g: pd.DataFrame, label: dict) -> dict:
+def _row(g: pd.DataFrame) -> dict:
     se, far = g["_se"].to_numpy(), g["_beyond"].to_numpy()
     total = se.sum()
     return {
-        **label,
         "n": len(g),
         "beyond": float(far.mean()) if len(g) else np.nan,
         "rmspe_within": _rmspe(se[~far]),

@@ -5,7 +5,7 @@ APE = |t_pred - t_meas| / t_meas. Results are fractions, not percents.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -86,6 +86,16 @@ def accuracy_table(
     if overall or not by:
         rows.append({**{b: "overall" for b in by}, **metrics(df)})
     keys = [*ACCURACY_KEYS[:2], *INTERVAL_KEYS, *ACCURACY_KEYS[2:]] if interval else list(ACCURACY_KEYS)
+    return pd.DataFrame(rows, columns=[*by, *keys])
+
+
+def per_group(
+    df: pd.DataFrame, by: list[str], row: Callable[[pd.DataFrame], dict], keys: Sequence[str]
+) -> pd.DataFrame:
+    """A table of `row`'s figures (columns `keys`) for each group of `by`, then for every row
+    together (labelled "overall")."""
+    rows = [{**dict(zip(by, k if isinstance(k, tuple) else (k,))), **row(g)} for k, g in df.groupby(by, sort=True)]
+    rows.append({**dict.fromkeys(by, "overall"), **row(df)})
     return pd.DataFrame(rows, columns=[*by, *keys])
 
 

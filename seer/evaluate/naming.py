@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from seer.evaluate.metrics import ape
+from seer.evaluate.metrics import ape, per_group
 
 NAMING_KEYS = ("n", "as_forward", "named_right", "wrong_err_share", "rmspe", "rmspe_named_right", "rmspe_known")
 
@@ -36,19 +36,16 @@ def naming_table(test: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         _right=named == t["key"].astype(str),
         _se_known=ape(t["pred_variant"], t["time_ms"]) ** 2,
     )
-    rows = [_row(g, dict(zip(by, k if isinstance(k, tuple) else (k,)))) for k, g in t.groupby(by, sort=True)]
-    rows.append(_row(t, dict.fromkeys(by, "overall")))
-    return pd.DataFrame(rows, columns=[*by, *NAMING_KEYS])
+    return per_group(t, by, _row, NAMING_KEYS)
 
 
-def _row(g: pd.DataFrame, label: dict) -> dict:
+def _row(g: pd.DataFrame) -> dict:
     judged = ~g["_forward"]
     right = judged & g["_right"]
     se = g["_se"].to_numpy()
     total = se.sum()
     known = g["_se_known"].dropna()
     return {
-        **label,
         "n": len(g),
         "as_forward": int(g["_forward"].sum()),
         "named_right": float(right.sum() / judged.sum()) if judged.any() else np.nan,
