@@ -64,12 +64,35 @@ def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
     if usable.any():
         usable &= ~_constant_but_last(X, usable)
         A = Xw[:, usable] / norm[usable]
+        first, copies = _same_columns(A)
+        B = A[:, first]
         try:
-            sol = nnls(A, np.ones(len(y)), maxiter=50 * A.shape[1])[0]
+            sol = nnls(B, np.ones(len(y)), maxiter=50 * B.shape[1])[0]
         except RuntimeError:  # NNLS did not converge (degenerate columns): the bounded solver
-            sol = lsq_linear(A, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
-        p[usable] = sol / norm[usable]
+            sol = lsq_linear(B, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
+        p[usable] = sol[copies] / np.bincount(copies)[copies] / norm[usable]
     return WLSResult(p, X, y)
+
+
+def _same_columns(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """(the first of each set of equal unit-norm columns, each column's set): features the
+    rows never told apart (waves W and blocks per SM S of a variant that holds one block an SM,
+    a helper's bytes a multiple of another's over the rows). NNLS gave such a set's weight to
+    one of them by the last bits of the BLAS, so the fits changed with the CPU (the H100's
+    grouped direct kernels took W*Kb on one machine, S*Kb on another, and a helper term
+    direct_G or out_MB); the weight is split evenly instead, the least-norm answer, the same on
+    every machine."""
+    first: list[int] = []
+    copies = np.empty(A.shape[1], dtype=np.intp)
+    for j in range(A.shape[1]):
+        for i, f in enumerate(first):
+            if np.max(np.abs(A[:, j] - A[:, f])) <= tol:
+                copies[j] = i
+                break
+        else:
+            copies[j] = len(first)
+            first.append(j)
+    return np.asarray(first, dtype=np.intp), copies
 
 
 def _constant_but_last(X: np.ndarray, usable: np.ndarray) -> np.ndarray:

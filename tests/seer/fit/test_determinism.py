@@ -124,3 +124,26 @@ def test_a_column_constant_over_the_rows_leaves_its_weight_to_the_constant():
     swapped = nonnegative_wls(X[:, [0, 2, 1]], y).params  # the last constant is now the waves
     assert swapped[1] == 0
     np.testing.assert_allclose([swapped[0], 6 * swapped[2]], alone.params, rtol=1e-9)
+
+
+def test_columns_equal_over_the_rows_share_their_weight_in_any_order():
+    """Waves W and blocks per SM S of a variant that holds one block an SM are one column over
+    its rows (a helper's bytes a multiple of another's likewise): NNLS gave the weight to one of
+    them by the BLAS's last bits (the H100's grouped direct kernels took W*Kb on one CPU, S*Kb on
+    another). Each takes an equal share of the weight the set takes alone, scaled to its norm,
+    whatever the columns' order."""
+    rng = np.random.default_rng(2)
+    n = 120
+    waves = rng.integers(1, 40, n).astype(float)
+    work = rng.uniform(1, 50, n)
+    y = 0.05 * waves + 0.01 * work + 0.2 + rng.normal(0, 0.005, n)
+    X = np.column_stack([waves, work, waves, 3.0 * waves, np.ones(n)])  # W, work, S, a multiple, 1
+    r = nonnegative_wls(X, y).params
+    alone = nonnegative_wls(X[:, [0, 1, 4]], y).params
+    np.testing.assert_allclose(r[[1, 4]], alone[1:], rtol=1e-9)
+    np.testing.assert_allclose(r[[0, 2, 3]] * [1, 1, 3], alone[0] / 3, rtol=1e-9)
+    np.testing.assert_allclose(X @ r, X[:, [0, 1, 4]] @ alone, rtol=1e-12)
+    order = [3, 4, 0, 2, 1]  # the constant no longer last: nothing else here is constant
+    moved = np.empty(5)
+    moved[order] = nonnegative_wls(X[:, order], y).params
+    np.testing.assert_allclose(moved, r, rtol=1e-9)

@@ -174,7 +174,12 @@ session 44) the direct-kernel gates grown as forests, for every family the censu
 rows whose im2col buffer is 96-594 GB, beyond any labelled configuration, now the direct kernel
 (9.6-14.2x; 12 of the 15 trees vote for it; the census's one configuration over 128 GB ran it), the
 L4's moved from them (1.26-1.31x), and rank entries of GEMM, IMPLICIT_GEMM and
-IMPLICIT_PRECOMP_GEMM (h100-sxm 8, 8, 7; the L4's GEMM and IMPLICIT_GEMM 6 each)."""
+IMPLICIT_PRECOMP_GEMM (h100-sxm 8, 8, 7; the L4's GEMM and IMPLICIT_GEMM 6 each). Then (issue 25,
+session 46) a fit's columns equal over its rows given equal shares of their weight, not all of it
+to whichever NNLS took by the BLAS's last bits (seer.models.solver), every bundled GPU refitted:
+time entries of every GPU but h100-sxm moved by a median 0.99-1.001x (t4's WINOGRAD 0.993x; the
+L4's FFT down to 0.64x on one row), h100-sxm's only on one FFT row (1.03x); no rank order or best
+entry."""
 
 from __future__ import annotations
 
