@@ -82,17 +82,16 @@ def _same_columns(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.nda
     grouped direct kernels took W*Kb on one machine, S*Kb on another, and a helper term
     direct_G or out_MB); the weight is split evenly instead, the least-norm answer, the same on
     every machine."""
-    first: list[int] = []
-    copies = np.empty(A.shape[1], dtype=np.intp)
-    for j in range(A.shape[1]):
-        for i, f in enumerate(first):
-            if np.max(np.abs(A[:, j] - A[:, f])) <= tol:
+    sums = A.sum(axis=0)  # equal columns have equal sums: only those pairs are compared
+    maybe = np.abs(sums[:, None] - sums[None, :]) <= tol * len(A)
+    copies = np.arange(A.shape[1])
+    for j in np.flatnonzero(np.triu(maybe, 1).any(axis=0)):
+        for i in np.flatnonzero(maybe[:j, j] & (copies[:j] == np.arange(j))):
+            if np.max(np.abs(A[:, j] - A[:, i])) <= tol:
                 copies[j] = i
                 break
-        else:
-            copies[j] = len(first)
-            first.append(j)
-    return np.asarray(first, dtype=np.intp), copies
+    first, copies = np.unique(copies, return_inverse=True)
+    return first, copies
 
 
 def _constant_but_last(X: np.ndarray, usable: np.ndarray) -> np.ndarray:
