@@ -28,15 +28,26 @@ class WLSResult:
     params: np.ndarray
     X: np.ndarray
     y: np.ndarray
+    rep: np.ndarray | None = None  # each column's set of equal columns by its first (_same_columns)
 
     @cached_property
     def _stats(self) -> tuple[np.ndarray, float]:
+        """On the columns solved (one of each set of equal columns: statsmodels' pseudo-inverse
+        of a singular design would leave the split to rounding); a set's members share the
+        standard error as they share its weight."""
+        idx = np.arange(len(self.params))
+        rep = idx if self.rep is None else self.rep
         se = np.zeros(len(self.params))
-        kept = self.params > 0
+        kept = (self.params > 0) & (rep == idx)
         if not kept.any():
             return se, float("nan")
         r = wls_relative(self.X[:, kept], self.y)
         se[kept] = np.nan_to_num(r.bse, nan=0.0)
+        shared = (np.bincount(rep, minlength=len(rep))[rep] > 1) & (self.params > 0)
+        if shared.any():
+            whole = np.zeros(len(self.params))
+            whole[kept] = r.params  # the set's whole weight, on its first column
+            se[shared] = se[rep[shared]] * self.params[shared] / whole[rep[shared]]
         return se, float(r.rsquared)
 
     @property
@@ -61,6 +72,7 @@ def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
     norm = np.sqrt(np.add.reduce(Xw * Xw, axis=0))  # np.linalg.norm(Xw, axis=0), without its checks
     usable = norm > 0
     p = np.zeros(X.shape[1])
+    rep = np.arange(X.shape[1])
     if usable.any():
         usable &= ~_constant_but_last(X, usable)
         A = Xw[:, usable] / norm[usable]
@@ -71,7 +83,9 @@ def nonnegative_wls(X: np.ndarray, y: np.ndarray) -> WLSResult:
         except RuntimeError:  # NNLS did not converge (degenerate columns): the bounded solver
             sol = lsq_linear(B, np.ones(len(y)), bounds=(0.0, np.inf), method="bvls").x
         p[usable] = sol[copies] / np.bincount(copies)[copies] / norm[usable]
-    return WLSResult(p, X, y)
+        cols = np.flatnonzero(usable)
+        rep[cols] = cols[first[copies]]
+    return WLSResult(p, X, y, rep)
 
 
 def _same_columns(A: np.ndarray, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:

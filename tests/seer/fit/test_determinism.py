@@ -131,18 +131,22 @@ def test_columns_equal_over_the_rows_share_their_weight_in_any_order():
     its rows (a helper's bytes a multiple of another's likewise): NNLS gave the weight to one of
     them by the BLAS's last bits (the H100's grouped direct kernels took W*Kb on one CPU, S*Kb on
     another). Each takes an equal share of the weight the set takes alone, scaled to its norm,
-    whatever the columns' order."""
+    whatever the columns' order; their standard errors are shared the same way."""
     rng = np.random.default_rng(2)
     n = 120
     waves = rng.integers(1, 40, n).astype(float)
     work = rng.uniform(1, 50, n)
     y = 0.05 * waves + 0.01 * work + 0.2 + rng.normal(0, 0.005, n)
     X = np.column_stack([waves, work, waves, 3.0 * waves, np.ones(n)])  # W, work, S, a multiple, 1
-    r = nonnegative_wls(X, y).params
-    alone = nonnegative_wls(X[:, [0, 1, 4]], y).params
-    np.testing.assert_allclose(r[[1, 4]], alone[1:], rtol=1e-9)
-    np.testing.assert_allclose(r[[0, 2, 3]] * [1, 1, 3], alone[0] / 3, rtol=1e-9)
-    np.testing.assert_allclose(X @ r, X[:, [0, 1, 4]] @ alone, rtol=1e-12)
+    fit, alone = nonnegative_wls(X, y), nonnegative_wls(X[:, [0, 1, 4]], y)
+    r = fit.params
+    np.testing.assert_allclose(r[[1, 4]], alone.params[1:], rtol=1e-9)
+    np.testing.assert_allclose(r[[0, 2, 3]] * [1, 1, 3], alone.params[0] / 3, rtol=1e-9)
+    np.testing.assert_allclose(X @ r, X[:, [0, 1, 4]] @ alone.params, rtol=1e-12)
+    assert alone.bse[0] > 0
+    np.testing.assert_allclose(fit.bse[[1, 4]], alone.bse[1:], rtol=1e-9)
+    np.testing.assert_allclose(fit.bse[[0, 2, 3]] * [1, 1, 3], alone.bse[0] / 3, rtol=1e-9)
+    np.testing.assert_allclose(fit.rsquared, alone.rsquared, rtol=1e-12)
     order = [3, 4, 0, 2, 1]  # the constant no longer last: nothing else here is constant
     moved = np.empty(5)
     moved[order] = nonnegative_wls(X[:, order], y).params
