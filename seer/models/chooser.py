@@ -276,7 +276,7 @@ class Chooser:
                 cand, inside = self.nearest(logcfg, self.k, order)[1], np.zeros(len(logcfg), dtype=bool)
             else:
                 cand, inside = self.nearest_within(logcfg, radius, self.k, order)
-            return self._gated(logcfg, self._kept(logcfg, cand)), inside
+            return self._settled(logcfg, cand), inside
         cand, inside = self.nearest_within(logcfg, radius, self.k, order)
         cand = self._with_leaf(logcfg, cand, ~inside)
         treed = inside & np.isin(kind_of(logcfg, self.op), list(self.trees))  # a kind without a tree keeps the nearest
@@ -284,7 +284,7 @@ class Chooser:
             members = self._direct_doubted(self.tree_candidates(logcfg[treed]), cand[treed])
             cand = _widened(cand, members.shape[1])
             cand[treed] = _widened(members, cand.shape[1])
-        return self._gated(logcfg, self._kept(logcfg, cand)), inside
+        return self._settled(logcfg, cand), inside
 
     def _direct_doubted(self, members: np.ndarray, near: np.ndarray) -> np.ndarray:
         """Tree leaf members (label rows), each row whose leaf answers a direct kernel
@@ -329,6 +329,18 @@ class Chooser:
                 hit = True
         return out if hit else cand
 
+    def _settled(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """The candidates kept to the shape rules (_kept), to the gate's answer (_gated), and to
+        the shape rules again. Where a row's candidates hold no kernel of the gate's kind, the
+        gate brings the nearest training configuration's, which may be one the row cannot run:
+        the depthwise 3x3 template for a 5x5 depthwise layer, 15 of the H200's Test-set-I forward
+        IMPLICIT_GEMM rows at -20 to -32% each, -4 to +10% once kept again. With that, and
+        by_support's replacements kept to the templates a row runs, the H100's backward-filter
+        ALGO_1 went 25.5% -> 24.9% and the H200's backward-data ALGO_1 25.2% -> 23.1%, no
+        algorithm up by more than 0.1 point (docs/results.md, "The gate's kernel kept to the
+        shapes it runs")."""
+        return self._kept(logcfg, self._gated(logcfg, self._kept(logcfg, cand)))
+
     def _kept(self, logcfg: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """The candidates kept to what the configuration's filter shape decides (by_filter), to
         the direct kernel's templates it runs (by_template) and to a bin loop only where its
@@ -344,7 +356,9 @@ class Chooser:
         gave the H100's filter-gradient depthwise kernel to layers of 2 channels a group and to
         dilated ones, 4-30x short (docs/results.md, "A kernel proposed only for shapes it runs"),
         and the forward direct kernel to a padded layer, 5.7x over (docs/results.md, "Padding
-        among the shapes a kernel runs")."""
+        among the shapes a kernel runs"). No replacement is a direct kernel's template the row
+        cannot run (`unrunnable`): the H100's Test-set-I layer of 4 groups of 7 channels, 7x7,
+        was given the 3x3 template of 2 channels a group, 62% short."""
         support = self.support()
         if support is None:
             return cand
@@ -357,7 +371,8 @@ class Chooser:
         width = cand.shape[1]
         out = _widened(cand, width + SUPPORT_NEAREST - 1)
         point_kinds = kind_of(self.points, self.op)
-        patterns, which = np.unique(np.column_stack([kinds[rows], ruled[rows]]), axis=0, return_inverse=True)
+        barred = ruled[rows] | self.unrunnable(logcfg[rows])
+        patterns, which = np.unique(np.column_stack([kinds[rows], barred]), axis=0, return_inverse=True)
         for p, pattern in enumerate(patterns):  # a few: rows alike in kind and in what is ruled out
             at = rows[which.ravel() == p]
             allowed = np.flatnonzero((point_kinds == pattern[0]) & ~pattern[1:][self.label_idx])
@@ -371,6 +386,13 @@ class Chooser:
             sub[:, width : width + k - 1] = near[:, 1:]
             sub[:, width + k - 1 :] = near[:, :1]
             out[at] = sub
+        return out
+
+    def unrunnable(self, logcfg: np.ndarray) -> np.ndarray:
+        """(rows, labels): True for a direct-kernel template (seer.models.template) the row cannot run."""
+        out = np.zeros((len(logcfg), len(self.labels)), dtype=bool)
+        for lab, (t, _) in self.direct_templates().items():
+            out[:, lab] = ~t.admits(logcfg, self.op)
         return out
 
     def support(self) -> VariantSupport | None:
@@ -677,7 +699,7 @@ class Chooser:
             batch = configs.ConfigBatch.of(batch, self.op)
         x = batch.logcfg
         cand = self.tree_candidates(x) if self.trees else self.nearest(x)[1]
-        return np.asarray(self.labels, dtype=object)[self._gated(x, self._kept(x, cand))[:, 0]]
+        return np.asarray(self.labels, dtype=object)[self._settled(x, cand)[:, 0]]
 
     def to_dict(self) -> dict:
         return {

@@ -68,3 +68,52 @@ def test_the_chooser_names_the_most_specialised_template_the_row_runs():
     one = chooser.fit_chooser(train.iloc[24:], "conv_fwd", "GEMM", keys.iloc[24:], candidates=1)
     same = np.zeros((4, 1), dtype=int)
     assert (one.by_template(x, same) == same).all()  # one template: nothing to choose
+
+
+class _Direct:
+    """A gate whose every leaf answers "direct" (seer.models.gate.leaf_answer reads `candidates`)."""
+
+    def predict(self, x):
+        return np.ones(len(x), dtype=np.int64)
+
+    def candidates(self, x):
+        return np.ones((len(x), 1), dtype=np.int64)
+
+
+def test_the_template_the_gate_brings_is_kept_to_the_shapes_the_row_runs():
+    explicit = "conv_fwd:GEMM:explicit_convolve_sgemm_128_6_7_3_3_5_0"
+    # a 5x5 depthwise layer whose nearest configurations ran the explicit GEMM; the nearest that
+    # ran a direct kernel ran the 3x3 template, the 5x5 template ran far off in channels
+    train = pd.concat(
+        [_conv(64, 64, 64, 5, 12), _conv(64, 64, 64, 3, 12), _conv(1024, 1024, 1024, 5, 12)], ignore_index=True
+    )
+    keys = pd.Series([explicit] * 12 + [DEPTHWISE_3] * 12 + [DEPTHWISE] * 12)
+    ch = chooser.fit_chooser(train, "conv_fwd", "GEMM", keys, candidates=1, gate=_Direct())
+    q = _conv(64, 64, 64, 5, 3)
+    assert (ch.nearest(configs.log_config(q, "conv_fwd"))[1] == ch.labels.index(explicit)).all()
+    # the gate brings the nearest direct configuration's template, which cannot run the row:
+    # kept again to the templates the row runs, its own
+    assert ch.choose(q).tolist() == [DEPTHWISE] * 3
+    cand = np.asarray(ch.labels)[ch.propose(configs.log_config(q, "conv_fwd"), radius=1.5)[0]]
+    # the gate's answer first; the explicit GEMM of the nearest competes (its answer is in doubt)
+    assert (cand[:, 0] == DEPTHWISE).all() and not (cand == DEPTHWISE_3).any()
+
+
+def test_a_shape_ruled_out_is_never_replaced_by_a_template_the_row_cannot_run():
+    explicit = "conv_fwd:GEMM:explicit_convolve_sgemm_128_6_7_3_3_5_0"
+    two_3 = "conv_fwd:GEMM:grouped_direct_010000_2_3"
+    padded = {"pad_h": 1, "pad_w": 1}
+    # the explicit GEMM never ran a padded layer of the many here; the 3x3 template of two
+    # channels a group ran few layers, nearest the query; the generic one ran far off
+    train = pd.concat(
+        [_conv(56, 56, 8, 3, 40), _conv(512, 512, 8, 3, 40).assign(**padded), _conv(16, 16, 8, 3, 4)],
+        ignore_index=True,
+    )
+    keys = pd.Series([explicit] * 40 + [GENERIC] * 40 + [two_3] * 4)
+    ch = chooser.fit_chooser(train, "conv_fwd", "GEMM", keys, candidates=1)
+    x = configs.log_config(_conv(56, 56, 8, 3).assign(**padded), "conv_fwd")  # 7 channels a group, padded
+    others = np.flatnonzero(np.asarray(ch.labels)[ch.label_idx] != explicit)
+    nearest = others[np.argmin(((ch.points[others] - x) ** 2).sum(axis=1))]
+    assert ch.labels[ch.label_idx[nearest]] == two_3  # the replacement the nearest would give
+    out = np.asarray(ch.labels)[ch.by_support(x, np.array([[ch.labels.index(explicit)]]))]
+    assert out[0, 0] == GENERIC and two_3 not in out
