@@ -174,3 +174,17 @@ def runs_direct(df: pd.DataFrame) -> np.ndarray:
     """The rule of the synthetic library: the direct kernel below 128 output channels on large
     images, the explicit GEMM elsewhere (no single size decides it)."""
     return ((df["c_out"] < 128) & (df["h_in"] * df["w_in"] * df["batch"] > 4096)).to_numpy()
+
+
+class Always:
+    """A direct-kernel gate (seer.models.gate) that always answers "direct", from leaves of direct
+    configurations only (or, with `mixed`, of both kinds)."""
+
+    def __init__(self, mixed=False):
+        self.mixed = mixed
+
+    def predict(self, x):
+        return np.ones(len(x), dtype=np.int64)
+
+    def candidates(self, x):
+        return np.tile([1, 0] if self.mixed else [1], (len(x), 1)).astype(np.int64)

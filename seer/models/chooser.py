@@ -542,7 +542,7 @@ class Chooser:
         if len(temps) < 2:
             return cand
         labs = np.fromiter(temps, dtype=cand.dtype)
-        runs = [t.admits(logcfg, self.op) for t, _ in temps.values()]
+        runs = ~self.unrunnable(logcfg)[:, labs].T  # per template, the rows that can run it
         shape = logcfg[:, configs.FILTER_COLUMNS]
         score = np.full((len(logcfg), len(labs)), -1)
         for j, (t, seen) in enumerate(temps.values()):

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import DIRECT, EXPLICIT
+from synthetic import DIRECT, EXPLICIT, Always
 from synthetic import pointwise_convs as _convs
 from synthetic import runs_direct as _runs_direct
 
@@ -42,20 +42,6 @@ def test_the_gate_keeps_each_rows_candidates_to_its_answer():
     assert back.gate is not None and (back.choose(q) == gated.choose(q)).all()
     assert "direct kernel" in back.rule and "direct kernel" not in plain.rule
     assert "gate" not in plain.to_dict()
-
-
-class Always:
-    """A gate that always answers "direct", from leaves of direct configurations only (or, with
-    `mixed`, of both kinds)."""
-
-    def __init__(self, mixed=False):
-        self.mixed = mixed
-
-    def predict(self, x):
-        return np.ones(len(x), dtype=np.int64)
-
-    def candidates(self, x):
-        return np.tile([1, 0] if self.mixed else [1], (len(x), 1)).astype(np.int64)
 
 
 def test_a_row_without_a_candidate_of_the_gates_answer_takes_the_nearest_that_ran_it():

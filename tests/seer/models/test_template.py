@@ -1,5 +1,6 @@
 import numpy as np
 import pandas as pd
+from synthetic import Always
 
 from seer.data import configs
 from seer.data.records.schema import CONV_DEFAULTS
@@ -70,16 +71,6 @@ def test_the_chooser_names_the_most_specialised_template_the_row_runs():
     assert (one.by_template(x, same) == same).all()  # one template: nothing to choose
 
 
-class _Direct:
-    """A gate whose every leaf answers "direct" (seer.models.gate.leaf_answer reads `candidates`)."""
-
-    def predict(self, x):
-        return np.ones(len(x), dtype=np.int64)
-
-    def candidates(self, x):
-        return np.ones((len(x), 1), dtype=np.int64)
-
-
 def test_the_template_the_gate_brings_is_kept_to_the_shapes_the_row_runs():
     explicit = "conv_fwd:GEMM:explicit_convolve_sgemm_128_6_7_3_3_5_0"
     # a 5x5 depthwise layer whose nearest configurations ran the explicit GEMM; the nearest that
@@ -88,7 +79,7 @@ def test_the_template_the_gate_brings_is_kept_to_the_shapes_the_row_runs():
         [_conv(64, 64, 64, 5, 12), _conv(64, 64, 64, 3, 12), _conv(1024, 1024, 1024, 5, 12)], ignore_index=True
     )
     keys = pd.Series([explicit] * 12 + [DEPTHWISE_3] * 12 + [DEPTHWISE] * 12)
-    ch = chooser.fit_chooser(train, "conv_fwd", "GEMM", keys, candidates=1, gate=_Direct())
+    ch = chooser.fit_chooser(train, "conv_fwd", "GEMM", keys, candidates=1, gate=Always())
     q = _conv(64, 64, 64, 5, 3)
     assert (ch.nearest(configs.log_config(q, "conv_fwd"))[1] == ch.labels.index(explicit)).all()
     # the gate brings the nearest direct configuration's template, which cannot run the row:
