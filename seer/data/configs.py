@@ -449,6 +449,12 @@ def log_config(df: pd.DataFrame, op: str, s: dict[str, np.ndarray] | None = None
 
 # conv fields of the log-config beyond the shapes: every axis of the configuration space counts
 _LOG_EXTRA = ("stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")
+# a GEMM's cuBLASLt algorithm configuration, where the rows give it (seer.models.lt_config):
+# CUBLASLT_ALGO_CONFIG_TILE_ID and SPLITK_NUM as the harness records them, and the operands'
+# layout (`trans`) as its index in LAYOUTS
+LT_TILE, LT_SPLITK, LAYOUT = "lt_tile", "lt_splitk", "layout"
+LAYOUTS = ("nn", "nt", "tn", "tt")
+
 GROUPS_COLUMN = 7  # the log-config column of a convolution's groups
 FILTER_COLUMNS = [5, 6]  # its filter's height and width
 CHANNEL_COLUMNS = [1, 2]  # its input and output channels
@@ -460,6 +466,17 @@ def per_group(points: np.ndarray) -> np.ndarray:
     sizes each group's kernel works on. An ungrouped point is unchanged (G = 1)."""
     out = points.copy()
     out[:, CHANNEL_COLUMNS] -= points[:, [GROUPS_COLUMN]]
+    return out
+
+
+def gemm_algorithm_config(df: pd.DataFrame, c: Callable[[str], np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """A GEMM batch's `extra`: each of lt_tile, lt_splitk the rows carry (NaN where a row has
+    none), and their layout where they carry `trans` (NaN where it is not one of LAYOUTS)."""
+    read = c if c is not None else (lambda name: col(df, name))
+    out = {k: read(k) for k in (LT_TILE, LT_SPLITK) if k in df}
+    if "trans" in df and out:
+        code = pd.Series(range(len(LAYOUTS)), index=list(LAYOUTS), dtype="float64")
+        out[LAYOUT] = df["trans"].astype(str).str.lower().map(code).to_numpy(dtype="float64", na_value=np.nan)
     return out
 
 
@@ -524,7 +541,8 @@ class ConfigBatch:
     traffic: Mapping[str, np.ndarray]
     el: np.ndarray  # bytes per element of each row (its dtype)
     algo: np.ndarray  # algorithm of each row ("" for GEMMs)
-    extra: Mapping[str, np.ndarray]  # the log-configuration's fields beyond the shapes
+    # a convolution's log-configuration fields beyond the shapes; a GEMM's algorithm configuration
+    extra: Mapping[str, np.ndarray]
     _sizes: Mapping[str, np.ndarray] | None = field(default=None, repr=False)
     _logcfg: np.ndarray | None = field(default=None, repr=False)
     uniform_algo: str | None = None  # the algorithm of every row, where they share one
@@ -539,7 +557,7 @@ class ConfigBatch:
         c = _Columns(df)
         s = _shapes(df, c)
         el = _element_bytes(df)
-        extra = {k: c(k) for k in _LOG_EXTRA} if op in CONV_OPS else {}
+        extra = {k: c(k) for k in _LOG_EXTRA} if op in CONV_OPS else gemm_algorithm_config(df, c)
         algo = _text(df, "algo")
         algos = _uniques(algo)
         uniform = str(algos[0]) if len(algos) == 1 else ("" if len(algos) == 0 else None)

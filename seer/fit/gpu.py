@@ -42,6 +42,7 @@ from seer.models.drift import Drift, fit_drift, order_is_random, position
 from seer.models.forest import Gate
 from seer.models.gate import call_labels, captured_any, census_labels, fit_gate, workspace_coded
 from seer.models.launched import TRACE_SUITE, adopt_algorithms, fit_launched
+from seer.models.lt_config import fit_tile_variants
 from seer.models.memory import MemoryBoundFit, MemoryBoundModel
 from seer.models.solver import rmspe
 
@@ -149,6 +150,7 @@ def fit_gpu(
     few = sorted(set(train["key"]) - set(models))
     launched = fit_launched(rec, set(models))
     duals = fitted_duals(train, target, spec, models, choosers, options, timing)
+    tiles = fit_tile_variants(train)
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
@@ -159,6 +161,7 @@ def fit_gpu(
         "too_few_rows": {k: int((train["key"] == k).sum()) for k in few},
         **({"forward_duals": {k: d.to_dict() for k, d in sorted(duals.items())}} if duals else {}),
         **({"call_times": {op: c.to_dict() for op, c in sorted(calls.items())}} if calls else {}),
+        **({"gemm_tiles": {k: t.to_dict() for k, t in sorted(tiles.items())}} if tiles else {}),
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }

@@ -197,6 +197,8 @@ def check(doc: dict, path: str | Path) -> None:
         _dual(c, d, _at("forward_duals", key), key)
     for op, d in c.obj(doc.get("call_times", {}), "call_times").items():
         _call_times(c, d, _at("call_times", op), op)
+    for key, d in c.obj(doc.get("gemm_tiles", {}), "gemm_tiles").items():
+        _gemm_tiles(c, d, _at("gemm_tiles", key), key)
     if doc.get("memory_bound") is not None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
@@ -516,6 +518,21 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
             c.num(d[k], _at(w, k), 0)
     if "share" in d:  # files before 2026-11-30 have none
         c.num(d["share"], _at(w, "share"), 0, 1)
+
+
+def _gemm_tiles(c: _Doc, d: Any, w: str, key: str) -> None:
+    """A cuBLASLt algorithm's variant per tile and operand layout (seer.models.lt_config),
+    keyed like its chooser (`gemm:lt:55`): each entry a tile id, a layout and a variant key
+    (modelled or not)."""
+    op = key.split(":", 1)[0]
+    if op not in GEMM_OPS:
+        c.fail(w, "keyed by a GEMM op's chooser key (gemm:<algo>)", got=json.dumps(key))
+    for i, e in enumerate(c.seq(d, w, what=" of tile entries")):
+        at = _at(w, i)
+        c.obj(e, at)
+        c.num(c.get(e, "tile", at, "a tile id"), _at(at, "tile"), 0, whole=True)
+        c.text(c.get(e, "trans", at, "an operand layout"), _at(at, "trans"), configs.LAYOUTS)
+        c.text(c.get(e, "variant", at, "a variant key"), _at(at, "variant"))
 
 
 def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:

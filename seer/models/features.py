@@ -21,6 +21,7 @@ import numpy as np
 from seer.data.configs import FFT_TILED_OPS, GEMM_OPS, ConfigBatch, winograd_macs, winograd_tiles
 from seer.models.geometry import Geometry
 from seer.models.keys import FeatureSet
+from seer.models.lt_config import splits
 
 MB = 1e-6
 HELPERS = {  # helper-kernel terms: what a variant's extra launches move, by kind
@@ -298,7 +299,9 @@ def inputs(
     el = per_row(batch, "el_MB")  # MB per element
     helpers: Mapping[str, np.ndarray]
     if geom.op in GEMM_OPS:
-        split = np.maximum(np.round(grid.get("grid_z", s["gbatch"]) / s["gbatch"]), 1.0)
+        guessed = np.maximum(np.round(grid.get("grid_z", s["gbatch"]) / s["gbatch"]), 1.0)
+        split = splits(batch.extra, guessed)  # the query's split-K count where it gives one
+        blocks = np.where(split != guessed, blocks / guessed * split, blocks)
         kb = kb / split
         extra = np.where(split > 1, 1.0, 0.0)
         helpers = dict(zip(helper_names(geom.op, algo), [el * extra * split * s["gm"] * s["gn"] * s["gbatch"], extra]))

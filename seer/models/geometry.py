@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from seer.data import configs
+from seer.data.records import GEMM_OPS
 from seer.errors import SeerError
 from seer.models.knn import condense, decode, encode
 
@@ -457,6 +458,7 @@ def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None
     batch = configs.ConfigBatch.of(train, op) if batch is None else batch
     s, logcfg = batch.sizes, batch.logcfg
     axes = {}
+    picked = library_picked(train, op)
     for a in AXES:
         y = train[a].to_numpy(dtype="float64", na_value=np.nan)
         if np.isnan(y).any():
@@ -464,7 +466,10 @@ def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None
                 y = train["blocks"].to_numpy(dtype="float64", na_value=np.nan)
             if np.isnan(y).any():
                 continue
-        axes[a] = fit_axis(s, logcfg, y)
+        if a == "grid_z" and picked is not None:
+            axes[a] = fit_axis({k: v[picked] for k, v in s.items()}, logcfg[picked], y[picked])
+        else:
+            axes[a] = fit_axis(s, logcfg, y)
     if not axes:  # no wave count without launched blocks: say so, not an IndexError later
         name = ", ".join(str(train[c].iloc[0]) for c in ("algo", "variant") if c in train)
         raise SeerError(
@@ -473,6 +478,18 @@ def fit_geometry(train: pd.DataFrame, op: str, batch: configs.ConfigBatch | None
             "and some have neither"
         )
     return Geometry(op, axes)
+
+
+def library_picked(train: pd.DataFrame, op: str) -> np.ndarray | None:
+    """A GEMM variant's training rows cuBLASLt's heuristic ranked first, where there are more
+    than two: its grid_z rule is learnt from them. A GEMM's grid_z is its batch times its
+    split-K count, which a query that gives none (seer.models.lt_config) has guessed from the
+    nearest training configuration; one shape was timed at up to eight counts, and the one the
+    library runs (what a trace's GEMM is) is its heuristic's first. None: every row."""
+    if op not in GEMM_OPS or "heuristic_rank" not in train:
+        return None
+    picked = (pd.to_numeric(train["heuristic_rank"], errors="coerce") == 0).to_numpy(dtype=bool, na_value=False)
+    return picked if 2 < picked.sum() < len(picked) else None
 
 
 RULE_KINDS = tuple(r.kind for r in (Ceil, MulCeil, Product, Packed, Const, Nearest))

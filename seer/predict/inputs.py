@@ -10,7 +10,8 @@ from typing import TypeAlias
 
 import pandas as pd
 
-from seer.data.records import CONV_DEFAULTS, CONV_OPS, MEMORY_OPS, OPS
+from seer.data.configs import LT_SPLITK, LT_TILE
+from seer.data.records import CONV_DEFAULTS, CONV_OPS, GEMM_OPS, MEMORY_OPS, OPS
 from seer.errors import SeerError
 
 DEFAULTS = {**CONV_DEFAULTS, "dtype": "float32", "algo": ""}
@@ -18,10 +19,15 @@ DEFAULTS = {**CONV_DEFAULTS, "dtype": "float32", "algo": ""}
 CONV_LETTERS = {"N": "batch", "C": "c_in", "H": "h_in", "W": "w_in", "K": "c_out", "R": "kh", "S": "kw"}
 # fields an op takes beyond its configuration (OPS): the function, dtype, algorithm, and the
 # embedding kernel's rows per block (the DLRM model's warps per SM)
-EXTRA = {op: ("fn", "dtype") for op in MEMORY_OPS} | {
-    "embedding_fwd": ("dtype", "rows_per_block"),
-    "embedding_bwd_sgd": ("dtype", "rows_per_block"),
-}
+EXTRA = (
+    {op: ("fn", "dtype") for op in MEMORY_OPS}
+    | {
+        "embedding_fwd": ("dtype", "rows_per_block"),
+        "embedding_bwd_sgd": ("dtype", "rows_per_block"),
+    }
+    # a GEMM may give its cuBLASLt configuration (seer.models.lt_config) and operand layout
+    | {op: ("dtype", "algo", "trans", LT_TILE, LT_SPLITK) for op in GEMM_OPS}
+)
 
 Configs: TypeAlias = "pd.DataFrame | Mapping | None"
 

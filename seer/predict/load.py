@@ -16,6 +16,7 @@ from seer.models.chooser import Chooser
 from seer.models.drift import Drift
 from seer.models.dual import ForwardDual
 from seer.models.launched import Launched
+from seer.models.lt_config import TileVariants
 from seer.models.memory import MemoryBoundFit
 from seer.predict.analytical import EmbeddingPredictor, MemoryPredictor
 from seer.predict.fits import Fits, by_op
@@ -34,6 +35,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         launched = tuple(Launched.from_dict(d) for d in doc.get("launched", []))
         duals = [ForwardDual.from_dict(d) for d in doc.get("forward_duals", {}).values()]
         calls = {op: CallTimes.from_dict(d) for op, d in doc.get("call_times", {}).items()}
+        tiles = {k: TileVariants.from_dict(d) for k, d in doc.get("gemm_tiles", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise SeerError(f"fits file {path} is damaged ({type(exc).__name__}: {exc}); refit it") from None
     vp = VariantPredictor(
@@ -47,6 +49,7 @@ def from_doc(doc: dict, path: Path) -> Fits:
         launched,
         {family_key(d.op, d.algo): d for d in duals if d.weight > 0},
         calls,
+        tiles,
     )
     memory = MemoryBoundFit.from_dict(doc["memory_bound"]) if doc.get("memory_bound") else None
     predictors = by_op([vp, MemoryPredictor(spec, memory), EmbeddingPredictor(spec)])

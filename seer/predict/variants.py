@@ -28,6 +28,7 @@ from seer.models.drift import Drift
 from seer.models.dual import FORWARD, ForwardDual, unstrided
 from seer.models.knn import locality_order
 from seer.models.launched import Launched
+from seer.models.lt_config import TileVariants
 from seer.models.support import Support
 from seer.predict.protocol import AlgorithmTimes
 
@@ -76,6 +77,9 @@ class VariantPredictor:
     # each convolution direction's timed training calls, the ranking's call-level estimate
     # (seer.models.call_time); empty in files fitted before 2026-11-28
     call_times: dict[str, CallTimes] = field(default_factory=dict)
+    # the kernel each cuBLASLt algorithm ran at each tile and operand layout, by chooser key
+    # (seer.models.lt_config); empty in files fitted before 2026-12-01
+    tile_variants: dict[str, TileVariants] = field(default_factory=dict)
     _supports: dict[str, Support | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -266,13 +270,17 @@ class VariantPredictor:
         )
 
     def _launch_gemm(self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None) -> Launch:
-        """As _launch_near, each GEMM's time joined with its call-level estimate
-        (seer.models.call_time.joined: within the trust distance their geometric mean, beyond
-        it the estimate where a timed call lies within that distance; `keys` stay the variant
-        chosen)."""
-        got = self._launch_near(batch, ch, order, with_inside=True)
+        """As _launch_near (the variant of a row that gives its cuBLASLt tile and layout: the one
+        the training calls of that configuration ran, _by_tile), each GEMM's time joined with
+        its call-level estimate (seer.models.call_time.joined: within the trust distance their
+        geometric mean, beyond it the estimate where a timed call lies within that distance;
+        `keys` stay the variant chosen)."""
+        got, orphan = self._by_tile(batch, ch, self._launch_near(batch, ch, order, with_inside=True))
         roof = roofline_of(batch.traffic, self.gpu)
-        call = self.call_times[ch.op].estimate(batch.logcfg, roof, ch.algo, reach=self.options.trust_distance)
+        calls = self.call_times[ch.op]
+        call = calls.estimate(batch.logcfg, roof, ch.algo, reach=self.options.trust_distance)
+        if orphan.any():  # another tile's model times another kernel: the nearest calls however far
+            call[orphan] = calls.estimate(batch.logcfg[orphan], roof[orphan], ch.algo)
         return Launch(
             got.keys,
             joined(got.times, got.inside, call),
@@ -280,6 +288,25 @@ class VariantPredictor:
             joined(got.slowest, got.inside, call),
             got.error,
         )
+
+    def _by_tile(self, batch: ConfigBatch, ch: Chooser, got: Launch) -> tuple[Launch, np.ndarray]:
+        """(`got` with each row that gives its cuBLASLt configuration (seer.models.lt_config)
+        named and timed by the variant the training calls of its tile and layout ran, where
+        that variant has a model; the rows whose tile's variant has none, beyond the trust
+        distance: their time is the call-level estimate's, _launch_gemm)."""
+        tiles = self.tile_variants.get(family_key(ch.op, ch.algo))
+        if tiles is None:
+            return got, np.zeros(len(batch), dtype=bool)
+        named = tiles.named(batch.extra, len(batch))
+        modelled = np.isin(named, list(self.variants))
+        orphan = (named != "") & ~modelled
+        got.inside[orphan] = False
+        for key in pd.unique(named[modelled]):
+            rows = np.flatnonzero(named == key)
+            t = self.variants[key].predict(batch.take(rows))
+            got.keys[rows], got.times[rows], got.slowest[rows] = key, t, t
+            got.error[rows] = self.cv_rmspe(np.array([key], dtype=object))[0]
+        return got, orphan
 
     def _launch_own(
         self, batch: ConfigBatch, ch: Chooser, order: np.ndarray | None = None, with_inside: bool = True

@@ -187,3 +187,42 @@ def test_grouped_calls_too_few_to_model_that_loop_are_timed_as_loops_of_their_va
     f = from_doc({**doc, "gpu": vars(gpus.lookup("t4"))}, path=None)
     got = f.predict(g.assign(op="conv_fwd"), variant=np.full(len(g), looped[0]))
     assert np.allclose(got.to_numpy() / g["time_ms"].to_numpy(), 1, atol=0.25)
+
+
+def _tiles_and_splits(n: int = 240) -> pd.DataFrame:
+    """Every config timed with cuBLASLt algorithm lt:5 three ways: its 128x64 tile (tile id 18)
+    undivided and with the reduction split into 4 slices (grid_z = batch x 4, each block a
+    quarter of k, plus a reduction of the slices), and its 64x64 tile (15), 3x slower."""
+    base = gemm_records(n, seed=5, op="gemm")
+    W = lambda d: np.ceil(d["grid_x"] * d["grid_y"] * d["grid_z"] / (2 * 40))  # noqa: E731 (the records' SMS)
+    whole = base.assign(lt_tile=18, lt_splitk=1)
+    split = base.assign(lt_tile=18, lt_splitk=4, grid_z=base["batch"] * 4)
+    split = split.assign(time_ms=W(split) * (2e-4 * split["k"] / 4 + 2e-3) + 0.01 + 1e-5 * split["m"] * split["n"] / 256)
+    small = base.assign(lt_tile=15, lt_splitk=1, kernel="volta_sgemm_64x64_nn", time_ms=base["time_ms"] * 3)
+    rec = pd.concat([whole, split, small], ignore_index=True)
+    rec = rec.assign(algo="lt:5", trans="nn", call_id=np.arange(len(rec)), heuristic_rank=0)
+    return records.validate(rec)
+
+
+def test_a_gemm_that_gives_its_cublaslt_configuration_is_timed_as_that_configuration():
+    """The tile names the kernel and the split-K count its slices (seer.models.lt_config): from
+    the sizes alone one shape has three times, and the fits answered one of them."""
+    rec = _tiles_and_splits()
+    doc = fit_gpu(rec, gpus.lookup("t4"))
+    assert {(e["tile"], e["trans"]) for e in doc["gemm_tiles"]["gemm:lt:5"]} == {(18, "nn"), (15, "nn")}
+    f = from_doc({**doc, "gpu": vars(gpus.lookup("t4"))}, path=None)
+    index = ["batch", "m", "n", "k"]
+    shapes = rec.drop_duplicates(index).head(40)
+    got = {}
+    for tile, splitk in ((18, 1), (18, 4), (15, 1)):
+        mine = rec[(rec["lt_tile"] == tile) & (rec["lt_splitk"] == splitk)].set_index(index)
+        measured = mine.loc[shapes.set_index(index).index, "time_ms"].to_numpy()
+        cfg = shapes[["op", *index, "trans"]].assign(algo="lt:5", lt_tile=tile, lt_splitk=splitk)
+        named = f.predict_frame(cfg)
+        assert (named["kernel"].str.contains("64x64") == (tile == 15)).all()
+        # the named kernel's model, its slices given: as measured (the call-level estimate the
+        # time joins reads the shape's calls of every configuration alike)
+        model = f.predict(cfg, variant=named["kernel"].to_numpy())
+        assert np.median(np.abs(model / measured - 1)) < 0.05, (tile, splitk)
+        got[tile, splitk] = named["time_ms"].to_numpy()
+    assert np.median(got[15, 1] / got[18, 1]) > 1.5  # sqrt(3) after the join: not one answer for both

@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 from synthetic import conv_records, gemm_records
 
 from seer.models import geometry
@@ -34,6 +35,20 @@ def test_nearest_fallback_when_no_rule_fits():
     assert (back.grid(tr)["grid_z"] == g.grid(tr)["grid_z"]).all()
     # a training row is its own nearest neighbour
     assert (g.grid(tr)["grid_z"] == tr["grid_z"].to_numpy(float)).mean() > 0.9
+
+
+def test_a_gemms_guessed_slices_are_those_its_library_picked():
+    """Each shape timed twice, undivided and split 4 ways (cuBLASLt's heuristic's first): a query
+    that gives no split-K count is guessed the library's (seer.models.geometry.library_picked),
+    not the undivided call's grid_z = batch, which a closed form of every row finds."""
+    one = gemm_records(200, op="gemm").assign(heuristic_rank=1)
+    four = one.assign(grid_z=one["grid_z"] * 4, heuristic_rank=0)
+    tr = pd.concat([one, four], ignore_index=True)
+    g = geometry.fit_geometry(tr, "gemm")
+    assert (g.grid(one)["grid_z"] == four["grid_z"].to_numpy(float)).all()
+    assert geometry.library_picked(tr.assign(heuristic_rank=0), "gemm") is None  # all picked: every row
+    assert geometry.library_picked(tr, "bmm").sum() == 200
+    assert geometry.library_picked(conv_records(5), "conv_fwd") is None
 
 
 def test_a_direct_kernels_grid_learnt_at_one_batch_scales_with_the_batch():

@@ -179,7 +179,12 @@ session 46) a fit's columns equal over its rows given equal shares of their weig
 to whichever NNLS took by the BLAS's last bits (seer.models.solver), every bundled GPU refitted:
 time entries of every GPU but h100-sxm moved by a median 0.99-1.001x (t4's WINOGRAD 0.993x; the
 L4's FFT down to 0.64x on one row), h100-sxm's only on one FFT row (1.03x); no rank order or best
-entry."""
+entry. Then (issue 25, session 48) GEMM models fitted with each call's split-K count and a GEMM
+variant's guessed slices learnt from its library-picked calls (seer.models.lt_config,
+seer.models.geometry.library_picked), h100-sxm refitted: its GEMM entries (bmm, gemm: median
+1.03x, 0.79-2.63x, the largest on rows answered at the datasheet's FP32 bound before, now 1.7-2.6x
+it; linear 0.96x, 0.82-1.24x; lt:20 5 rows, lt:55 28) and the L4's moved from them (median
+0.93-0.95x)."""
 
 from __future__ import annotations
 
