@@ -27,6 +27,7 @@ import hashlib
 import sys
 import tempfile
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -39,7 +40,7 @@ from seer.errors import SeerWarning
 from seer.evaluate import selection
 from seer.fit.gpu import fit_one
 from seer.fitsfile import write
-from seer.models import DEFAULT
+from seer.models import DEFAULT, FitOptions
 from seer.predict.variants import may_loop
 
 SUITES = {"conv_fwd": "conv_grid", "conv_bwd_data": "conv_bwd_grid", "conv_bwd_filter": "conv_bwd_grid"}
@@ -52,7 +53,12 @@ def held_out(keys: pd.Series, share: float) -> pd.Series:
 
 
 def main(
-    folder: Path, share: float, transferred: bool = False, since: Path | None = None, op: str = "conv_fwd"
+    folder: Path,
+    share: float,
+    transferred: bool = False,
+    since: Path | None = None,
+    op: str = "conv_fwd",
+    options: FitOptions = DEFAULT,
 ) -> None:
     suite = SUITES[op]
     rec = training_records(records.load(folder))
@@ -71,7 +77,7 @@ def main(
             what = f"{suite} configurations, all of them: the GPU's fits moved from {', '.join(fits.transferred_from)}"
         else:
             out = grid & held_out(rec["config_key"], share)
-            _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, DEFAULT), held=rec[out])
+            _, doc, _ = fit_one((gpu, rec[~out], str(folder), None, options), held=rec[out])
             fits = seer.load(write(doc, Path(tmp) / "fits.json"))
             what = f"{suite} configurations held out of the fit ({share:.0%} by key hash)"
         table = selection.measured_table(rec[out], op=op)
@@ -104,5 +110,10 @@ if __name__ == "__main__":
         "also split into configurations it holds and new ones, so fits of more data compare on the same",
     )
     ap.add_argument("--op", choices=sorted(SUITES), default="conv_fwd", help="the direction whose picks are scored")
+    ap.add_argument(
+        "--no-local",
+        action="store_true",
+        help="fit the laws alone, without their local corrections (seer.models.local)",
+    )
     a = ap.parse_args()
-    main(a.folder, a.share, a.transferred, a.since, a.op)
+    main(a.folder, a.share, a.transferred, a.since, a.op, replace(DEFAULT, local=not a.no_local))

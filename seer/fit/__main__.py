@@ -29,6 +29,7 @@ from seer.fit import fit_all
 from seer.fitsfile import DEFAULT_OUT, write
 from seer.hardware import gpus
 from seer.models.chooser import Chooser
+from seer.models.local import Choice
 from seer.models.memory import MIN_ROWS as MEMORY_MIN_ROWS
 from seer.models.options import DEFAULT, GATES
 
@@ -109,6 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         "census captured calls of (default); 'loops', and the FFT a gate for its loops over the "
         "frequency bins (seer.models.bin_gate)",
     )
+    ap.add_argument(
+        "--no-local",
+        action="store_true",
+        help="time each variant by its law alone, without the correction its training rows nearby make "
+        "(seer.models.local)",
+    )
     ap.add_argument("--quiet", action="store_true", help="no per-variant table")
     ap.add_argument(
         "--jobs",
@@ -142,7 +149,7 @@ def _main(args: argparse.Namespace) -> int:
     folder, note = _out_dir(args.out, data, _slugs(rec), args.replace)
     out_dir = writable_dir(folder, "--out")  # before the fit, not after it
     t0 = time.perf_counter()
-    options = replace(DEFAULT, gates=args.gates)
+    options = replace(DEFAULT, gates=args.gates, local=not args.no_local)
     docs = fit_all(rec, data_path=data, drift=args.drift == "auto", jobs=args.jobs, ray=args.ray, options=options)
     _refuse_empty(docs)
     if note:
@@ -162,6 +169,9 @@ def _main(args: argparse.Namespace) -> int:
             rules = choice_lines(doc)
             if rules:
                 print("variant choice (seer.models.candidates):\n" + "\n".join(rules))
+        for op, c in doc.get("local", {}).items():
+            said = Choice.from_dict(c).describe()
+            print(f"{slug} {op}: the laws' residuals smoothed over neighbours (seer.models.local): {said}")
         for key, n in doc["too_few_rows"].items():
             print(
                 f"warning: {slug} {key}: only {n} training rows (< {doc['options']['min_rows']}); no model, "

@@ -24,6 +24,7 @@ from scipy.spatial import cKDTree
 
 from seer import __version__
 from seer.data import census, configs, records
+from seer.data.configs import ConfigBatch
 from seer.data.keys import PER_GROUP
 from seer.data.prepare import CALL_KEYS, SPLIT_RULE, UNNAMED, content_hash, prepare, unnamed_shares
 from seer.data.records import GEMM_OPS, MEMORY_OPS, VARIANT_OPS
@@ -34,7 +35,17 @@ from seer.fit.shared import shared_variant, with_shared
 from seer.fitsfile import SCHEMA
 from seer.hardware import gpus
 from seer.hardware.dtypes import DEFAULT_DTYPE
-from seer.models import DEFAULT, FitOptions, VariantFit, VariantKey, VariantModel, candidates, family_column, family_key
+from seer.models import (
+    DEFAULT,
+    FitOptions,
+    VariantFit,
+    VariantKey,
+    VariantModel,
+    candidates,
+    family_column,
+    family_key,
+    local,
+)
 from seer.models.bin_gate import LOOPING_ALGO, call_loops, census_loops
 from seer.models.call_time import fit_call_times
 from seer.models.chooser import fit_chooser, kind_of, points_of
@@ -151,6 +162,9 @@ def fit_gpu(
     launched = fit_launched(rec, set(models))
     duals = fitted_duals(train, target, spec, models, choosers, options, timing)
     tiles = fit_tile_variants(train)
+    chosen: dict[str, local.Choice] = {}
+    if options.local:  # last: choosers, gates and duals learnt the laws' own errors
+        models, chosen = with_local(train, target, models)
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
@@ -162,9 +176,30 @@ def fit_gpu(
         **({"forward_duals": {k: d.to_dict() for k, d in sorted(duals.items())}} if duals else {}),
         **({"call_times": {op: c.to_dict() for op, c in sorted(calls.items())}} if calls else {}),
         **({"gemm_tiles": {k: t.to_dict() for k, t in sorted(tiles.items())}} if tiles else {}),
+        **({"local": {op: c.to_dict() for op, c in chosen.items()}} if chosen else {}),
         **({"launched": [lc.to_dict() for lc in launched]} if launched else {}),
         **({"unmodelled": {k: UNNAMED.format(v) for k, v in sorted(biased.items())}} if biased else {}),
     }
+
+
+def with_local(
+    train: pd.DataFrame, target: np.ndarray, models: dict[str, VariantFit]
+) -> tuple[dict[str, VariantFit], dict[str, local.Choice]]:
+    """(the models, each with the correction its training rows make nearby, seer.models.local;
+    what each op's leave-one-out chose): an op where no smoothing beats the laws alone keeps them."""
+    found: dict[str, dict[str, local.Residuals]] = {}
+    for (op, key), g in train[train["key"].isin(list(models))].groupby(["op", "key"], sort=True):
+        ratio = models[key].predict(g) / target[g.index]
+        ok = np.isfinite(ratio) & (ratio > 0)
+        if ok.sum() >= 2:
+            found.setdefault(str(op), {})[str(key)] = local.Residuals(ConfigBatch.of(g[ok], str(op)).logcfg, ratio[ok])
+    out, chosen = dict(models), {}
+    for op, per_key in sorted(found.items()):
+        chosen[op] = choice = local.choose_smoothing(list(per_key.values()))
+        if choice.smoothing is not None:
+            for key, v in per_key.items():
+                out[key] = dataclasses.replace(models[key], local=local.correction(v, choice.smoothing))
+    return out, chosen
 
 
 def _gate(

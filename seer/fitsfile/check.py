@@ -199,6 +199,13 @@ def check(doc: dict, path: str | Path) -> None:
         _call_times(c, d, _at("call_times", op), op)
     for key, d in c.obj(doc.get("gemm_tiles", {}), "gemm_tiles").items():
         _gemm_tiles(c, d, _at("gemm_tiles", key), key)
+    for op, d in c.obj(doc.get("local", {}), "local").items():
+        w = _at("local", op)
+        c.text(op, w, VARIANT_OPS)
+        _smoothing(c, c.obj(d, w), w, optional=True)
+        c.num(c.get(d, "rows", w, "a whole number >= 2"), _at(w, "rows"), 2, whole=True)
+        for k in ("law_rmspe", "loo_rmspe"):
+            c.num(c.get(d, k, w, "a finite number >= 0"), _at(w, k), 0)
     if doc.get("memory_bound") is not None:
         _memory_bound(c, c.obj(doc["memory_bound"], "memory_bound"), "memory_bound")
     if doc.get("conv_timing") is not None:
@@ -237,6 +244,8 @@ def _variant(c: _Doc, v: Any, w: str) -> None:
             c.fail(_at(w, switch), "true or false", v[switch])
     if "overlap" in v:  # a per-group variant's launches at once (VariantFit.overlap)
         c.num(v["overlap"], _at(w, "overlap"), 1, whole=True)
+    if v.get("local") is not None:  # the law's residuals smoothed (seer.models.local)
+        _local(c, c.obj(v["local"], _at(w, "local")), _at(w, "local"), op)
     fs = c.text(c.get(v, "feature_set", w, "a feature set"), _at(w, "feature_set"))
     try:
         models.FeatureSet.parse(fs)
@@ -518,6 +527,34 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
             c.num(d[k], _at(w, k), 0)
     if "share" in d:  # files before 2026-11-30 have none
         c.num(d["share"], _at(w, "share"), 0, 1)
+
+
+def _smoothing(c: _Doc, d: dict, w: str, optional: bool = False) -> None:
+    """A kernel length and a prior weight, both > 0 (both null where `optional`: none chosen)."""
+    if optional and d.get("length") is None and d.get("prior") is None:
+        return
+    for k in ("length", "prior"):
+        c.num(c.get(d, k, w, "a number > 0"), _at(w, k), 0, lo_open=True)
+
+
+def _local(c: _Doc, d: dict, w: str, op: str) -> None:
+    """A variant's training log-configurations and its law's log residuals there, with the op's
+    smoothing (seer.models.local.LocalCorrection)."""
+    _smoothing(c, d, w)
+    c.num(c.get(d, "neighbours", w, "a whole number >= 1"), _at(w, "neighbours"), 1, whole=True)
+    n = _points(c, c.get(d, "points", w, "encoded points"), _at(w, "points"), _sample(op)[1])
+    rw = _at(w, "residuals")
+    res = c.obj(c.get(d, "residuals", w, "encoded log residuals"), rw)
+    try:
+        r = knn.decode(res)
+    except (KeyError, ValueError, TypeError, binascii.Error):
+        c.fail(rw, f"base64 float32 data of shape [{n}]", got="data that does not decode")
+    if r.shape != (n,) or not np.isfinite(r).all():
+        c.fail(
+            rw,
+            f"{n} finite values (one a point)",
+            got=f"shape {list(r.shape)}" if r.shape != (n,) else "a non-finite one",
+        )
 
 
 def _gemm_tiles(c: _Doc, d: Any, w: str, key: str) -> None:

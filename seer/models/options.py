@@ -50,6 +50,10 @@ class FitOptions:
     # lowered the H200's data-gradient FFT's Test-set-I RMSPE and raised the H100's (34.3% ->
     # 30.6%, 30.4% -> 35.2%: docs/results.md, "A forest for the direct-kernel gate").
     gates: str = "captured"
+    # A variant's time is its law's times the smoothed residuals of its training rows nearest the
+    # configuration (seer.models.local), each op's smoothing chosen by leave-one-out; False: the
+    # law alone (fits files before 2026-12-02).
+    local: bool = True
 
     def __post_init__(self) -> None:
         if self.gates not in GATES:

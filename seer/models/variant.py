@@ -21,6 +21,7 @@ from seer.models.features import PER_SM_ROUND, Inputs, design, inputs
 from seer.models.geometry import Geometry, fit_geometry
 from seer.models.keys import FeatureSet, VariantKey
 from seer.models.law import Regime, TimeLaw, type_of
+from seer.models.local import LocalCorrection
 from seer.models.options import DEFAULT, FitOptions
 from seer.models.solver import rmspe
 from seer.models.staircase import bps_candidates, near_best
@@ -91,6 +92,9 @@ class VariantFit:
     binned: bool = False  # each call timed as FB launches of one frequency bin's GEMM (VariantModel.binned)
     overlap: int = 1  # a per-group variant's launches that run at once (1: one after another; see `overlapping`)
     unfolded: bool = False  # a strided data gradient timed as the unstrided one of its dx (VariantModel.fit)
+    # the law's residuals at its training rows, smoothed over a configuration's neighbours
+    # (seer.models.local; None: the law alone, as in files fitted before 2026-12-02)
+    local: LocalCorrection | None = None
 
     @property
     def op(self) -> str:
@@ -117,8 +121,10 @@ class VariantFit:
         """Time in ms of each config (a DataFrame of this variant's op, or a ConfigBatch); a
         variant that runs once per group (key.per_group) as G launches of one group's convolution,
         `overlap` of them at once (overlapping), a tiled one (`tiled`) its tiles times one
-        tile's, a binned one (`binned`) its frequency bins times one bin's GEMM."""
+        tile's, a binned one (`binned`) its frequency bins times one bin's GEMM; times the
+        correction its training rows nearby make (`local`)."""
         batch = configs if isinstance(configs, ConfigBatch) else ConfigBatch.of(configs, self.op)
+        near = self.local.factor(batch.logcfg) if self.local is not None else 1.0
         if self.unfolded:
             batch = batch.unfolded()
         reps: np.ndarray | float = 1.0
@@ -132,7 +138,7 @@ class VariantFit:
             reps = reps * tiles
         if self.binned:
             reps = reps * batch.sizes["FB"]
-        return reps * self._time(batch, together, tiles)
+        return near * reps * self._time(batch, together, tiles)
 
     def _time(
         self, batch: ConfigBatch, together: np.ndarray | None = None, tiles: np.ndarray | None = None
@@ -184,6 +190,7 @@ class VariantFit:
             **({"tiles": True} if self.tiled else {}),
             **({"bins": True} if self.binned else {}),
             **({"unfolded": True} if self.unfolded else {}),
+            **({"local": self.local.to_dict()} if self.local is not None else {}),
         }
 
     @classmethod
@@ -219,6 +226,7 @@ class VariantFit:
             binned=bool(d.get("bins", False)),
             overlap=int(d.get("overlap", 1)),
             unfolded=bool(d.get("unfolded", False)),
+            local=LocalCorrection.from_dict(d["local"]) if d.get("local") else None,
         )
 
 

@@ -14,6 +14,8 @@ chooser, and recomputes what depends on the target:
   gradient's reduction chain per position (seer.models.dual), a block's work;
 - per-wave overheads (W, S) by the clock; megabytes by the DRAM bandwidth;
 - the launch floor and constant terms stay (they are the host's and the driver's);
+- the correction a source's training rows make nearby (seer.models.local) is dropped, from the
+  move and from the sources' efficiencies alike (nearest_variant): it is that GPU's own;
 - the sustained-clock law of a source is kept for a target of its chip (an A100-80GB from the
   A100-40GB: the same power behaviour under load) and dropped for others, even of its
   architecture: it describes that card's power cap (a 70 W T4's law slowed every convolution of
@@ -145,7 +147,7 @@ def retarget(fits: Fits, target: gpus.GPUSpec, eff_ratio: Mapping[str, float] | 
                 clock=v.law.clock if chip(target.slug) == chip(src.slug) else None,  # that card's power cap
             )
             variants[key] = dataclasses.replace(
-                v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks)
+                v, law=law, sms=target.sms, blocks_per_sm=min(v.blocks_per_sm, max_blocks), local=None
             )
         # a filter gradient's reduction chain (seer.models.dual) is a block's work: per SM, as W x Kb
         duals = {
@@ -308,16 +310,20 @@ class MedianPredictor:
 
 
 def nearest_variant(fits: Fits) -> Fits:
-    """The fits with each convolution taking its nearest training config's variant. The fastest
-    of the nearest configs' variants (seer.models.candidates) is a choice fitted on the source's
-    own data; on another GPU the variants' relative speeds change and the minimum of moved
-    models runs low (leave-one-GPU-out conv median APE 17.4% with the nearest's variant, 21.6%
-    with the fastest of the fitted k)."""
+    """The fits with each convolution taking its nearest training config's variant, and each
+    variant timed by its law alone. The fastest of the nearest configs' variants
+    (seer.models.candidates) is a choice fitted on the source's own data; on another GPU the
+    variants' relative speeds change and the minimum of moved models runs low (leave-one-GPU-out
+    conv median APE 17.4% with the nearest's variant, 21.6% with the fastest of the fitted k).
+    The correction a variant's training rows make nearby (seer.models.local) is the source GPU's
+    own: moved, or read into the sources' efficiencies, it took the leave-one-GPU-out median APE
+    15.3% -> 16.1-16.2% (docs/results.md, "A variant's residuals smoothed over its neighbours")."""
     vp = fits.variant_predictor
     if vp is None:
         return fits
     choosers = {k: dataclasses.replace(c, candidates=1) if c.op in CONV_OPS else c for k, c in vp.choosers.items()}
-    moved = vp.replace(choosers=choosers)
+    laws = {k: dataclasses.replace(v, local=None) for k, v in vp.variants.items()}
+    moved = vp.replace(choosers=choosers, variants=laws)
     return dataclasses.replace(fits, predictors={op: moved if p is vp else p for op, p in fits.predictors.items()})
 
 

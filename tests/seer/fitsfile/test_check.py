@@ -517,3 +517,30 @@ def test_a_bad_forward_dual_is_refused_where_it_is_bad(edit, where, tmp_path):
     edit(doc["forward_duals"][key])
     with pytest.raises(SeerError, match=re.escape(f'forward_duals["{key}"]{where}')):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+@pytest.mark.parametrize(
+    "edit, where",
+    [
+        (lambda d: d.__setitem__("length", 0.0), ".local.length"),
+        (lambda d: d.__setitem__("prior", -1), ".local.prior"),
+        (lambda d: d.__setitem__("neighbours", 0), ".local.neighbours"),
+        (lambda d: d["points"].__setitem__("shape", [d["points"]["shape"][0], 3]), ".local.points.shape"),
+        (lambda d: d.__setitem__("residuals", {**d["residuals"], "shape": [1]}), ".local.residuals"),
+    ],
+)
+def test_a_bad_local_correction_is_refused_where_it_is_bad(edit, where, tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    key = next(k for k, v in doc["variants"].items() if v.get("local") and v["op"] == "conv_fwd")
+    check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    edit(doc["variants"][key]["local"])
+    with pytest.raises(SeerError, match=re.escape(f'variants["{key}"]{where}')):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+
+
+def test_the_local_choice_of_each_op_is_checked(tmp_path):
+    doc = fitsfile.read(fitsfile.FITS_DIR / "h100-sxm.json")
+    assert set(doc["local"]) <= {"conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm"}
+    doc["local"]["conv_fwd"]["loo_rmspe"] = -0.1
+    with pytest.raises(SeerError, match=re.escape("local.conv_fwd.loo_rmspe")):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")

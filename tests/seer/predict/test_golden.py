@@ -184,7 +184,10 @@ variant's guessed slices learnt from its library-picked calls (seer.models.lt_co
 seer.models.geometry.library_picked), h100-sxm refitted: its GEMM entries (bmm, gemm: median
 1.03x, 0.79-2.63x, the largest on rows answered at the datasheet's FP32 bound before, now 1.7-2.6x
 it; linear 0.96x, 0.82-1.24x; lt:20 5 rows, lt:55 28) and the L4's moved from them (median
-0.93-0.95x)."""
+0.93-0.95x). Then (issue 25, session 51) every variant's law corrected by its training rows
+nearby (seer.models.local), all bundled fits refitted on their unchanged records: conv, rank, best
+and GEMM entries of every fitted GPU moved (h100-sxm 21 keys, a100-40gb 3 GEMM keys, the others
+9-12); no entry of the L4 (transferred fits move the laws alone, seer.predict.transfer)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,174 @@
+"""A variant's time corrected by its own training rows nearby: the linear law's residuals smoothed.
+
+A variant's linear law (seer.models.law) is one formula over every configuration it ran, and
+what it leaves is not noise: on the H100 its training rows are 14.3% RMSPE off it, where the
+same calls measured twice differ by 1-2% (`python -m seer.evaluate --set noise`). Neighbouring
+configurations share most of that miss (a wave's tail, a tile's edge, an L2 that holds one
+operand), so a configuration's time is the law's times the weighted mean of the log residuals
+of the variant's training rows nearest it (Nadaraya-Watson with a Gaussian kernel, shrunk
+towards no correction by a prior weight), the kriging of a parametric model's residuals. Far
+from every training row the weights vanish and the law answers alone: beyond the data nothing
+changes.
+
+The kernel's length and the prior's weight are chosen per op by leave-one-out over the
+training rows (each row corrected by its neighbours, never itself), on SEER's metric (RMSPE);
+an op where no setting beats the law alone gets none (docs/results.md, "A variant's residuals
+smoothed over its neighbours").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from seer.models import knn
+
+NEIGHBOURS = 10  # training rows whose residuals a configuration's correction weighs
+LENGTHS = (0.35, 0.5, 0.75, 1.0, 1.5, 2.0)  # kernel lengths tried, in log2 units of the configuration
+PRIORS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # weight of "no correction", in units of one neighbour at distance 0
+
+
+@dataclass(frozen=True, eq=False)
+class Smoothing:
+    """The kernel's length (log2 units) and the prior's weight one op's corrections use."""
+
+    length: float
+    prior: float
+
+    def weights(self, d: np.ndarray) -> np.ndarray:
+        return np.exp(-0.5 * (d / self.length) ** 2)
+
+    def shift(self, d: np.ndarray, r: np.ndarray) -> np.ndarray:
+        """The log correction of each row (axis 0) from its neighbours' distances and residuals."""
+        w = self.weights(d)
+        return (w * r).sum(axis=1) / (self.prior + w.sum(axis=1))
+
+
+@dataclass(frozen=True, eq=False)
+class LocalCorrection:
+    """One variant's training log-configurations and the log residuals of its law there, with
+    the op's smoothing; stored as the choosers' points are (knn.encode: float32)."""
+
+    points: np.ndarray  # (n, d) log-configurations
+    residuals: np.ndarray  # (n,) log(measured / law)
+    smoothing: Smoothing
+    neighbours: int = NEIGHBOURS
+
+    @cached_property
+    def tree(self) -> cKDTree:
+        return cKDTree(self.points)
+
+    def factor(self, logcfg: np.ndarray) -> np.ndarray:
+        """The factor each configuration's law time is multiplied by (1 far from every training row)."""
+        if not len(logcfg):
+            return np.ones(0)
+        k = min(self.neighbours, len(self.residuals))
+        d, i = self.tree.query(logcfg, k=k)
+        d, i = d.reshape(len(logcfg), k), i.reshape(len(logcfg), k)
+        return np.exp(self.smoothing.shift(d, self.residuals[i]))
+
+    def to_dict(self) -> dict:
+        return {
+            "length": self.smoothing.length,
+            "prior": self.smoothing.prior,
+            "neighbours": self.neighbours,
+            "points": knn.encode(self.points),
+            "residuals": knn.encode(self.residuals),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> LocalCorrection:
+        return cls(
+            knn.decode(d["points"]),
+            knn.decode(d["residuals"]),
+            Smoothing(float(d["length"]), float(d["prior"])),
+            int(d["neighbours"]),
+        )
+
+
+@dataclass(frozen=True)
+class Residuals:
+    """One variant's training rows: log-configurations, and the law's time over the measured."""
+
+    logcfg: np.ndarray
+    ratio: np.ndarray  # law / measured
+
+    @property
+    def log_residuals(self) -> np.ndarray:
+        return -np.log(self.ratio)
+
+    def loo(self, k: int = NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
+        """(distances, residuals) of each row's k nearest other rows (never the row itself)."""
+        n = len(self.ratio)
+        kk = min(k + 1, n)
+        d, i = cKDTree(self.logcfg).query(self.logcfg, k=kk)
+        d, i = d.reshape(n, kk), i.reshape(n, kk)
+        own = i == np.arange(n)[:, None]
+        own[:, -1] |= ~own.any(axis=1)  # a duplicate took the row's place: drop the farthest instead
+        keep = ~own
+        d = d[keep].reshape(n, kk - 1)
+        i = i[keep].reshape(n, kk - 1)
+        return d, self.log_residuals[i]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What one op's leave-one-out said: the smoothing chosen (None: the laws alone), over how
+    many training rows, and their RMSPE under the laws alone and corrected (fractions)."""
+
+    smoothing: Smoothing | None
+    rows: int
+    law_rmspe: float
+    rmspe: float
+
+    def to_dict(self) -> dict:
+        s = self.smoothing
+        return {
+            "length": None if s is None else s.length,
+            "prior": None if s is None else s.prior,
+            "rows": self.rows,
+            "law_rmspe": round(self.law_rmspe, 5),
+            "loo_rmspe": round(self.rmspe, 5),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Choice:
+        s = None if d.get("length") is None else Smoothing(float(d["length"]), float(d["prior"]))
+        return cls(s, int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]))
+
+    def describe(self) -> str:
+        how = (
+            "the laws alone: no smoothing beat them"
+            if self.smoothing is None
+            else f"length {self.smoothing.length:g}, prior {self.smoothing.prior:g}"
+        )
+        return f"{100 * self.law_rmspe:.1f}% -> {100 * self.rmspe:.1f}% RMSPE leave-one-out on {self.rows} rows ({how})"
+
+
+def choose_smoothing(variants: list[Residuals], rtol: float = 1e-6) -> Choice:
+    """The (length, prior) of LENGTHS x PRIORS whose leave-one-out corrections give the lowest
+    RMSPE over every row of `variants` (one op's); none where no setting beats the laws alone by
+    more than `rtol` (relative) or no variant has two rows."""
+    parts = [(v.ratio, *v.loo()) for v in variants if len(v.ratio) >= 2]
+    if not parts:
+        return Choice(None, 0, float("nan"), float("nan"))
+    ratio = np.concatenate([p[0] for p in parts])
+    base = float(np.mean((ratio - 1) ** 2))
+    best, best_se = None, base
+    for length in LENGTHS:
+        for prior in PRIORS:
+            s = Smoothing(length, prior)
+            shift = np.concatenate([s.shift(d, r) for _, d, r in parts])
+            se = float(np.mean((ratio * np.exp(shift) - 1) ** 2))
+            if se < best_se * (1 - rtol):
+                best, best_se = s, se
+    return Choice(best, len(ratio), float(np.sqrt(base)), float(np.sqrt(best_se)))
+
+
+def correction(v: Residuals, smoothing: Smoothing) -> LocalCorrection:
+    """A variant's correction from its training rows."""
+    f4 = np.float32  # what a fits file keeps (knn.encode): the fitted and the loaded predict alike
+    return LocalCorrection(v.logcfg.astype(f4).astype(float), v.log_residuals.astype(f4).astype(float), smoothing)
