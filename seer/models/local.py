@@ -1,8 +1,9 @@
 """A variant's time corrected by its own training rows nearby: the linear law's residuals smoothed.
 
 A variant's linear law (seer.models.law) is one formula over every configuration it ran, and
-what it leaves is not noise: on the H100 its training rows are 14.3% RMSPE off it, where the
-same calls measured twice differ by 1-2% (`python -m seer.evaluate --set noise`). Neighbouring
+what it leaves is not noise: the H100's forward convolutions' training rows are 14.0% RMSPE off
+their laws (`python -m seer.fit` prints it per op), where the same calls measured twice differ
+by 1-2% (`python -m seer.evaluate --set noise`). Neighbouring
 configurations share most of that miss (a wave's tail, a tile's edge, an L2 that holds one
 operand), so a configuration's time is the law's times the weighted mean of the log residuals
 of the variant's training rows nearest it (Nadaraya-Watson with a Gaussian kernel, shrunk

@@ -1,13 +1,17 @@
 """fit_gpu: a GEMM measured with several cuBLASLt algorithms also learns the one the library's
 heuristic ranks first, as the op's default family (what predict gives a GEMM without an algorithm)."""
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from synthetic import gemm_records
 
 from seer.data import records
+from seer.data.prepare import prepare
 from seer.fit.gpu import fit_gpu, library_picks, pooled_keys, training_calls
 from seer.hardware import gpus
+from seer.models import DEFAULT
 from seer.models.call_time import LIBRARY_PICK, CallTimes
 from seer.predict.load import from_doc
 
@@ -226,3 +230,24 @@ def test_a_gemm_that_gives_its_cublaslt_configuration_is_timed_as_that_configura
         assert np.median(np.abs(model / measured - 1)) < 0.05, (tile, splitk)
         got[tile, splitk] = named["time_ms"].to_numpy()
     assert np.median(got[15, 1] / got[18, 1]) > 1.5  # sqrt(3) after the join: not one answer for both
+
+
+def test_a_smooth_miss_of_the_law_is_corrected_by_the_training_rows_nearby():
+    """A time the law cannot express (a factor that swings with log2 k) is learnt from the
+    variant's training rows near each configuration (seer.models.local); held-out rows come
+    closer, and without FitOptions.local the fits hold no correction."""
+    rec = gemm_records(900, seed=7, op="bmm", noise=0.01)
+    rec = rec.assign(time_ms=rec["time_ms"] * np.exp(0.3 * np.sin(np.log2(rec["k"]) * 1.5)))
+    spec = gpus.lookup("t4")
+    held = prepare(rec)
+    test = held[held["split"] == "test"]
+    errs = {}
+    for on in (True, False):
+        doc = fit_gpu(rec, spec, options=dataclasses.replace(DEFAULT, local=on))
+        assert ("local" in doc) == on
+        assert any("local" in v for v in doc["variants"].values()) == on
+        f = from_doc({**doc, "gpu": vars(spec)}, path=None)
+        errs[on] = np.sqrt(np.mean((f.predict(test) / test["time_ms"].to_numpy() - 1) ** 2))
+    choice = fit_gpu(rec, spec)["local"]["bmm"]
+    assert choice["loo_rmspe"] < 0.7 * choice["law_rmspe"] and choice["length"] > 0
+    assert errs[True] < 0.7 * errs[False]
