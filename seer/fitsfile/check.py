@@ -537,6 +537,14 @@ def _smoothing(c: _Doc, d: dict, w: str, optional: bool = False) -> None:
         c.num(c.get(d, k, w, "a number > 0"), _at(w, k), 0, lo_open=True)
 
 
+def _decoded(c: _Doc, d: dict, w: str, shape: list[int]) -> np.ndarray:
+    """An array stored by `knn.encode`, decoded (its shape is the caller's to check)."""
+    try:
+        return knn.decode(d)
+    except (KeyError, ValueError, TypeError, binascii.Error):
+        c.fail(w, f"base64 float32 data of shape {shape}", got="data that does not decode")
+
+
 def _local(c: _Doc, d: dict, w: str, op: str) -> None:
     """A variant's training log-configurations and its law's log residuals there, with the op's
     smoothing (seer.models.local.LocalCorrection)."""
@@ -544,11 +552,7 @@ def _local(c: _Doc, d: dict, w: str, op: str) -> None:
     c.num(c.get(d, "neighbours", w, "a whole number >= 1"), _at(w, "neighbours"), 1, whole=True)
     n = _points(c, c.get(d, "points", w, "encoded points"), _at(w, "points"), _sample(op)[1])
     rw = _at(w, "residuals")
-    res = c.obj(c.get(d, "residuals", w, "encoded log residuals"), rw)
-    try:
-        r = knn.decode(res)
-    except (KeyError, ValueError, TypeError, binascii.Error):
-        c.fail(rw, f"base64 float32 data of shape [{n}]", got="data that does not decode")
+    r = _decoded(c, c.obj(c.get(d, "residuals", w, "encoded log residuals"), rw), rw, [n])
     if r.shape != (n,) or not np.isfinite(r).all():
         c.fail(
             rw,
@@ -586,12 +590,7 @@ def _call_times(c: _Doc, d: Any, w: str, key: str) -> None:
         c.fail(_at(w, "algos"), "a non-empty list of distinct algorithms", algos)
     n = _points(c, c.get(d, "points", w, "encoded points"), _at(w, "points"), _sample(op)[1])
     ratio = c.obj(c.get(d, "log_ratio", w, "encoded log time ratios"), _at(w, "log_ratio"))
-    try:
-        r = knn.decode(ratio)
-    except (KeyError, ValueError, TypeError, binascii.Error):
-        c.fail(
-            _at(w, "log_ratio"), f"base64 float32 data of shape [{n}, {len(algos)}]", got="data that does not decode"
-        )
+    r = _decoded(c, ratio, _at(w, "log_ratio"), [n, len(algos)])
     if r.shape != (n, len(algos)):
         c.fail(_at(w, "log_ratio"), f"{n} x {len(algos)} finite values or NaN", got=f"shape {list(r.shape)}")
     if np.isinf(r).any():

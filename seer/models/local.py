@@ -42,6 +42,14 @@ class Smoothing:
     def weights(self, d: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * (d / self.length) ** 2)
 
+    def to_dict(self) -> dict:
+        return {"length": self.length, "prior": self.prior}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Smoothing | None:
+        """The smoothing a fits file names (None where its length is null: none was chosen)."""
+        return None if d.get("length") is None else cls(float(d["length"]), float(d["prior"]))
+
     def shift(self, d: np.ndarray, r: np.ndarray) -> np.ndarray:
         """The log correction of each row (axis 0) from its neighbours' distances and residuals."""
         w = self.weights(d)
@@ -73,8 +81,7 @@ class LocalCorrection:
 
     def to_dict(self) -> dict:
         return {
-            "length": self.smoothing.length,
-            "prior": self.smoothing.prior,
+            **self.smoothing.to_dict(),
             "neighbours": self.neighbours,
             "points": knn.encode(self.points),
             "residuals": knn.encode(self.residuals),
@@ -82,12 +89,9 @@ class LocalCorrection:
 
     @classmethod
     def from_dict(cls, d: dict) -> LocalCorrection:
-        return cls(
-            knn.decode(d["points"]),
-            knn.decode(d["residuals"]),
-            Smoothing(float(d["length"]), float(d["prior"])),
-            int(d["neighbours"]),
-        )
+        smoothing = Smoothing.from_dict(d)
+        assert smoothing is not None, "a variant's correction names its smoothing (fitsfile.check)"
+        return cls(knn.decode(d["points"]), knn.decode(d["residuals"]), smoothing, int(d["neighbours"]))
 
 
 @dataclass(frozen=True)
@@ -126,10 +130,8 @@ class Choice:
     rmspe: float
 
     def to_dict(self) -> dict:
-        s = self.smoothing
         return {
-            "length": None if s is None else s.length,
-            "prior": None if s is None else s.prior,
+            **(self.smoothing.to_dict() if self.smoothing is not None else {"length": None, "prior": None}),
             "rows": self.rows,
             "law_rmspe": round(self.law_rmspe, 5),
             "loo_rmspe": round(self.rmspe, 5),
@@ -137,8 +139,7 @@ class Choice:
 
     @classmethod
     def from_dict(cls, d: dict) -> Choice:
-        s = None if d.get("length") is None else Smoothing(float(d["length"]), float(d["prior"]))
-        return cls(s, int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]))
+        return cls(Smoothing.from_dict(d), int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]))
 
     def describe(self) -> str:
         how = (
