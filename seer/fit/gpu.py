@@ -186,20 +186,38 @@ def with_local(
     train: pd.DataFrame, target: np.ndarray, models: dict[str, VariantFit]
 ) -> tuple[dict[str, VariantFit], dict[str, local.Choice]]:
     """(the models, each with the correction its training rows make nearby, seer.models.local;
-    what each op's leave-one-out chose): an op where no smoothing beats the laws alone keeps them."""
+    what each op's leave-one-out chose): an op where no smoothing beats the laws alone keeps them.
+    A convolution variant too few rows modelled lends its rows to the variant its chooser names
+    for them (nearest_modelled): a configuration there is timed by that variant's law, and its
+    rows say by how much the law misses what ran there. Own rows alone, the H100's thin
+    filter-gradient FFT rows (18 of its 67 Test-set-I rows) carried 80% of that algorithm's
+    squared error (docs/results.md, "A thin variant's rows correct the law that times them")."""
+    named = _named_as(train, set(models))
     found: dict[str, dict[str, local.Residuals]] = {}
-    for (op, key), g in train[train["key"].isin(list(models))].groupby(["op", "key"], sort=True):
+    lent: dict[str, int] = {}
+    for (op, key), g in train[named.isin(list(models))].groupby(["op", named], sort=True):
         ratio = models[key].predict(g) / target[g.index]
         ok = np.isfinite(ratio) & (ratio > 0)
         if ok.sum() >= 2:
             found.setdefault(str(op), {})[str(key)] = local.Residuals(ConfigBatch.of(g[ok], str(op)).logcfg, ratio[ok])
+            lent[str(op)] = lent.get(str(op), 0) + int((g["key"][ok] != key).sum())
     out, chosen = dict(models), {}
     for op, per_key in sorted(found.items()):
-        chosen[op] = choice = local.choose_smoothing(list(per_key.values()))
+        choice = local.choose_smoothing(list(per_key.values()))
+        chosen[op] = choice = dataclasses.replace(choice, lent=lent[op])
         if choice.smoothing is not None:
             for key, v in per_key.items():
                 out[key] = dataclasses.replace(models[key], local=local.correction(v, choice.smoothing))
     return out, chosen
+
+
+def _named_as(train: pd.DataFrame, modelled: set[str]) -> pd.Series:
+    """Each training row's key as its family's chooser learns it: a convolution row of a variant
+    too few rows modelled is keyed by the nearest modelled variant (nearest_modelled)."""
+    out = train["key"].copy()
+    for (op, _), g in train[train["op"].isin(records.CONV_OPS)].groupby(["op", "algo"], sort=True):
+        out[g.index] = nearest_modelled(g, modelled, str(op))
+    return out
 
 
 def _gate(

@@ -204,6 +204,8 @@ def check(doc: dict, path: str | Path) -> None:
         c.text(op, w, VARIANT_OPS)
         _smoothing(c, c.obj(d, w), w, optional=True)
         c.num(c.get(d, "rows", w, "a whole number >= 2"), _at(w, "rows"), 2, whole=True)
+        if "lent" in d:  # files before 2026-12-02 (session 52) have none
+            c.num(d["lent"], _at(w, "lent"), 0, whole=True)
         for k in ("law_rmspe", "loo_rmspe"):
             c.num(c.get(d, k, w, "a finite number >= 0"), _at(w, k), 0)
     if doc.get("memory_bound") is not None:

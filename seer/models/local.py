@@ -11,6 +11,9 @@ towards no correction by a prior weight), the kriging of a parametric model's re
 from every training row the weights vanish and the law answers alone: beyond the data nothing
 changes.
 
+A convolution variant's rows include those of the variants too few rows modelled whose
+configurations its law times (seer.fit.gpu.with_local): near them it is corrected to what ran.
+
 The kernel's length and the prior's weight are chosen per op by leave-one-out over the
 training rows (each row corrected by its neighbours, never itself), on SEER's metric (RMSPE);
 an op where no setting beats the law alone gets none (docs/results.md, "A variant's residuals
@@ -128,18 +131,21 @@ class Choice:
     rows: int
     law_rmspe: float
     rmspe: float
+    lent: int = 0  # of the rows, those of variants too few rows modelled, timed by a neighbour's law
 
     def to_dict(self) -> dict:
         return {
             **(self.smoothing.to_dict() if self.smoothing is not None else {"length": None, "prior": None}),
             "rows": self.rows,
+            "lent": self.lent,
             "law_rmspe": round(self.law_rmspe, 5),
             "loo_rmspe": round(self.rmspe, 5),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Choice:
-        return cls(Smoothing.from_dict(d), int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]))
+        lent = int(d.get("lent", 0))  # files before 2026-12-02 (session 52) lent none
+        return cls(Smoothing.from_dict(d), int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]), lent)
 
     def describe(self) -> str:
         how = (
@@ -147,7 +153,9 @@ class Choice:
             if self.smoothing is None
             else f"length {self.smoothing.length:g}, prior {self.smoothing.prior:g}"
         )
-        return f"{100 * self.law_rmspe:.1f}% -> {100 * self.rmspe:.1f}% RMSPE leave-one-out on {self.rows} rows ({how})"
+        lent = f", {self.lent} of them a thin variant's under its neighbour's law" if self.lent else ""
+        said = f"{100 * self.law_rmspe:.1f}% -> {100 * self.rmspe:.1f}% RMSPE leave-one-out"
+        return f"{said} on {self.rows} rows{lent} ({how})"
 
 
 def choose_smoothing(variants: list[Residuals], rtol: float = 1e-6) -> Choice:

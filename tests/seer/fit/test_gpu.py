@@ -119,6 +119,37 @@ def test_a_rare_variants_rows_take_a_variant_of_their_filter_shape_where_the_sha
     assert list(got) == ["gemm", "wn_9x9", "wn_9x9", "wn_9x9"]
 
 
+@dataclasses.dataclass(frozen=True)
+class _Flat:
+    """A stand-in variant model: one time everywhere (with_local reads predict and sets local)."""
+
+    ms: float
+    local: object = None
+
+    def predict(self, g: pd.DataFrame) -> np.ndarray:
+        return np.full(len(g), self.ms)
+
+
+def test_a_thin_variants_rows_correct_the_law_of_the_variant_that_times_them():
+    """A variant too few rows modelled is timed by its nearest modelled variant's law; its rows
+    join that variant's correction (seer.models.local), so a configuration among them is timed
+    nearer what ran there, and one among the variant's own rows as before."""
+    from seer.data.configs import log_config
+    from seer.fit.gpu import with_local
+
+    base = {"op": "conv_fwd", "algo": "FFT", "split": "train", "h_in": 28, "w_in": 28, "stride_h": 1, "stride_w": 1}
+    base |= {"pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1, "batch": 8, "kh": 3, "kw": 3, "groups": 1}
+    own = [{"c_in": c, "c_out": k, "key": "a", "time_ms": 1.0} for c in (16, 32, 64, 128) for k in (16, 32, 64, 128)]
+    thin = [{"c_in": c, "c_out": 1024, "key": "thin", "time_ms": 3.0} for c in (512, 724, 1024, 1448, 2048)]
+    train = pd.DataFrame([{**base, **r} for r in own + thin])
+    target = train["time_ms"].to_numpy()
+    models, chosen = with_local(train, target, {"a": _Flat(1.0)})
+    assert chosen["conv_fwd"].lent == 5 and chosen["conv_fwd"].rows == 21
+    factor = models["a"].local.factor(log_config(train, "conv_fwd"))
+    assert (factor[16:] > 2).all() and np.allclose(factor[:16], 1)
+    assert "5 of them a thin variant's" in chosen["conv_fwd"].describe()
+
+
 def test_a_kernel_whose_every_tile_is_too_rare_is_modelled_across_its_tiles_where_nothing_predicts_it_better():
     from synthetic import conv_records
 

@@ -95,6 +95,7 @@ def test_choice_round_trips_and_says_what_it_chose():
         choice.rows,
     )
     assert "leave-one-out on 36 rows (length" in back.describe()
-    none = Choice(None, 5, 0.1, 0.1)
-    assert Choice.from_dict(none.to_dict()).smoothing is None
+    none = Choice(None, 5, 0.1, 0.1, lent=2)
+    assert Choice.from_dict(none.to_dict()).smoothing is None and Choice.from_dict(none.to_dict()).lent == 2
+    assert Choice.from_dict({k: v for k, v in none.to_dict().items() if k != "lent"}).lent == 0  # older files
     assert "no smoothing beat them" in none.describe()

@@ -187,7 +187,12 @@ it; linear 0.96x, 0.82-1.24x; lt:20 5 rows, lt:55 28) and the L4's moved from th
 0.93-0.95x). Then (issue 25, session 51) every variant's law corrected by its training rows
 nearby (seer.models.local), all bundled fits refitted on their unchanged records: conv, rank, best
 and GEMM entries of every fitted GPU moved (h100-sxm 21 keys, a100-40gb 3 GEMM keys, the others
-9-12); no entry of the L4 (transferred fits move the laws alone, seer.predict.transfer)."""
+9-12); no entry of the L4 (transferred fits move the laws alone, seer.predict.transfer). Then
+(issue 25, session 52) a thin variant's training rows lent to the correction of the variant whose
+law times them (seer.fit.gpu.with_local), all bundled fits refitted: h100-sxm's conv and rank
+entries moved (median 0.998-1.06x, 0.93-1.56x, the FFT's most; ranks of five algorithms),
+p100-pcie's by 0.86-1.43x (its best and two ranks), p4's by 0.99-1.07x, a100-80gb-pcie's and t4's
+by at most 1.02x; no GEMM entry, none of a100-40gb or the L4."""
 
 from __future__ import annotations
 
