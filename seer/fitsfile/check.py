@@ -532,11 +532,14 @@ def _dual(c: _Doc, d: Any, w: str, key: str) -> None:
 
 
 def _smoothing(c: _Doc, d: dict, w: str, optional: bool = False) -> None:
-    """A kernel length and a prior weight, both > 0 (both null where `optional`: none chosen)."""
+    """A kernel length and a prior weight, both > 0 (both null where `optional`: none chosen),
+    and a local-linear fit's ridge > 0 where it has one."""
     if optional and d.get("length") is None and d.get("prior") is None:
         return
     for k in ("length", "prior"):
         c.num(c.get(d, k, w, "a number > 0"), _at(w, k), 0, lo_open=True)
+    if d.get("ridge") is not None:  # local-linear (files before 2026-12-02, session 52, have none)
+        c.num(d["ridge"], _at(w, "ridge"), 0, lo_open=True)
 
 
 def _decoded(c: _Doc, d: dict, w: str, shape: list[int]) -> np.ndarray:

@@ -7,14 +7,17 @@ by 1-2% (`python -m seer.evaluate --set noise`). Neighbouring
 configurations share most of that miss (a wave's tail, a tile's edge, an L2 that holds one
 operand), so a configuration's time is the law's times the weighted mean of the log residuals
 of the variant's training rows nearest it (Nadaraya-Watson with a Gaussian kernel, shrunk
-towards no correction by a prior weight), the kriging of a parametric model's residuals. Far
+towards no correction by a prior weight), the kriging of a parametric model's residuals; or
+their local-linear fit, a level and a slope per axis over the 30 nearest, where a residual
+trends across the neighbours (session 52: H100 Test-set-I 19.0% -> 18.7% RMSPE, median 4.9% ->
+4.5%; docs/results.md, "A residual's trend across its neighbours fitted"). Far
 from every training row the weights vanish and the law answers alone: beyond the data nothing
 changes.
 
 A convolution variant's rows include those of the variants too few rows modelled whose
 configurations its law times (seer.fit.gpu.with_local): near them it is corrected to what ran.
 
-The kernel's length and the prior's weight are chosen per op by leave-one-out over the
+The kernel's length, the prior's weight and the kind of fit are chosen per op by leave-one-out over the
 training rows (each row corrected by its neighbours, never itself), on SEER's metric (RMSPE);
 an op where no setting beats the law alone gets none (docs/results.md, "A variant's residuals
 smoothed over its neighbours").
@@ -30,33 +33,57 @@ from scipy.spatial import cKDTree
 
 from seer.models import knn
 
-NEIGHBOURS = 10  # training rows whose residuals a configuration's correction weighs
+NEIGHBOURS = 10  # training rows whose residuals a local-constant correction weighs
+LINEAR_NEIGHBOURS = 30  # and a local-linear one, which fits a slope per axis besides the level
 LENGTHS = (0.35, 0.5, 0.75, 1.0, 1.5, 2.0)  # kernel lengths tried, in log2 units of the configuration
 PRIORS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)  # weight of "no correction", in units of one neighbour at distance 0
+RIDGES = (0.3, 1.0, 3.0)  # a local-linear fit's weight on flat slopes, in the same units
 
 
 @dataclass(frozen=True, eq=False)
 class Smoothing:
-    """The kernel's length (log2 units) and the prior's weight one op's corrections use."""
+    """The kernel's length (log2 units) and the prior's weight one op's corrections use; with a
+    `ridge`, a local-linear fit of the residuals (a level and a slope per axis of the
+    log-configuration, the slopes shrunk towards flat by the ridge) in place of their weighted
+    mean, which a residual that trends across the neighbours biases (the neighbours lie on one
+    side of a configuration at the data's edge, or along one axis of a grid)."""
 
     length: float
     prior: float
+    ridge: float | None = None
+
+    @property
+    def neighbours(self) -> int:
+        return NEIGHBOURS if self.ridge is None else LINEAR_NEIGHBOURS
 
     def weights(self, d: np.ndarray) -> np.ndarray:
         return np.exp(-0.5 * (d / self.length) ** 2)
 
     def to_dict(self) -> dict:
-        return {"length": self.length, "prior": self.prior}
+        return {"length": self.length, "prior": self.prior, **({"ridge": self.ridge} if self.ridge is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> Smoothing | None:
-        """The smoothing a fits file names (None where its length is null: none was chosen)."""
-        return None if d.get("length") is None else cls(float(d["length"]), float(d["prior"]))
+        """The smoothing a fits file names (None where its length is null: none was chosen; no
+        ridge in files before 2026-12-02, session 52: local-constant)."""
+        if d.get("length") is None:
+            return None
+        return cls(float(d["length"]), float(d["prior"]), None if d.get("ridge") is None else float(d["ridge"]))
 
-    def shift(self, d: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """The log correction of each row (axis 0) from its neighbours' distances and residuals."""
-        w = self.weights(d)
-        return (w * r).sum(axis=1) / (self.prior + w.sum(axis=1))
+    def shift(self, d: np.ndarray, r: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        """The log correction of each row (axis 0) from its neighbours' distances, residuals and
+        offsets from it (neighbour - row, in the log-configuration; the first `neighbours`)."""
+        k = self.neighbours
+        w, r = self.weights(d[:, :k]), r[:, :k]
+        if self.ridge is None:
+            return (w * r).sum(axis=1) / (self.prior + w.sum(axis=1))
+        z = np.concatenate([np.ones((*w.shape, 1)), offsets[:, :k]], axis=2)  # level, then one slope per axis
+        zw = (z * w[:, :, None]).transpose(0, 2, 1)
+        a = zw @ z
+        a[:, 0, 0] += self.prior
+        idx = np.arange(1, z.shape[2])
+        a[:, idx, idx] += self.ridge
+        return np.linalg.solve(a, zw @ r[:, :, None])[:, 0, 0]
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,7 +107,7 @@ class LocalCorrection:
         k = min(self.neighbours, len(self.residuals))
         d, i = self.tree.query(logcfg, k=k)
         d, i = d.reshape(len(logcfg), k), i.reshape(len(logcfg), k)
-        return np.exp(self.smoothing.shift(d, self.residuals[i]))
+        return np.exp(self.smoothing.shift(d, self.residuals[i], self.points[i] - logcfg[:, None, :]))
 
     def to_dict(self) -> dict:
         return {
@@ -108,8 +135,8 @@ class Residuals:
     def log_residuals(self) -> np.ndarray:
         return -np.log(self.ratio)
 
-    def loo(self, k: int = NEIGHBOURS) -> tuple[np.ndarray, np.ndarray]:
-        """(distances, residuals) of each row's k nearest other rows (never the row itself)."""
+    def loo(self, k: int = LINEAR_NEIGHBOURS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(distances, residuals, offsets) of each row's k nearest other rows (never the row itself)."""
         n = len(self.ratio)
         kk = min(k + 1, n)
         d, i = cKDTree(self.logcfg).query(self.logcfg, k=kk)
@@ -119,7 +146,7 @@ class Residuals:
         keep = ~own
         d = d[keep].reshape(n, kk - 1)
         i = i[keep].reshape(n, kk - 1)
-        return d, self.log_residuals[i]
+        return d, self.log_residuals[i], self.logcfg[i] - self.logcfg[:, None, :]
 
 
 @dataclass(frozen=True)
@@ -148,10 +175,12 @@ class Choice:
         return cls(Smoothing.from_dict(d), int(d["rows"]), float(d["law_rmspe"]), float(d["loo_rmspe"]), lent)
 
     def describe(self) -> str:
+        sm = self.smoothing
         how = (
             "the laws alone: no smoothing beat them"
-            if self.smoothing is None
-            else f"length {self.smoothing.length:g}, prior {self.smoothing.prior:g}"
+            if sm is None
+            else f"length {sm.length:g}, prior {sm.prior:g}"
+            + ("" if sm.ridge is None else f", local-linear, ridge {sm.ridge:g}")
         )
         lent = f", {self.lent} of them a thin variant's under its neighbour's law" if self.lent else ""
         said = f"{100 * self.law_rmspe:.1f}% -> {100 * self.rmspe:.1f}% RMSPE leave-one-out"
@@ -159,26 +188,29 @@ class Choice:
 
 
 def choose_smoothing(variants: list[Residuals], rtol: float = 1e-6) -> Choice:
-    """The (length, prior) of LENGTHS x PRIORS whose leave-one-out corrections give the lowest
-    RMSPE over every row of `variants` (one op's); none where no setting beats the laws alone by
-    more than `rtol` (relative) or no variant has two rows."""
+    """The smoothing of LENGTHS x PRIORS, local-constant or local-linear with a ridge of RIDGES,
+    whose leave-one-out corrections give the lowest RMSPE over every row of `variants` (one
+    op's); none where no setting beats the laws alone by more than `rtol` (relative) or no
+    variant has two rows."""
     parts = [(v.ratio, *v.loo()) for v in variants if len(v.ratio) >= 2]
     if not parts:
         return Choice(None, 0, float("nan"), float("nan"))
     ratio = np.concatenate([p[0] for p in parts])
     base = float(np.mean((ratio - 1) ** 2))
     best, best_se = None, base
-    for length in LENGTHS:
-        for prior in PRIORS:
-            s = Smoothing(length, prior)
-            shift = np.concatenate([s.shift(d, r) for _, d, r in parts])
-            se = float(np.mean((ratio * np.exp(shift) - 1) ** 2))
-            if se < best_se * (1 - rtol):
-                best, best_se = s, se
+    for ridge in (None, *RIDGES):
+        for length in LENGTHS:
+            for prior in PRIORS:
+                s = Smoothing(length, prior, ridge)
+                shift = np.concatenate([s.shift(d, r, x) for _, d, r, x in parts])
+                se = float(np.mean((ratio * np.exp(shift) - 1) ** 2))
+                if se < best_se * (1 - rtol):
+                    best, best_se = s, se
     return Choice(best, len(ratio), float(np.sqrt(base)), float(np.sqrt(best_se)))
 
 
 def correction(v: Residuals, smoothing: Smoothing) -> LocalCorrection:
     """A variant's correction from its training rows."""
     f4 = np.float32  # what a fits file keeps (knn.encode): the fitted and the loaded predict alike
-    return LocalCorrection(v.logcfg.astype(f4).astype(float), v.log_residuals.astype(f4).astype(float), smoothing)
+    pts, res = v.logcfg.astype(f4).astype(float), v.log_residuals.astype(f4).astype(float)
+    return LocalCorrection(pts, res, smoothing, smoothing.neighbours)

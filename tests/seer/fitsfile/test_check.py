@@ -525,6 +525,7 @@ def test_a_bad_forward_dual_is_refused_where_it_is_bad(edit, where, tmp_path):
         (lambda d: d.__setitem__("length", 0.0), ".local.length"),
         (lambda d: d.__setitem__("prior", -1), ".local.prior"),
         (lambda d: d.__setitem__("neighbours", 0), ".local.neighbours"),
+        (lambda d: d.__setitem__("ridge", -0.3), ".local.ridge"),
         (lambda d: d["points"].__setitem__("shape", [d["points"]["shape"][0], 3]), ".local.points.shape"),
         (lambda d: d.__setitem__("residuals", {**d["residuals"], "shape": [1]}), ".local.residuals"),
     ],
@@ -543,4 +544,8 @@ def test_the_local_choice_of_each_op_is_checked(tmp_path):
     assert set(doc["local"]) <= {"conv_fwd", "conv_bwd_data", "conv_bwd_filter", "gemm"}
     doc["local"]["conv_fwd"]["loo_rmspe"] = -0.1
     with pytest.raises(SeerError, match=re.escape("local.conv_fwd.loo_rmspe")):
+        check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")
+    doc["local"]["conv_fwd"]["loo_rmspe"] = 0.1
+    doc["local"]["conv_fwd"]["lent"] = 1.5
+    with pytest.raises(SeerError, match=re.escape("local.conv_fwd.lent")):
         check(json.loads(fitsfile.dumps(doc)), tmp_path / "h.json")

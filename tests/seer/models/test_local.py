@@ -5,7 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from seer.models.local import NEIGHBOURS, Choice, LocalCorrection, Residuals, Smoothing, choose_smoothing, correction
+from seer.models.local import (
+    LINEAR_NEIGHBOURS,
+    NEIGHBOURS,
+    Choice,
+    LocalCorrection,
+    Residuals,
+    Smoothing,
+    choose_smoothing,
+    correction,
+)
 
 
 def _grid(n: int = 12) -> np.ndarray:
@@ -40,22 +49,28 @@ def test_round_trip_predicts_as_the_fitted():
     assert (back.smoothing.length, back.smoothing.prior, back.neighbours) == (0.75, 0.25, NEIGHBOURS)
     q = pts + 0.3
     assert np.array_equal(back.factor(q), c.factor(q))
+    lin = correction(Residuals(pts, np.exp(-r)), Smoothing(0.75, 0.25, ridge=1.0))
+    back = LocalCorrection.from_dict(json.loads(json.dumps(lin.to_dict())))
+    assert (back.smoothing.ridge, back.neighbours) == (1.0, LINEAR_NEIGHBOURS)
+    assert np.array_equal(back.factor(q), lin.factor(q))
+    assert Smoothing.from_dict({"length": 1.0, "prior": 0.5}).ridge is None  # files before: local-constant
 
 
 def test_leave_one_out_never_sees_the_row_itself():
     pts = _grid(3)
     ratio = np.ones(len(pts))
     ratio[4] = 3.0  # only the centre row is off: its own residual must not reach it
-    d, r = Residuals(pts, ratio).loo(k=4)
-    assert d.shape == r.shape == (len(pts), 4)
+    d, r, x = Residuals(pts, ratio).loo(k=4)
+    assert d.shape == r.shape == (len(pts), 4) and x.shape == (len(pts), 4, 2)
     assert (d > 0).all()
     assert np.allclose(r[4], 0.0)
+    assert np.allclose(np.linalg.norm(x, axis=2), d)  # offsets from the row to its neighbours
 
 
 def test_duplicate_rows_are_each_others_neighbours():
     pts = np.array([[0.0, 0.0], [0.0, 0.0], [3.0, 3.0]])
     ratio = np.array([0.5, 2.0, 1.0])
-    d, r = Residuals(pts, ratio).loo(k=1)
+    d, r, _ = Residuals(pts, ratio).loo(k=1)
     assert d[:2, 0] == pytest.approx([0.0, 0.0])
     assert r[0, 0] == pytest.approx(-np.log(2.0)) and r[1, 0] == pytest.approx(-np.log(0.5))
 
@@ -67,17 +82,30 @@ def test_smooth_residuals_are_corrected_and_noise_is_not():
     picked = choice.smoothing
     assert picked is not None
     assert choice.rows == len(pts) and choice.rmspe < 0.5 * choice.law_rmspe
-    loo_d, loo_r = Residuals(pts, smooth).loo()
     before = np.sqrt(np.mean((smooth - 1) ** 2))
-    after = np.sqrt(np.mean((smooth * np.exp(picked.shift(loo_d, loo_r)) - 1) ** 2))
+    after = np.sqrt(np.mean((smooth * np.exp(picked.shift(*Residuals(pts, smooth).loo())) - 1) ** 2))
     assert after < 0.5 * before
     for seed in range(5):  # independent from row to row: neighbours say nothing, so next to no gain
         noise = np.exp(np.random.default_rng(seed).normal(0, 0.1, len(pts)))
         got = choose_smoothing([Residuals(pts, noise)]).smoothing
         if got is not None:
-            d, r = Residuals(pts, noise).loo()
-            gain = 1 - np.sqrt(np.mean((noise * np.exp(got.shift(d, r)) - 1) ** 2) / np.mean((noise - 1) ** 2))
+            shift = got.shift(*Residuals(pts, noise).loo())
+            gain = 1 - np.sqrt(np.mean((noise * np.exp(shift) - 1) ** 2) / np.mean((noise - 1) ** 2))
             assert gain < 0.02
+
+
+def test_a_trend_at_the_datas_edge_is_carried_by_the_local_linear_fit():
+    """Residuals that grow along one axis: past the last training rows the weighted mean of the
+    neighbours lags the trend (they all lie on one side); the local-linear fit follows it."""
+    pts = _grid(8)
+    r = 0.1 * pts[:, 0]  # the law's miss grows 10% (in log) per doubling of one size
+    res = Residuals(pts, np.exp(-r))
+    edge = np.array([[8.0, 3.5]])  # one step past the data, where the trend says 0.8
+    flat = correction(res, Smoothing(1.0, 1e-3)).factor(edge)[0]
+    sloped = correction(res, Smoothing(1.0, 1e-3, ridge=0.01)).factor(edge)[0]
+    assert np.log(sloped) == pytest.approx(0.8, abs=0.01)
+    assert np.log(flat) < 0.7
+    assert choose_smoothing([res]).smoothing.ridge is not None  # and leave-one-out picks it
 
 
 def test_no_rows_enough_no_smoothing():

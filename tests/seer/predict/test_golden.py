@@ -192,7 +192,11 @@ and GEMM entries of every fitted GPU moved (h100-sxm 21 keys, a100-40gb 3 GEMM k
 law times them (seer.fit.gpu.with_local), all bundled fits refitted: h100-sxm's conv and rank
 entries moved (median 0.998-1.06x, 0.93-1.56x, the FFT's most; ranks of five algorithms),
 p100-pcie's by 0.86-1.43x (its best and two ranks), p4's by 0.99-1.07x, a100-80gb-pcie's and t4's
-by at most 1.02x; no GEMM entry, none of a100-40gb or the L4."""
+by at most 1.02x; no GEMM entry, none of a100-40gb or the L4. Then (issue 25, session 52) the
+corrections may fit a slope per axis (local-linear, seer.models.local.Smoothing.ridge), all
+bundled fits refitted: h100-sxm's conv and rank entries moved (median 0.97-1.05x, 0.80-1.26x;
+five ranks), every NeuSight GPU's conv and GEMM entries (median 0.999-1.007x, 0.76-1.09x;
+p100-pcie's best and two ranks); none of the L4."""
 
 from __future__ import annotations
 
