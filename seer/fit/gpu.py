@@ -143,9 +143,9 @@ def fit_gpu(
     rec["key"] = looped_joins(rec, own, target, models)
     choosers = {}
     train = rec[rec["split"] == "train"]
+    named = chooser_keys(train, set(models))  # what the choosers learn, and the corrections take
     for (op, algo), g in train.groupby(["op", "algo"], sort=True):
-        if op in records.CONV_OPS:
-            g = g.assign(key=nearest_modelled(g, set(models), op))
+        g = g.assign(key=named[g.index])
         g = g[g["key"].isin(list(models))]
         if len(g):
             r = _rules(g, models, target[g.index], op, options.tree_products)
@@ -164,7 +164,7 @@ def fit_gpu(
     tiles = fit_tile_variants(train)
     chosen: dict[str, local.Choice] = {}
     if options.local:  # last: choosers, gates and duals learnt the laws' own errors
-        models, chosen = with_local(train, target, models)
+        models, chosen = with_local(train, target, models, named)
     return {
         "variants": {k: m.to_dict() for k, m in sorted(models.items())},
         "choosers": choosers,
@@ -183,16 +183,15 @@ def fit_gpu(
 
 
 def with_local(
-    train: pd.DataFrame, target: np.ndarray, models: dict[str, VariantFit]
+    train: pd.DataFrame, target: np.ndarray, models: dict[str, VariantFit], named: pd.Series
 ) -> tuple[dict[str, VariantFit], dict[str, local.Choice]]:
     """(the models, each with the correction its training rows make nearby, seer.models.local;
     what each op's leave-one-out chose): an op where no smoothing beats the laws alone keeps them.
     A convolution variant too few rows modelled lends its rows to the variant its chooser names
-    for them (nearest_modelled): a configuration there is timed by that variant's law, and its
+    for them (`named`, chooser_keys): a configuration there is timed by that variant's law, and its
     rows say by how much the law misses what ran there. Own rows alone, the H100's thin
     filter-gradient FFT rows (18 of its 67 Test-set-I rows) carried 80% of that algorithm's
     squared error (docs/results.md, "A thin variant's rows correct the law that times them")."""
-    named = _named_as(train, set(models))
     found: dict[str, dict[str, local.Residuals]] = {}
     lent: dict[str, int] = {}
     for (op, key), g in train[named.isin(list(models))].groupby(["op", named], sort=True):
@@ -211,7 +210,7 @@ def with_local(
     return out, chosen
 
 
-def _named_as(train: pd.DataFrame, modelled: set[str]) -> pd.Series:
+def chooser_keys(train: pd.DataFrame, modelled: set[str]) -> pd.Series:
     """Each training row's key as its family's chooser learns it: a convolution row of a variant
     too few rows modelled is keyed by the nearest modelled variant (nearest_modelled)."""
     out = train["key"].copy()

@@ -135,7 +135,7 @@ def test_a_thin_variants_rows_correct_the_law_of_the_variant_that_times_them():
     join that variant's correction (seer.models.local), so a configuration among them is timed
     nearer what ran there, and one among the variant's own rows as before."""
     from seer.data.configs import log_config
-    from seer.fit.gpu import with_local
+    from seer.fit.gpu import chooser_keys, with_local
 
     base = {"op": "conv_fwd", "algo": "FFT", "split": "train", "h_in": 28, "w_in": 28, "stride_h": 1, "stride_w": 1}
     base |= {"pad_h": 0, "pad_w": 0, "dil_h": 1, "dil_w": 1, "batch": 8, "kh": 3, "kw": 3, "groups": 1}
@@ -143,7 +143,7 @@ def test_a_thin_variants_rows_correct_the_law_of_the_variant_that_times_them():
     thin = [{"c_in": c, "c_out": 1024, "key": "thin", "time_ms": 3.0} for c in (512, 724, 1024, 1448, 2048)]
     train = pd.DataFrame([{**base, **r} for r in own + thin])
     target = train["time_ms"].to_numpy()
-    models, chosen = with_local(train, target, {"a": _Flat(1.0)})
+    models, chosen = with_local(train, target, {"a": _Flat(1.0)}, chooser_keys(train, {"a"}))
     assert chosen["conv_fwd"].lent == 5 and chosen["conv_fwd"].rows == 21
     factor = models["a"].local.factor(log_config(train, "conv_fwd"))
     assert (factor[16:] > 2).all() and np.allclose(factor[:16], 1)
