@@ -407,17 +407,32 @@ def _packed(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> Pac
 def _factors(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> list[tuple[str, int, np.ndarray]]:
     """Every ceil(size / tile) that divides each row of `y` and is not 1 throughout: the only
     possible factors of an exact product. The smallest tile of each distinct column, in the
-    order of `names`; the batch is the convolution's N under another name, so it is left out."""
+    order of `names`; the batch is the convolution's N under another name, so it is left out.
+    Judged on each size's distinct values: a ceiling divides every row of a value where it
+    divides their greatest common divisor (on every row it took a tenth of a fit's time)."""
     tiles = np.arange(1, PRODUCT_TILE + 1, dtype=float)
+    whole = np.all(np.isfinite(y) & (y >= 1) & (y == np.round(y)) & (y < 2**53))
     out = []
     for e in names:
         if e == "batch" and "N" in names:
             continue
-        cols = np.ceil(s[e][None, :] / tiles[:, None])
-        ok = np.flatnonzero((np.mod(y[None, :], cols) == 0).all(axis=1) & (cols > 1).any(axis=1))
+        if whole:
+            values, at = np.unique(s[e], return_inverse=True)
+            per_value = np.gcd.reduceat(y.astype(np.int64)[np.argsort(at, kind="stable")], _starts(at, len(values)))
+            cols = np.ceil(values[None, :] / tiles[:, None])
+            divides = np.mod(per_value[None, :], cols) == 0
+        else:
+            cols = np.ceil(s[e][None, :] / tiles[:, None])
+            divides = np.mod(y[None, :], cols) == 0
+        ok = np.flatnonzero(divides.all(axis=1) & (cols > 1).any(axis=1))
         _, first = np.unique(cols[ok], axis=0, return_index=True)
-        out += [(e, int(tiles[i]), cols[i]) for i in ok[np.sort(first)]]
+        out += [(e, int(tiles[i]), np.ceil(s[e] / tiles[i])) for i in ok[np.sort(first)]]
     return out
+
+
+def _starts(groups: np.ndarray, n: int) -> np.ndarray:
+    """Where each of `n` groups (0..n-1, every one present) begins in `groups` sorted."""
+    return np.concatenate(([0], np.cumsum(np.bincount(groups, minlength=n))[:-1]))
 
 
 def _exact(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> AxisRule | None:

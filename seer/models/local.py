@@ -70,20 +70,37 @@ class Smoothing:
             return None
         return cls(float(d["length"]), float(d["prior"]), None if d.get("ridge") is None else float(d["ridge"]))
 
-    def shift(self, d: np.ndarray, r: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    def shift(self, d: np.ndarray, r: np.ndarray, offsets: np.ndarray, normal: Normal | None = None) -> np.ndarray:
         """The log correction of each row (axis 0) from its neighbours' distances, residuals and
-        offsets from it (neighbour - row, in the log-configuration; the first `neighbours`)."""
-        k = self.neighbours
-        w, r = self.weights(d[:, :k]), r[:, :k]
+        offsets from it (neighbour - row, in the log-configuration; the first `neighbours`).
+        `normal`: a local-linear fit's equations of the same rows at this length, if made already."""
         if self.ridge is None:
-            return (w * r).sum(axis=1) / (self.prior + w.sum(axis=1))
+            k = self.neighbours
+            w = self.weights(d[:, :k])
+            return (w * r[:, :k]).sum(axis=1) / (self.prior + w.sum(axis=1))
+        eq = self.normal(d, r, offsets) if normal is None else normal
+        a = eq.zwz.copy()
+        a[:, 0, 0] += self.prior
+        idx = np.arange(1, a.shape[2])
+        a[:, idx, idx] += self.ridge
+        return np.linalg.solve(a, eq.zwr)[:, 0, 0]
+
+    def normal(self, d: np.ndarray, r: np.ndarray, offsets: np.ndarray) -> Normal:
+        """A local-linear fit's weighted normal equations of each row over its neighbours (`shift`)."""
+        k = LINEAR_NEIGHBOURS
+        w, r = self.weights(d[:, :k]), r[:, :k]
         z = np.concatenate([np.ones((*w.shape, 1)), offsets[:, :k]], axis=2)  # level, then one slope per axis
         zw = (z * w[:, :, None]).transpose(0, 2, 1)
-        a = zw @ z
-        a[:, 0, 0] += self.prior
-        idx = np.arange(1, z.shape[2])
-        a[:, idx, idx] += self.ridge
-        return np.linalg.solve(a, zw @ r[:, :, None])[:, 0, 0]
+        return Normal(zw @ z, zw @ r[:, :, None])
+
+
+@dataclass(frozen=True)
+class Normal:
+    """z'Wz and z'Wr of a local-linear fit, before its prior and ridge: they depend on the
+    kernel's length alone, so choose_smoothing makes them once a length, not once a setting."""
+
+    zwz: np.ndarray  # (rows, 1 + axes, 1 + axes)
+    zwr: np.ndarray  # (rows, 1 + axes, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,6 +204,10 @@ class Choice:
         return f"{said} on {self.rows} rows{lent} ({how})"
 
 
+# the order choose_smoothing judges the settings in (ridge, length, prior)
+_ORDER = [(ridge, length, prior) for ridge in (None, *RIDGES) for length in LENGTHS for prior in PRIORS]
+
+
 def choose_smoothing(variants: list[Residuals], rtol: float = 1e-6) -> Choice:
     """The smoothing of LENGTHS x PRIORS, local-constant or local-linear with a ridge of RIDGES,
     whose leave-one-out corrections give the lowest RMSPE over every row of `variants` (one
@@ -197,15 +218,18 @@ def choose_smoothing(variants: list[Residuals], rtol: float = 1e-6) -> Choice:
         return Choice(None, 0, float("nan"), float("nan"))
     ratio = np.concatenate([p[0] for p in parts])
     base = float(np.mean((ratio - 1) ** 2))
-    best, best_se = None, base
-    for ridge in (None, *RIDGES):
-        for length in LENGTHS:
+    errors: dict[tuple[float | None, float, float], float] = {}  # mean squared error of each setting
+    for length in LENGTHS:
+        normals = [Smoothing(length, 0.0, 1.0).normal(d, r, x) for _, d, r, x in parts]
+        for ridge in (None, *RIDGES):
             for prior in PRIORS:
                 s = Smoothing(length, prior, ridge)
-                shift = np.concatenate([s.shift(d, r, x) for _, d, r, x in parts])
-                se = float(np.mean((ratio * np.exp(shift) - 1) ** 2))
-                if se < best_se * (1 - rtol):
-                    best, best_se = s, se
+                shift = np.concatenate([s.shift(d, r, x, eq) for (_, d, r, x), eq in zip(parts, normals)])
+                errors[ridge, length, prior] = float(np.mean((ratio * np.exp(shift) - 1) ** 2))
+    best, best_se = None, base
+    for ridge, length, prior in _ORDER:  # a later setting is chosen only where it beats by more than rtol
+        if errors[ridge, length, prior] < best_se * (1 - rtol):
+            best, best_se = Smoothing(length, prior, ridge), errors[ridge, length, prior]
     return Choice(best, len(ratio), float(np.sqrt(base)), float(np.sqrt(best_se)))
 
 

@@ -39,9 +39,7 @@ def numeric(
         num = raw.astype("float64")
         present = num.notna()
     else:
-        txt = raw.astype(object).where(raw.notna(), "").astype(str).str.strip()
-        present = txt != ""
-        num = pd.to_numeric(txt.where(present), errors="coerce")
+        num, present = _parsed(raw)
     what = expected or ("a whole number" if integer else "a number")
     if minimum is not None:
         what += f" >= {minimum:g}" if minimum != 0 or integer else " >= 0"
@@ -63,6 +61,22 @@ def numeric(
         val = raw.iloc[i]
         raise DataError(file, int(lines[i]), column, what, None if pd.isna(val) else val, where=where)
     return num
+
+
+def _parsed(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(numbers, present) of a text column, blank and padded cells stripped. Parsed once per
+    distinct cell and spread back: stripping and parsing every cell took half of reading the
+    project's data (16 million cells, a few thousand distinct per column)."""
+    codes, uniq = pd.factorize(raw)  # a missing cell: code -1
+    txt = pd.Series(np.asarray(uniq, dtype=object), dtype=object).astype(str).str.strip()
+    known = (txt != "").to_numpy()
+    values = pd.to_numeric(txt.where(known), errors="coerce").to_numpy()
+    missing = codes < 0
+    if missing.any():
+        values = np.append(values.astype("float64"), np.nan)
+        known = np.append(known, False)
+    as_series = lambda a: pd.Series(a[codes], index=raw.index, name=raw.name)
+    return as_series(values), as_series(known)
 
 
 def require_columns(df: pd.DataFrame, cols: Iterable[str], file: str, why: str = "") -> None:

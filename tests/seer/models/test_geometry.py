@@ -258,3 +258,42 @@ def test_a_packed_data_gradient_block_walks_dy_in_its_templates_pixel_tiles():
     # the 64-pixel tile: 9 x 9 pixels take two
     kb64 = inputs(b, g, "ALGO_1", kernel=k128.replace("6, 7, 5, 4, 5", "6, 6, 5, 4, 4")).kb
     assert np.allclose(kb64, np.array([1, 1, 2]) * 64 * (np.array([64, 128, 64]) + 64) * 1e-6)
+
+
+def _factors_row_by_row(s, names, y):
+    """_factors as first written: every tile judged on every row."""
+    tiles = np.arange(1, geometry.PRODUCT_TILE + 1, dtype=float)
+    out = []
+    for e in names:
+        if e == "batch" and "N" in names:
+            continue
+        cols = np.ceil(s[e][None, :] / tiles[:, None])
+        ok = np.flatnonzero((np.mod(y[None, :], cols) == 0).all(axis=1) & (cols > 1).any(axis=1))
+        _, first = np.unique(cols[ok], axis=0, return_index=True)
+        out += [(e, int(tiles[i]), cols[i]) for i in ok[np.sort(first)]]
+    return out
+
+
+def test_factors_judged_on_distinct_sizes_are_those_of_every_row():
+    rng = np.random.default_rng(3)
+    n = 400
+    s = {
+        "K": rng.choice([16.0, 48, 64, 96, 256, 1000], n),
+        "PQ": rng.choice([49.0, 196, 784, 3136], n),
+        "N": rng.choice([1.0, 8, 32], n),
+        "batch": rng.choice([1.0, 8, 32], n),
+    }
+    names = list(s)
+    products = {
+        "a product": np.ceil(s["K"] / 32) * np.ceil(s["PQ"] / 64) * s["N"],
+        "one ceiling": np.ceil(s["PQ"] / 128),
+        "no rule": rng.integers(1, 50, n).astype(float),
+        "not whole": np.ceil(s["K"] / 32) + 0.5,
+    }
+    for what, y in products.items():
+        got, want = geometry._factors(s, names, y), _factors_row_by_row(s, names, y)
+        assert [(e, t) for e, t, _ in got] == [(e, t) for e, t, _ in want], what
+        assert all(np.array_equal(g, w) for (_, _, g), (_, _, w) in zip(got, want)), what
+    found = {(e, t) for e, t, _ in geometry._factors(s, names, products["a product"])}
+    assert {("K", 32), ("PQ", 64), ("N", 1)} <= found and not any(e == "batch" for e, _ in found)
+    assert geometry._factors(s, names, products["no rule"]) == []

@@ -182,3 +182,22 @@ def test_a_bad_cell_of_the_test_sheet_names_the_test_sheet(tmp_path, col, value)
         records.read_seer_excel(p)
     assert e.value.file.endswith("[test]") and e.value.row == 3, str(e.value)
     assert e.value.column == records.SEER_COLUMNS[col]
+
+
+# ---------------------------------------------------------------- numbers parsed once per distinct cell
+def test_cells_parse_as_numbers_padded_blank_or_missing():
+    from seer.data.records.validate import numeric
+
+    raw = pd.Series(["3", " 5 ", "", "  ", None, "3", "2.5", "5"], dtype=object, name="m")
+    lines = np.arange(len(raw)) + 2
+    got = numeric(raw, "f.csv", "m", lines, required=False)
+    assert got.name == "m" and got.dtype == "float64"
+    np.testing.assert_array_equal(got.to_numpy(), [3, 5, np.nan, np.nan, np.nan, 3, 2.5, 5])
+    whole = numeric(pd.Series(["7", "8", "7"]), "f.csv", "k", lines[:3], integer=True)
+    assert whole.tolist() == [7, 8, 7]
+    with pytest.raises(DataError, match=r"f.csv, line 4, column 'm': expected a number"):
+        numeric(pd.Series(["1", "2", "x"]), "f.csv", "m", lines[:3])
+    with pytest.raises(DataError, match=r"line 4, column 'm': expected a number, got ''"):
+        numeric(raw.iloc[:3], "f.csv", "m", lines[:3])  # blank where required
+    with pytest.raises(DataError, match=r"line 3, column 'k': expected a whole number"):
+        numeric(pd.Series(["1", "2.5"]), "f.csv", "k", lines[:2], integer=True)
