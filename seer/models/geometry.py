@@ -418,7 +418,8 @@ def _factors(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> li
             continue
         if whole:
             values, at = np.unique(s[e], return_inverse=True)
-            per_value = np.gcd.reduceat(y.astype(np.int64)[np.argsort(at, kind="stable")], _starts(at, len(values)))
+            per_value = np.zeros(len(values), dtype=np.int64)  # gcd(0, y) = y
+            np.gcd.at(per_value, at, y.astype(np.int64))
             cols = np.ceil(values[None, :] / tiles[:, None])
             divides = np.mod(per_value[None, :], cols) == 0
         else:
@@ -428,11 +429,6 @@ def _factors(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> li
         _, first = np.unique(cols[ok], axis=0, return_index=True)
         out += [(e, int(tiles[i]), np.ceil(s[e] / tiles[i])) for i in ok[np.sort(first)]]
     return out
-
-
-def _starts(groups: np.ndarray, n: int) -> np.ndarray:
-    """Where each of `n` groups (0..n-1, every one present) begins in `groups` sorted."""
-    return np.concatenate(([0], np.cumsum(np.bincount(groups, minlength=n))[:-1]))
 
 
 def _exact(s: Mapping[str, np.ndarray], names: list[str], y: np.ndarray) -> AxisRule | None:
